@@ -1,0 +1,85 @@
+# turnstile — build, test and run targets.
+#
+#   make run     start a local ZooKeeper and run the example pipeline
+#   make test    vet, gofmt check, and the race-enabled test suite
+#   make deps    install what the tests need (Debian/Ubuntu, as root)
+
+GO ?= go
+
+# ---------------------------------------------------------------------------
+# DEB_PACKAGES: the Debian packages `make deps` ensures are installed.
+# Each is checked with `dpkg -s`; only the missing ones are installed, after
+# at most one `apt-get update`. Add more here (e.g. libcurator-recipes-java
+# python3-kazoo for the interop tests).
+DEB_PACKAGES := zookeeper
+# The Java runtime ZooKeeper runs on (Debian 12's default-jre is this one;
+# listed so other releases get a Java 17 too). Skipped if the release has none.
+JAVA_DEB := openjdk-17-jre-headless
+# ---------------------------------------------------------------------------
+
+# Set ZK_JAR (and ZK_CLASSPATH) to use a ZooKeeper installed by hand; then
+# `make deps` does not touch apt (see README.md).
+export ZK_JAR
+export ZK_CLASSPATH
+
+.PHONY: all deps test vet fmt-check run stress bench
+
+all: test
+
+deps:
+	@set -e; \
+	if [ -n "$(ZK_JAR)" ] || ! command -v dpkg >/dev/null 2>&1; then \
+		jar="$${ZK_JAR:-/usr/share/java/zookeeper.jar}"; java="$${JAVA:-java}"; \
+		if [ ! -f "$$jar" ] || ! command -v "$$java" >/dev/null 2>&1; then \
+			echo "deps: need Java 17 and ZooKeeper 3.8 ($$jar); set ZK_JAR (and ZK_CLASSPATH), or on Debian/Ubuntu run make deps as root without ZK_JAR" >&2; \
+			exit 1; \
+		fi; \
+		echo "deps: using $$jar (apt not used)"; \
+	else \
+		missing=""; \
+		for p in $(DEB_PACKAGES) $(JAVA_DEB); do \
+			dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
+		done; \
+		if [ -n "$$missing" ]; then \
+			sudo=""; \
+			if [ "$$(id -u)" != 0 ]; then \
+				if command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+				else echo "deps: must run as root to install:$$missing" >&2; exit 1; fi; \
+			fi; \
+			echo "deps: installing$$missing"; \
+			$$sudo apt-get update; \
+			install=""; \
+			for p in $$missing; do \
+				if [ "$$p" = "$(JAVA_DEB)" ] && ! apt-cache show "$$p" >/dev/null 2>&1; then \
+					echo "deps: $$p not available here; relying on the Java that zookeeper depends on"; \
+				else install="$$install $$p"; fi; \
+			done; \
+			if [ -n "$$install" ]; then \
+				$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y $$install; \
+			fi; \
+		else \
+			echo "deps: Debian packages present: $(DEB_PACKAGES) $(JAVA_DEB)"; \
+		fi; \
+		test -f /usr/share/java/zookeeper.jar || { echo "deps: /usr/share/java/zookeeper.jar missing after install" >&2; exit 1; }; \
+		command -v "$${JAVA:-java}" >/dev/null 2>&1 || { echo "deps: no java after install" >&2; exit 1; }; \
+	fi
+	$(GO) mod download
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@files="$$(gofmt -l .)"; \
+	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
+
+test: deps vet fmt-check
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+run: deps
+	$(GO) run ./examples/pipeline
+
+stress:
+	@echo "stress: not yet"
+
+bench:
+	@echo "bench: not yet"

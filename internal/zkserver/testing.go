@@ -1,0 +1,48 @@
+package zkserver
+
+import (
+	"context"
+	"testing"
+)
+
+// StartT starts a standalone server for a test: t.Fatal on error, Close at
+// cleanup, and the tail of the server log in the test output if the test
+// failed.
+func StartT(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("zkserver.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("zkserver %s log tail (%s):\n%s", s.Addr(), s.LogFile(), s.LogTail(60))
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("zkserver.Close: %v", err)
+		}
+	})
+	return s
+}
+
+// StartEnsembleT starts an ensemble of n servers for a test: t.Fatal on
+// error, Close at cleanup, and every member's log tail in the test output if
+// the test failed.
+func StartEnsembleT(t testing.TB, n int, opts Options) *Ensemble {
+	t.Helper()
+	e, err := StartEnsemble(context.Background(), n, opts)
+	if err != nil {
+		t.Fatalf("zkserver.StartEnsemble: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, s := range e.Servers {
+				t.Logf("zkserver member %d %s log tail (%s):\n%s", s.ID(), s.Addr(), s.LogFile(), s.LogTail(40))
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Errorf("zkserver ensemble Close: %v", err)
+		}
+	})
+	return e
+}
