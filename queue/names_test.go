@@ -1,0 +1,235 @@
+package queue_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+const (
+	uuid1 = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+	hex1  = "8eb60557ba51e0da67eefc47467d3f34"
+)
+
+type parseCase struct {
+	name string
+	want queue.Node
+	ok   bool
+}
+
+func good(name string, kind queue.Kind, seq int64, id string, client queue.Client) parseCase {
+	return parseCase{name, queue.Node{Name: name, Kind: kind, Seq: seq, ID: id, Client: client}, true}
+}
+
+func bad(name string) parseCase { return parseCase{name: name} }
+
+func TestParse(t *testing.T) {
+	tests := []parseCase{
+		// Curator, protected: every marker.
+		good("_c_"+uuid1+"-lock-0000000012", queue.KindMutex, 12, uuid1, queue.Curator),
+		good("_c_"+uuid1+"-__READ__0000000003", queue.KindRead, 3, uuid1, queue.Curator),
+		good("_c_"+uuid1+"-__WRIT__0000000004", queue.KindWrite, 4, uuid1, queue.Curator),
+		good("_c_"+uuid1+"-lease-0000000005", queue.KindLease, 5, uuid1, queue.Curator),
+		good("_c_"+strings.ToUpper(uuid1)+"-lock-0000000012", queue.KindMutex, 12, strings.ToUpper(uuid1), queue.Curator),
+		// Curator, unprotected.
+		good("lock-0000000012", queue.KindMutex, 12, "", queue.Curator),
+		good("__READ__0000000000", queue.KindRead, 0, "", queue.Curator),
+		good("__WRIT__0000000001", queue.KindWrite, 1, "", queue.Curator),
+		good("lease-0000000002", queue.KindLease, 2, "", queue.Curator),
+		// go-zookeeper's protected form (its lock_test.go samples).
+		good("_c_38553bd6d1d57f710ae70ddcc3d24715-lock-0000000000", queue.KindMutex, 0, "38553bd6d1d57f710ae70ddcc3d24715", queue.GoZK),
+		good("_c_38553bd6d1d57f710ae70ddcc3d24715-lock--2147483648", queue.KindMutex, math.MinInt32, "38553bd6d1d57f710ae70ddcc3d24715", queue.GoZK),
+		// kazoo.
+		good("514e5a831836450cb1a56c741e990fd8__lock__0000000032", queue.KindMutex, 32, "514e5a831836450cb1a56c741e990fd8", queue.Kazoo),
+		good("da5719988c244fc793f49ec3aa29b566__rlock__0000000003", queue.KindRead, 3, "da5719988c244fc793f49ec3aa29b566", queue.Kazoo),
+		good("__lock__0000000007", queue.KindMutex, 7, "", queue.Kazoo),
+		good("__rlock__0000000008", queue.KindRead, 8, "", queue.Kazoo),
+		// Sequences: the int32 range as "%010d" writes it.
+		good("lock-2147483647", queue.KindMutex, math.MaxInt32, "", queue.Curator),
+		good("lock--000000001", queue.KindMutex, -1, "", queue.Curator),
+		good("lock--999999999", queue.KindMutex, -999999999, "", queue.Curator),
+		good("lock--1000000000", queue.KindMutex, -1000000000, "", queue.Curator),
+		good("lock--2147483648", queue.KindMutex, math.MinInt32, "", queue.Curator),
+		good("_c_"+uuid1+"-__READ__-000000003", queue.KindRead, -3, uuid1, queue.Curator),
+
+		bad(""),
+		bad("lock-"),
+		bad("lock-000000001"),   // 9 digits
+		bad("lock-00000000012"), // 11 digits
+		bad("lock-00000000x2"),
+		bad("lock-+000000012"),
+		bad("lock- 000000012"),
+		bad("lock-2147483648"),   // above int32
+		bad("lock--2147483649"),  // below int32
+		bad("lock--0000000001"),  // -1 is written "-000000001"
+		bad("lock--000000000"),   // minus zero
+		bad("lock--00000001"),    // too short
+		bad("lock-0000000012 "),  // trailing junk
+		bad("lock-٠٠٠٠٠٠٠٠١٢"),   // Arabic-Indic digits
+		bad("lock-０００００００００１"),   // full-width digits
+		bad("LOCK-0000000012"),   // markers are case-sensitive
+		bad("lock_0000000012"),   // not a marker
+		bad("x-lock-0000000012"), // unknown prefix
+		bad("0000000012"),
+		bad("_c_"),
+		bad("_c_-lock-0000000012"),
+		bad("_c_" + uuid1),
+		bad("_c_" + uuid1 + "-"),
+		bad("_c_" + uuid1 + "-lock-"),
+		bad("_c_" + uuid1[:35] + "-lock-0000000012"), // uuid one short
+		bad("_c_" + "1b4e28ba2fa111d2883f0016d3cca42700ab" + "-lock-0000000012"), // no dashes
+		bad("_c_" + strings.Replace(uuid1, "1b", "1g", 1) + "-lock-0000000012"),
+		bad("_c_" + strings.Replace(uuid1, "-", "_", 1) + "-lock-0000000012"),
+		bad("_c_" + uuid1 + "_lock-0000000012"),    // wrong separator
+		bad("_c_" + uuid1 + "-__lock__0000000012"), // kazoo marker after a Curator prefix
+		bad("_c_" + uuid1 + "-lock-0000000012-lock-0000000013"),
+		bad("_c_" + hex1[:31] + "-lock-0000000012"),
+		bad(hex1 + "lock-0000000012"),         // Curator marker after a kazoo id
+		bad(hex1[:31] + "__lock__0000000012"), // kazoo id one short
+		bad(hex1 + "__LOCK__0000000012"),
+		bad(hex1 + "__lock__"),
+		bad("_c_é" + uuid1[2:] + "-lock-0000000012"),
+		bad("ロック-0000000012"),
+		bad("\x00lock-0000000012"),
+		bad("lock-0000000012\xff"),
+		bad(strings.Repeat("a", 10000)),
+		bad("leases"), // Curator semaphore V2's children of <path>
+		bad("locks"),
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%q", tc.name), func(t *testing.T) {
+			got, ok := queue.Parse(tc.name)
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("Parse(%q) = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestFormatSeq(t *testing.T) {
+	for _, seq := range []int64{0, 1, 12, 999999999, 1000000000, math.MaxInt32, -1, -12, -999999999, -1000000000, math.MinInt32} {
+		s := queue.FormatSeq(seq)
+		if want := fmt.Sprintf("%010d", seq); s != want {
+			t.Errorf("FormatSeq(%d) = %q, want %q", seq, s, want)
+		}
+		n, ok := queue.Parse(queue.MutexPrefix + s)
+		if !ok || n.Seq != seq {
+			t.Errorf("Parse(lock-%s) = %+v, %v; want seq %d", s, n, ok, seq)
+		}
+	}
+}
+
+func TestNewID(t *testing.T) {
+	seen := make(map[string]bool)
+	for range 1000 {
+		id := queue.NewID()
+		if len(id) != 36 || id != strings.ToLower(id) {
+			t.Fatalf("NewID() = %q: want 36 lower-case characters", id)
+		}
+		if id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) {
+			t.Fatalf("NewID() = %q: not a version 4, RFC 4122 variant UUID", id)
+		}
+		if seen[id] {
+			t.Fatalf("NewID() repeated %q", id)
+		}
+		seen[id] = true
+		n, ok := queue.Parse(queue.ProtectedPrefix(id, queue.KindMutex) + "0000000001")
+		if !ok || n.ID != id || n.Client != queue.Curator {
+			t.Fatalf("a name made with NewID() = %q does not parse back: %+v, %v", id, n, ok)
+		}
+	}
+}
+
+func TestProtectedPrefix(t *testing.T) {
+	kinds := []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLease}
+	seqs := []int64{0, 12, math.MaxInt32, -1, math.MinInt32}
+	ids := map[string]queue.Client{uuid1: queue.Curator, queue.NewID(): queue.Curator, hex1: queue.GoZK, "": queue.Curator}
+	for id, client := range ids {
+		for _, k := range kinds {
+			p := queue.ProtectedPrefix(id, k)
+			if p == "" {
+				t.Fatalf("ProtectedPrefix(%q, %v) = \"\"", id, k)
+			}
+			if id != "" && !strings.HasPrefix(p, "_c_"+id+"-") {
+				t.Errorf("ProtectedPrefix(%q, %v) = %q: want the _c_<id>- form", id, k, p)
+			}
+			for _, seq := range seqs {
+				name := p + queue.FormatSeq(seq) // what the server would create
+				n, ok := queue.Parse(name)
+				want := queue.Node{Name: name, Kind: k, Seq: seq, ID: id, Client: client}
+				if !ok || n != want {
+					t.Errorf("Parse(%q) = %+v, %v; want %+v", name, n, ok, want)
+				}
+			}
+		}
+	}
+	if got := queue.ProtectedPrefix(uuid1, queue.KindMutex); got != "_c_"+uuid1+"-lock-" {
+		t.Errorf("ProtectedPrefix(mutex) = %q", got)
+	}
+	if got := queue.ProtectedPrefix(uuid1, queue.KindRead); got != "_c_"+uuid1+"-__READ__" {
+		t.Errorf("ProtectedPrefix(read) = %q", got)
+	}
+	for _, id := range []string{"x", uuid1[1:], uuid1 + "0", "not-a-uuid", hex1[1:], "../" + hex1[3:]} {
+		if got := queue.ProtectedPrefix(id, queue.KindMutex); got != "" {
+			t.Errorf("ProtectedPrefix(%q, mutex) = %q, want \"\"", id, got)
+		}
+	}
+	for _, k := range []queue.Kind{0, queue.KindLease + 1, -1} {
+		if got := queue.ProtectedPrefix(uuid1, k); got != "" {
+			t.Errorf("ProtectedPrefix(%q, %v) = %q, want \"\"", uuid1, k, got)
+		}
+	}
+}
+
+func TestFindByID(t *testing.T) {
+	id := queue.NewID()
+	other := queue.NewID()
+	mine := queue.ProtectedPrefix(id, queue.KindWrite) + "0000000007"
+	children := []string{
+		queue.ProtectedPrefix(other, queue.KindMutex) + "0000000001",
+		"_c_" + id + "-garbage", // carries the id but is no lock node
+		"lock-0000000003",
+		mine,
+		hex1 + "__lock__0000000009",
+	}
+	if got, ok := queue.FindByID(children, id); !ok || got != mine {
+		t.Errorf("FindByID(mine) = %q, %v; want %q", got, ok, mine)
+	}
+	if got, ok := queue.FindByID(children, hex1); !ok || got != children[4] {
+		t.Errorf("FindByID(kazoo id) = %q, %v", got, ok)
+	}
+	if got, ok := queue.FindByID(children, queue.NewID()); ok {
+		t.Errorf("FindByID(absent) = %q, true", got)
+	}
+	if got, ok := queue.FindByID(children, ""); ok {
+		t.Errorf("FindByID(\"\") = %q, true", got)
+	}
+	if got, ok := queue.FindByID(nil, id); ok {
+		t.Errorf("FindByID(nil) = %q, true", got)
+	}
+	if got, ok := queue.FindByID([]string{"_c_" + id + "-garbage"}, id); ok {
+		t.Errorf("FindByID found a malformed name %q", got)
+	}
+	// Two children with one id (someone reused it): the first in queue
+	// order, whatever the listing order.
+	first := queue.ProtectedPrefix(id, queue.KindMutex) + "0000000002"
+	for _, cs := range [][]string{{mine, first}, {first, mine}} {
+		if got, _ := queue.FindByID(cs, id); got != first {
+			t.Errorf("FindByID(%q) = %q, want %q", cs, got, first)
+		}
+	}
+}
+
+func TestKindAndClientString(t *testing.T) {
+	for v, want := range map[fmt.Stringer]string{
+		queue.KindMutex: "mutex", queue.KindRead: "read", queue.KindWrite: "write", queue.KindLease: "lease", queue.Kind(0): "Kind(0)",
+		queue.Curator: "curator", queue.Kazoo: "kazoo", queue.GoZK: "go-zookeeper", queue.Client(9): "Client(9)",
+	} {
+		if got := v.String(); got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
+	}
+}

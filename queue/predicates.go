@@ -1,0 +1,120 @@
+package queue
+
+import "slices"
+
+// Decision is a predicate's verdict for one contender on one listing.
+type Decision struct {
+	Holds bool // self holds the lock
+	// Watch is, when !Holds, the one child whose departure may let self in.
+	// It always sorts before self. It is "" only when Missing.
+	Watch   string
+	Missing bool // self is not among the nodes: its node is gone, create it again
+}
+
+// Mutex decides for an exclusive lock: self holds iff no lock node of any
+// kind queues before it, and otherwise watches the one just before it. This
+// is Curator's InterProcessMutex (StandardLockInternalsDriver with one
+// lease), go-zookeeper's Lock and kazoo's WriteLock; it is [Semaphore] with
+// one permit.
+//
+// Like every predicate, Mutex accepts nodes in any order (it sorts a copy if
+// they are not in [Sort] order) and ignores nothing among them: pass only
+// parsed lock nodes, as [Nodes] returns them. self is the contender's own
+// node name.
+func Mutex(nodes []Node, self string) Decision {
+	return Semaphore(nodes, self, 1)
+}
+
+// Write decides for the write side of a read-write lock: self holds iff no
+// lock node queues before it, and otherwise watches the one just before it,
+// whatever its kind. This is Curator's InterProcessReadWriteLock write lock
+// (a mutex over every "__READ__" and "__WRIT__" node) and kazoo's WriteLock.
+//
+// The one exception is a read node carrying self's own sequence number:
+// that is the read node self's owner creates to downgrade (Curator 5.5,
+// CURATOR-621), which may sort before self by name. It never blocks self.
+func Write(nodes []Node, self string) Decision {
+	nodes, i := locate(nodes, self)
+	if i < 0 {
+		return Decision{Missing: true}
+	}
+	me := nodes[i]
+	for j := i - 1; j >= 0; j-- {
+		if n := nodes[j]; n.Kind != KindRead || n.Seq != me.Seq {
+			return Decision{Watch: n.Name}
+		}
+	}
+	return Decision{Holds: true}
+}
+
+// Read decides for the read side of a read-write lock: self holds iff no
+// exclusive node (anything but a read node) has a lower sequence number, so
+// readers share. Otherwise it watches the last such node before it: the
+// writer whose release is the earliest moment self could hold. It never
+// watches a reader, and never a node queued after it, which would be waiting
+// for self (the deadlock kazoo fixed for issue #649).
+//
+// Curator's own read predicate asks the same question but watches the first
+// writer in the queue rather than the last one before the reader; when that
+// one goes, every waiting reader wakes, even those still behind another
+// writer. Watching the
+// nearest one is the ZooKeeper shared-lock recipe and kazoo's choice.
+//
+// An exclusive node with self's own sequence number does not block: that is
+// the write node of a downgrading owner, whose read node (self) was created
+// with the writer's number precisely so it would be let in (Curator 5.5,
+// CURATOR-621). Before 5.5, Curator let such a reader in by asking whether
+// the current thread owned the write lock, which no listing can show.
+func Read(nodes []Node, self string) Decision {
+	nodes, i := locate(nodes, self)
+	if i < 0 {
+		return Decision{Missing: true}
+	}
+	me := nodes[i]
+	for j := i - 1; j >= 0; j-- {
+		if n := nodes[j]; n.Kind != KindRead && n.Seq < me.Seq {
+			return Decision{Watch: n.Name}
+		}
+	}
+	return Decision{Holds: true}
+}
+
+// Semaphore decides for a semaphore of n permits: self holds iff fewer than
+// n lock nodes queue before it. Otherwise it watches the node n places
+// ahead, the holder-to-be whose slot self will inherit: each such node is
+// watched by exactly one waiter, so a release wakes one. This is Curator's
+// StandardLockInternalsDriver with n leases (InterProcessSemaphore).
+//
+// One watch cannot see every slot: when a node between the watched one and
+// self leaves first, self may be entitled to a slot it is not told about
+// until the watched node leaves too. That delays, never deadlocks, because
+// the watched node sorts before self and is itself served in turn.
+//
+// n below 1 is treated as 1: a semaphore no one can hold would strand every
+// contender with nothing to watch.
+//
+// Curator's InterProcessSemaphoreV2 ("lease-" nodes) works differently: it
+// serialises acquirers through a mutex at "<path>/locks" and admits while
+// "<path>/leases" has at most n children. Its lease nodes parse and count
+// here, but a V2 client does not follow this predicate.
+func Semaphore(nodes []Node, self string, n int) Decision {
+	nodes, i := locate(nodes, self)
+	if i < 0 {
+		return Decision{Missing: true}
+	}
+	n = max(n, 1)
+	if i < n {
+		return Decision{Holds: true}
+	}
+	return Decision{Watch: nodes[i-n].Name}
+}
+
+// locate returns nodes in queue order, sorting a copy only if the caller's
+// are out of order, and the index of self in them, or -1.
+func locate(nodes []Node, self string) ([]Node, int) {
+	if !slices.IsSortedFunc(nodes, compare) {
+		nodes = slices.Clone(nodes)
+		Sort(nodes)
+	}
+	return nodes, slices.IndexFunc(nodes, func(n Node) bool { return n.Name == self })
+}
