@@ -1,0 +1,173 @@
+// Package events is the vocabulary of turnstile's event loop: every event that
+// enters it (session state, watch fired, ZooKeeper operation finished, user
+// command, timer) and the reports the engine gives its observers.
+//
+// The package knows nothing of ZooKeeper connections; the engine translates
+// the client's callbacks into these values.
+package events
+
+import "time"
+
+// Event is anything the loop consumes. The concrete types are listed below;
+// the loop switches on them.
+type Event interface{ isEvent() }
+
+// SessionState is the state of the engine's ZooKeeper session as the loop
+// sees it.
+type SessionState int
+
+const (
+	// Disconnected: the connection dropped; the session may still be valid.
+	Disconnected SessionState = iota
+	// Connected: the session is established (new, or the same one again).
+	Connected
+	// Expired: the server ended the session; its ephemeral nodes are gone.
+	Expired
+	// Closed: the engine closed the session on purpose.
+	Closed
+)
+
+func (s SessionState) String() string {
+	switch s {
+	case Disconnected:
+		return "disconnected"
+	case Connected:
+		return "connected"
+	case Expired:
+		return "expired"
+	case Closed:
+		return "closed"
+	}
+	return "unknown"
+}
+
+// SessionChanged reports a change of the session's state.
+type SessionChanged struct {
+	State     SessionState
+	SessionID int64 // the session now in use; 0 when none
+	// Timeout is the session timeout the server negotiated, when the client
+	// reported it; 0 when unknown.
+	Timeout time.Duration
+	At      time.Time
+}
+
+// WatchType says what a fired watch saw.
+type WatchType int
+
+const (
+	NodeCreated WatchType = iota
+	NodeDeleted
+	NodeDataChanged
+	NodeChildrenChanged
+	// NotWatching: the client dropped the watch (session expired or closed).
+	NotWatching
+)
+
+func (w WatchType) String() string {
+	switch w {
+	case NodeCreated:
+		return "created"
+	case NodeDeleted:
+		return "deleted"
+	case NodeDataChanged:
+		return "data-changed"
+	case NodeChildrenChanged:
+		return "children-changed"
+	case NotWatching:
+		return "not-watching"
+	}
+	return "unknown"
+}
+
+// WatchFired reports a watch notification for one znode path.
+type WatchFired struct {
+	Type WatchType
+	Path string
+}
+
+// OpKind names a ZooKeeper request the engine sends.
+type OpKind int
+
+const (
+	OpCreate OpKind = iota
+	OpCreateParents
+	OpList
+	OpWatch
+	OpDelete
+	opKinds
+)
+
+// NumOpKinds is the number of OpKind values, for counters indexed by kind.
+const NumOpKinds = int(opKinds)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpCreate:
+		return "create"
+	case OpCreateParents:
+		return "create-parents"
+	case OpList:
+		return "list"
+	case OpWatch:
+		return "watch"
+	case OpDelete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// OpDone reports that one ZooKeeper request finished. Every request the
+// engine sends comes back as exactly one OpDone.
+type OpDone struct {
+	Op        OpKind
+	Contender uint64 // 0 for requests shared by several contenders (listings)
+	Path      string // the znode the request named
+	Name      string // OpCreate: the created node's name (last path element)
+	Children  []string
+	Pzxid     int64 // OpList: the parent's pzxid at the time of the listing
+	Err       error
+	Sent      time.Time // when the request was handed to the client
+}
+
+// Command is a request from a user of the engine. Its payload is the
+// engine's own; the loop type-switches on it.
+type Command struct {
+	Payload any
+}
+
+// TimerFired reports that a timer the loop armed has fired.
+type TimerFired struct {
+	ID uint64
+}
+
+func (SessionChanged) isEvent() {}
+func (WatchFired) isEvent()     {}
+func (OpDone) isEvent()         {}
+func (Command) isEvent()        {}
+func (TimerFired) isEvent()     {}
+
+// ReportKind names something an observer is told about.
+type ReportKind int
+
+const (
+	Granted ReportKind = iota
+	Released
+	Lost
+	Suspended
+	Resumed
+	Cancelled
+	Failed
+)
+
+func (k ReportKind) String() string {
+	return [...]string{"granted", "released", "lost", "suspended", "resumed", "cancelled", "failed"}[k]
+}
+
+// Report is what the engine tells observers about one contender.
+type Report struct {
+	Kind  ReportKind
+	Path  string // the lock path
+	Node  string // the contender's node name, when it has one
+	Token int64  // for Granted: the fencing token
+	Err   error  // for Failed, Lost and Cancelled
+}

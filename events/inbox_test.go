@@ -1,0 +1,103 @@
+package events
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Many producers put while the consumer drains in batches: every event
+// arrives exactly once and each producer's events keep their order.
+func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
+	const producers, each = 8, 5000
+	in := NewInbox()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range each {
+				in.Put(TimerFired{ID: uint64(p)<<32 | uint64(i)})
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	next := make([]uint64, producers)
+	var buf []Event
+	total := 0
+	consume := func() {
+		buf = in.Drain(buf)
+		for _, e := range buf {
+			id := e.(TimerFired).ID
+			p, i := id>>32, id&(1<<32-1)
+			if i != next[p] {
+				t.Fatalf("producer %d: got event %d, want %d", p, i, next[p])
+			}
+			next[p]++
+			total++
+		}
+	}
+	for {
+		select {
+		case <-in.Ready():
+			consume()
+			continue
+		case <-done:
+		}
+		break
+	}
+	consume() // whatever was put after the last signal
+	if total != producers*each {
+		t.Fatalf("received %d events, want %d", total, producers*each)
+	}
+	if n := in.Len(); n != 0 {
+		t.Fatalf("Len after draining everything = %d", n)
+	}
+}
+
+// Put must never block, even when nobody drains: it runs on the ZooKeeper
+// client's receive goroutine.
+func TestInboxPutNeverBlocks(t *testing.T) {
+	in := NewInbox()
+	finished := make(chan struct{})
+	go func() {
+		for range 100000 {
+			in.Put(WatchFired{Type: NodeDeleted, Path: "/x"})
+		}
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(time.Minute):
+		t.Fatal("Put blocked with no consumer")
+	}
+	if n := in.Len(); n != 100000 {
+		t.Fatalf("Len = %d, want 100000", n)
+	}
+	got := in.Drain(nil)
+	if len(got) != 100000 {
+		t.Fatalf("drained %d", len(got))
+	}
+}
+
+func TestStringsNameEveryValue(t *testing.T) {
+	for s := Disconnected; s <= Closed; s++ {
+		if s.String() == "unknown" {
+			t.Errorf("session state %d has no name", s)
+		}
+	}
+	for w := NodeCreated; w <= NotWatching; w++ {
+		if w.String() == "unknown" {
+			t.Errorf("watch type %d has no name", w)
+		}
+	}
+	for k := range OpKind(NumOpKinds) {
+		if k.String() == "unknown" {
+			t.Errorf("op kind %d has no name", k)
+		}
+	}
+}
