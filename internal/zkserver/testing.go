@@ -2,7 +2,10 @@ package zkserver
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
+	"time"
 )
 
 // StartT starts a standalone server for a test: t.Fatal on error, Close at
@@ -45,4 +48,34 @@ func StartEnsembleT(t testing.TB, n int, opts Options) *Ensemble {
 		}
 	})
 	return e
+}
+
+// Shared wraps a package's tests with one standalone server that they all
+// use: call it from TestMain and hand the result to goleak.VerifyTestMain,
+// so the leak check runs after the server is gone.
+//
+//	func TestMain(m *testing.M) { goleak.VerifyTestMain(zkserver.Shared(m, &srv)) }
+//
+// *srv is set before the tests run. When the server cannot start, the run
+// fails with the reason.
+func Shared(m *testing.M, srv **Server) interface{ Run() int } {
+	return sharedRun{m, srv}
+}
+
+type sharedRun struct {
+	m   *testing.M
+	srv **Server
+}
+
+func (s sharedRun) Run() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := Start(ctx, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start ZooKeeper:", err)
+		return 1
+	}
+	defer srv.Close()
+	*s.srv = srv
+	return s.m.Run()
 }

@@ -1,0 +1,637 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// The contender state machine: one per acquisition. It is pure: step takes
+// one input and returns the effects the loop must carry out. It does no I/O,
+// starts no goroutine and reads no clock; the loop is the only goroutine
+// that touches it. The shape mirrors the recipe's callback chain:
+//
+//	create ─▶ list ─▶ decide ─┬─▶ held ─▶ delete ─▶ released
+//	   ▲                      └─▶ watch predecessor ─▶ (fired) ─▶ list …
+//	   └── parents missing: create parent containers, then create again
+//
+// One invariant keeps recovery simple: at most one request of a contender
+// is in flight at a time, and a contender never issues a new request before
+// the reply to the last one has been stepped. So a create whose outcome is
+// unknown is always resolved (by listing and looking for the protected id)
+// before anything else is sent.
+
+type phase int
+
+const (
+	phaseNew      phase = iota
+	phaseCreating       // create in flight
+	phaseParents        // parent-container creation in flight
+	phaseListing        // waiting for a listing of the lock path
+	phaseWatching       // watch on the predecessor in flight
+	phaseWaiting        // watch armed; nothing in flight
+	phaseHeld           // granted; nothing in flight
+	phaseDeleting       // delete of our node in flight
+	phaseParked         // a request failed on a connection loss; waiting to retry
+	phaseDone           // terminal
+)
+
+var phaseNames = [...]string{"new", "creating", "parents", "listing", "watching", "waiting", "held", "deleting", "parked", "done"}
+
+func (p phase) String() string { return phaseNames[p] }
+
+// outcome classifies a ZooKeeper reply for the state machine, so that the
+// machine need not know the client library's error values.
+type outcome int
+
+const (
+	outOK         outcome = iota
+	outNoNode             // the znode named does not exist
+	outNodeExists         // the znode to create exists
+	outConnLoss           // the request's fate is unknown: connection lost, session moved or expired
+	outClosing            // the client is closing; nothing more can be sent
+	outFailed             // any other error: the request was refused
+)
+
+type inputKind int
+
+const (
+	inStart        inputKind = iota
+	inCreated                // reply to create: name, or outcome
+	inParents                // reply to parent creation
+	inListed                 // a listing of the lock path
+	inWatchSet               // reply to the watch request
+	inWatchFired             // the watched predecessor changed or vanished
+	inDeleted                // reply to delete
+	inRelease                // the holder releases
+	inCancel                 // the caller gave up (context done) or the engine closes
+	inDisconnected           // connection dropped, session may live
+	inReconnected            // connection back, same session
+	inExpired                // the session is gone, and with it our node
+	inUntrusted              // disconnected so long the server may already have expired us
+	inRetry                  // time to retry what a connection loss interrupted
+)
+
+var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry"}
+
+func (k inputKind) String() string { return inputNames[k] }
+
+type input struct {
+	kind     inputKind
+	outcome  outcome
+	err      error    // the reply's error, or the cancel's reason
+	name     string   // inCreated: the node created
+	children []string // inListed
+	pzxid    int64    // inListed
+	closing  bool     // inCancel: the engine is closing, so a held lease goes too
+}
+
+type effectKind int
+
+const (
+	effCreate        effectKind = iota // create an ephemeral sequential node: path is the full prefix path
+	effCreateParents                   // create the lock path (and its ancestors) as containers
+	effList                            // list the lock path's children
+	effWatch                           // set a data watch on path
+	effDelete                          // delete path
+	effGrant                           // resolve the acquisition with a lease
+	effFail                            // resolve the acquisition with err
+	effReleased                        // resolve the release with err (nil: released)
+	effSuspend                         // the lease's session is disconnected
+	effResume                          // the lease's session is back
+	effLost                            // the lease is lost, with err
+	effPark                            // wait for inRetry
+	effDone                            // terminal: forget the contender
+)
+
+var effectNames = [...]string{"create", "create-parents", "list", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "done"}
+
+func (k effectKind) String() string { return effectNames[k] }
+
+type effect struct {
+	kind  effectKind
+	path  string
+	token int64
+	err   error
+}
+
+func (e effect) String() string {
+	switch {
+	case e.path != "":
+		return e.kind.String() + " " + e.path
+	case e.err != nil:
+		return e.kind.String() + ": " + e.err.Error()
+	case e.kind == effGrant:
+		return fmt.Sprintf("grant token=%d", e.token)
+	}
+	return e.kind.String()
+}
+
+// retryAction is what a parked contender does when it may retry.
+type retryAction int
+
+const (
+	retryNone    retryAction = iota
+	retryRecover             // a create's fate is unknown: list and look for our protected id
+	retryParents
+	retryList
+	retryDelete
+)
+
+// contender is one acquisition's state.
+type contender struct {
+	lockPath string
+	prefix   string        // node name prefix after the protected id, e.g. "lock-"
+	newID    func() string // fresh protected ids; injected so tests are deterministic
+	decide   Decider       // the recipe: who holds, whom a waiter watches
+	tryOnly  bool          // TryAcquire: give up rather than wait
+	failExp  bool          // fail, rather than re-enqueue, when the session expires
+
+	phase phase
+	id    string // protected id of the node we create or created
+	node  string // our node's name once known
+	watch string // full path of the node we watch
+
+	retry      retryAction // what a parked contender redoes
+	resolved   bool        // the acquisition's future has been resolved
+	granted    bool        // we hold (or held) the lock
+	cancelled  bool        // the caller gave up, or the engine closes: clean up and end
+	closing    bool        // the engine closes: a held lease is released too
+	recovering bool        // our create's fate is unknown: the next listing looks for our id
+	fired      bool        // the watch fired while the watch request was in flight
+	stale      bool        // the session expired while a request was in flight: its reply proves nothing
+	connected  bool        // the session is connected, as far as the inputs told
+	untrusted  bool        // the session may be expired server-side
+	lost       bool        // the lease was declared lost
+	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
+	failErr    error       // the error the acquisition failed with, once cleanup ends
+}
+
+func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
+	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
+}
+
+func (c *contender) nodePath() string { return c.lockPath + "/" + c.node }
+
+func (c *contender) createPath() string { return c.lockPath + "/_c_" + c.id + "-" + c.prefix }
+
+// inFlight reports whether a request of this contender awaits its reply.
+func (c *contender) inFlight() bool {
+	switch c.phase {
+	case phaseCreating, phaseParents, phaseListing, phaseWatching, phaseDeleting:
+		return true
+	}
+	return false
+}
+
+// step advances the machine by one input.
+func (c *contender) step(in input) []effect {
+	if c.phase == phaseDone {
+		return nil
+	}
+	switch in.kind {
+	case inStart:
+		return c.create()
+	case inCreated:
+		return c.onCreated(in)
+	case inParents:
+		return c.onParents(in)
+	case inListed:
+		return c.onListed(in)
+	case inWatchSet:
+		return c.onWatchSet(in)
+	case inWatchFired:
+		return c.onWatchFired()
+	case inDeleted:
+		return c.onDeleted(in)
+	case inRelease:
+		return c.onRelease()
+	case inCancel:
+		return c.onCancel(in)
+	case inDisconnected:
+		c.connected = false
+		if c.phase == phaseHeld && !c.lost {
+			return []effect{{kind: effSuspend}}
+		}
+		return nil
+	case inReconnected:
+		return c.onReconnected()
+	case inExpired:
+		return c.onExpired()
+	case inUntrusted:
+		return c.onUntrusted()
+	case inRetry:
+		return c.onRetry()
+	}
+	return nil
+}
+
+// create starts a fresh node under a fresh protected id: a node of an
+// earlier id belongs to an earlier attempt and is never adopted.
+func (c *contender) create() []effect {
+	c.id = c.newID()
+	c.node = ""
+	c.recovering = false
+	c.phase = phaseCreating
+	return []effect{{kind: effCreate, path: c.createPath()}}
+}
+
+func (c *contender) list() []effect {
+	c.phase = phaseListing
+	return []effect{{kind: effList, path: c.lockPath}}
+}
+
+func (c *contender) park(a retryAction) []effect {
+	c.phase = phaseParked
+	c.retry = a
+	return []effect{{kind: effPark}}
+}
+
+// fail resolves the acquisition with err (once) and cleans up.
+func (c *contender) fail(err error) []effect {
+	c.cancelled = true
+	var effs []effect
+	if !c.resolved {
+		c.resolved = true
+		effs = append(effs, effect{kind: effFail, err: err})
+	}
+	return append(effs, c.cleanup()...)
+}
+
+// cleanup deletes our node if we have or may have one, then ends.
+func (c *contender) cleanup() []effect {
+	switch {
+	case c.node != "":
+		c.phase = phaseDeleting
+		return []effect{{kind: effDelete, path: c.nodePath()}}
+	case c.recovering:
+		return c.list() // find our node by its protected id, then delete it
+	}
+	return c.finish()
+}
+
+func (c *contender) finish() []effect {
+	c.phase = phaseDone
+	var effs []effect
+	if c.wouldBlock && !c.resolved {
+		c.resolved = true
+		effs = append(effs, effect{kind: effFail, err: ErrWouldBlock})
+	}
+	return append(effs, effect{kind: effDone})
+}
+
+// unstale handles the reply to a request that was in flight when the
+// session expired. Our node, if we had one, is gone; only a create may have
+// made a new one (sent late, in the new session), so a create's reply is
+// still followed.
+func (c *contender) unstale() []effect {
+	c.stale = false
+	c.node = ""
+	if c.cancelled {
+		return c.cleanup()
+	}
+	if c.failExp {
+		return c.fail(ErrSessionExpired)
+	}
+	return c.create()
+}
+
+func (c *contender) onCreated(in input) []effect {
+	if c.phase != phaseCreating {
+		return nil
+	}
+	if c.stale && in.outcome != outOK && in.outcome != outConnLoss {
+		// The create failed: no node exists. Start again under the new session.
+		return c.unstale()
+	}
+	switch in.outcome {
+	case outOK:
+		c.node = in.name
+		c.stale = false // the listing below tells whether this node lives
+		if c.cancelled {
+			return c.cleanup()
+		}
+		return c.list()
+	case outNoNode:
+		if c.cancelled {
+			return c.finish()
+		}
+		c.phase = phaseParents
+		return []effect{{kind: effCreateParents, path: c.lockPath}}
+	case outConnLoss:
+		c.recovering = true
+		c.stale = false // recovery lists under whatever session comes next
+		return c.park(retryRecover)
+	case outClosing:
+		return c.fail(ErrClosed)
+	}
+	return c.fail(fmt.Errorf("turnstile: create %s: %w", c.lockPath, in.err))
+}
+
+func (c *contender) onParents(in input) []effect {
+	if c.phase != phaseParents {
+		return nil
+	}
+	if c.stale {
+		return c.unstale() // no node of ours exists; start under the new session
+	}
+	switch in.outcome {
+	case outOK, outNodeExists:
+		if c.cancelled {
+			return c.finish()
+		}
+		return c.create()
+	case outConnLoss:
+		if c.cancelled {
+			return c.finish()
+		}
+		return c.park(retryParents)
+	case outClosing:
+		return c.fail(ErrClosed)
+	}
+	return c.fail(fmt.Errorf("turnstile: create parents of %s: %w", c.lockPath, in.err))
+}
+
+func (c *contender) onListed(in input) []effect {
+	if c.phase != phaseListing {
+		return nil
+	}
+	if c.stale {
+		return c.unstale()
+	}
+	switch in.outcome {
+	case outOK:
+	case outNoNode:
+		in.children = nil // the lock path is gone, and our node with it
+	case outConnLoss:
+		return c.park(retryList)
+	case outClosing:
+		return c.fail(ErrClosed)
+	default:
+		return c.fail(fmt.Errorf("turnstile: list %s: %w", c.lockPath, in.err))
+	}
+
+	if c.recovering {
+		c.recovering = false
+		if name, ok := queue.FindByID(in.children, c.id); ok {
+			c.node = name
+		} else if c.cancelled {
+			return c.finish() // the create never happened: nothing to clean
+		} else {
+			c.phase = phaseCreating // the create never happened: send it again
+			return []effect{{kind: effCreate, path: c.createPath()}}
+		}
+	}
+	if c.cancelled {
+		return c.cleanup()
+	}
+
+	d := c.decide(in.children, c.node)
+	switch {
+	case d.Missing:
+		// Our node vanished without the session expiring (deleted by
+		// someone else): our place in the queue is gone.
+		if c.tryOnly {
+			c.node = ""
+			c.wouldBlock = true
+			return c.finish()
+		}
+		return c.create()
+	case d.Holds:
+		if c.untrusted {
+			// The listing was answered, but the session may already be
+			// expired: ask again once the connection is back.
+			return c.park(retryList)
+		}
+		c.phase = phaseHeld
+		c.granted = true
+		c.resolved = true
+		effs := []effect{{kind: effGrant, token: in.pzxid}}
+		if !c.connected {
+			effs = append(effs, effect{kind: effSuspend})
+		}
+		return effs
+	case c.tryOnly:
+		c.wouldBlock = true
+		c.cancelled = true
+		return c.cleanup()
+	}
+	c.watch = c.lockPath + "/" + d.Watch
+	c.fired = false
+	c.phase = phaseWatching
+	return []effect{{kind: effWatch, path: c.watch}}
+}
+
+func (c *contender) onWatchSet(in input) []effect {
+	if c.phase != phaseWatching {
+		return nil
+	}
+	if c.stale {
+		return c.unstale()
+	}
+	if c.cancelled {
+		return c.cleanup()
+	}
+	switch in.outcome {
+	case outOK:
+		if c.fired {
+			return c.list()
+		}
+		c.phase = phaseWaiting
+		return nil
+	case outNoNode:
+		return c.list() // the predecessor left before the watch was set: look again
+	case outConnLoss:
+		return c.park(retryList)
+	case outClosing:
+		return c.fail(ErrClosed)
+	}
+	return c.fail(fmt.Errorf("turnstile: watch %s: %w", c.watch, in.err))
+}
+
+func (c *contender) onWatchFired() []effect {
+	switch c.phase {
+	case phaseWatching:
+		c.fired = true
+	case phaseWaiting:
+		return c.list()
+	}
+	return nil
+}
+
+func (c *contender) onRelease() []effect {
+	if c.phase != phaseHeld {
+		return nil
+	}
+	c.cancelled = true
+	c.phase = phaseDeleting
+	return []effect{{kind: effDelete, path: c.nodePath()}}
+}
+
+func (c *contender) onDeleted(in input) []effect {
+	if c.phase != phaseDeleting {
+		return nil
+	}
+	if c.stale {
+		// Our node went with the expired session.
+		c.stale = false
+		c.node = ""
+		return c.afterDelete()
+	}
+	switch in.outcome {
+	case outOK, outNoNode:
+		c.node = ""
+		return c.afterDelete()
+	case outConnLoss:
+		return c.park(retryDelete)
+	case outClosing:
+		// Closing the session removes the ephemeral node.
+		c.node = ""
+		return c.afterDelete()
+	}
+	// The node could not be deleted; it stays until the session ends.
+	err := fmt.Errorf("turnstile: delete %s: %w", c.nodePath(), in.err)
+	c.node = ""
+	if c.granted && !c.lost {
+		return append([]effect{{kind: effReleased, err: err}}, c.finish()...)
+	}
+	return c.finish()
+}
+
+func (c *contender) afterDelete() []effect {
+	if c.granted && !c.lost {
+		return append([]effect{{kind: effReleased}}, c.finish()...)
+	}
+	return c.finish()
+}
+
+func (c *contender) onCancel(in input) []effect {
+	if in.closing {
+		c.closing = true
+	}
+	if c.phase == phaseHeld {
+		if !c.closing {
+			return nil // granted before the cancel: the lease stands
+		}
+		c.lost = true
+		c.cancelled = true
+		c.phase = phaseDeleting
+		return []effect{{kind: effLost, err: in.err}, {kind: effDelete, path: c.nodePath()}}
+	}
+	if c.cancelled && c.resolved {
+		return nil // cleaning up already
+	}
+	c.cancelled = true
+	var effs []effect
+	if !c.resolved {
+		c.resolved = true
+		effs = append(effs, effect{kind: effFail, err: in.err})
+	}
+	switch c.phase {
+	case phaseNew:
+		return append(effs, c.finish()...)
+	case phaseWaiting:
+		return append(effs, c.cleanup()...)
+	case phaseParked:
+		if c.closing && !c.connected {
+			// No server to talk to: closing the session removes our node.
+			return append(effs, c.finish()...)
+		}
+	}
+	// A request is in flight, or we wait to retry: its reply (or the retry)
+	// continues the cleanup.
+	return effs
+}
+
+func (c *contender) onReconnected() []effect {
+	c.connected = true
+	c.untrusted = false
+	switch c.phase {
+	case phaseHeld:
+		if !c.lost {
+			return []effect{{kind: effResume}}
+		}
+	case phaseWaiting:
+		// The watch survives a reconnect, but a notification may have been
+		// missed in between: look again.
+		return c.list()
+	case phaseParked:
+		return c.onRetry()
+	}
+	return nil
+}
+
+func (c *contender) onExpired() []effect {
+	c.connected = false
+	c.untrusted = false
+	if c.granted {
+		switch {
+		case c.phase == phaseHeld:
+			c.lost = true
+			c.node = ""
+			c.phase = phaseDone
+			return []effect{{kind: effLost, err: ErrSessionExpired}, {kind: effDone}}
+		case c.inFlight():
+			c.stale = true
+			return nil
+		}
+		// Parked after a lost lease or during release: the node is gone.
+		c.node = ""
+		return c.afterDelete()
+	}
+	if c.inFlight() {
+		c.stale = true
+		return nil
+	}
+	c.node = ""
+	if c.phase == phaseParked && c.retry == retryRecover {
+		// A create of the old session whose fate was unknown: whatever it
+		// made is gone with that session.
+		c.recovering = false
+	}
+	if c.cancelled {
+		return c.finish()
+	}
+	if c.failExp {
+		return c.fail(ErrSessionExpired)
+	}
+	// Re-enqueue under the new session; the create waits in the client until
+	// that session exists.
+	return c.create()
+}
+
+func (c *contender) onUntrusted() []effect {
+	c.untrusted = true
+	if c.phase == phaseHeld && !c.lost {
+		// The server may expire us at any moment and grant the lock to
+		// someone else: the holder must stop now. Our node is deleted once
+		// the connection is back, should the session survive.
+		c.lost = true
+		return append([]effect{{kind: effLost, err: ErrLost}}, c.park(retryDelete)...)
+	}
+	return nil
+}
+
+func (c *contender) onRetry() []effect {
+	if c.phase != phaseParked {
+		return nil
+	}
+	a := c.retry
+	c.retry = retryNone
+	switch a {
+	case retryRecover:
+		return c.list()
+	case retryParents:
+		c.phase = phaseParents
+		return []effect{{kind: effCreateParents, path: c.lockPath}}
+	case retryList:
+		if c.cancelled {
+			return c.cleanup()
+		}
+		return c.list()
+	case retryDelete:
+		c.phase = phaseDeleting
+		return []effect{{kind: effDelete, path: c.nodePath()}}
+	}
+	return nil
+}

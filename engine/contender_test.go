@@ -1,0 +1,449 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Scripted, deterministic tests of the contender state machine: no server,
+// no goroutines, no clock. Each feeds inputs and checks the exact effects.
+
+// seqDecide is a minimal mutex recipe for these tests: order by the
+// trailing ten digits, the first holds, a waiter watches its predecessor.
+func seqDecide(children []string, self string) Decision {
+	sorted := slices.Clone(children)
+	slices.SortFunc(sorted, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
+	i := slices.Index(sorted, self)
+	switch {
+	case i < 0:
+		return Decision{Missing: true}
+	case i == 0:
+		return Decision{Holds: true}
+	}
+	return Decision{Watch: sorted[i-1]}
+}
+
+type script struct {
+	t *testing.T
+	c *contender
+}
+
+func newScript(t *testing.T) *script {
+	n := 0
+	ids := func() string {
+		n++
+		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+	}
+	return &script{t: t, c: newContender("/locks/a", "lock-", seqDecide, ids)}
+}
+
+// node is the name the server would give the n-th id's node with sequence seq.
+func node(n, seq int) string {
+	return fmt.Sprintf("_c_00000000-0000-4000-8000-%012d-lock-%010d", n, seq)
+}
+
+func other(seq int) string {
+	return fmt.Sprintf("_c_ffffffff-0000-4000-8000-000000000000-lock-%010d", seq)
+}
+
+func (s *script) step(in input, want ...effect) {
+	s.t.Helper()
+	got := s.c.step(in)
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		s.t.Fatalf("after %v in phase %v:\n got  %v\n want %v", in.kind, s.c.phase, got, want)
+	}
+}
+
+func (s *script) phase(want phase) {
+	s.t.Helper()
+	if s.c.phase != want {
+		s.t.Fatalf("phase %v, want %v", s.c.phase, want)
+	}
+}
+
+func create(n int) effect {
+	return effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-" + fmt.Sprintf("%012d", n) + "-lock-"}
+}
+
+var (
+	list = effect{kind: effList, path: "/locks/a"}
+	done = effect{kind: effDone}
+	park = effect{kind: effPark}
+)
+
+func del(name string) effect   { return effect{kind: effDelete, path: "/locks/a/" + name} }
+func watch(name string) effect { return effect{kind: effWatch, path: "/locks/a/" + name} }
+func grant(tok int64) effect   { return effect{kind: effGrant, token: tok} }
+func fail(err error) effect    { return effect{kind: effFail, err: err} }
+
+func created(name string) input { return input{kind: inCreated, name: name} }
+func listed(pzxid int64, children ...string) input {
+	return input{kind: inListed, children: children, pzxid: pzxid}
+}
+func reply(k inputKind, o outcome) input { return input{kind: k, outcome: o} }
+
+// toHeld drives a fresh contender to a grant with node(1, 5).
+func (s *script) toHeld() {
+	s.t.Helper()
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, node(1, 5)), grant(100))
+	s.phase(phaseHeld)
+}
+
+// toWaiting drives a fresh contender to wait behind other(4) with node(1, 5).
+func (s *script) toWaiting() {
+	s.t.Helper()
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
+	s.step(reply(inWatchSet, outOK))
+	s.phase(phaseWaiting)
+}
+
+func TestGrantAndRelease(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inRelease}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), effect{kind: effReleased}, done)
+	s.phase(phaseDone)
+	s.step(input{kind: inRelease}) // nothing after the end
+}
+
+func TestWaitThenGrant(t *testing.T) {
+	s := newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inWatchFired}, list)
+	s.step(listed(101, node(1, 5)), grant(101))
+}
+
+func TestPredecessorGoneBeforeWatchSet(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
+	s.step(reply(inWatchSet, outNoNode), list)
+	s.step(listed(102, node(1, 5)), grant(102))
+}
+
+func TestWatchFiresBeforeWatchReply(t *testing.T) {
+	// The notification can reach the loop before the reply to the request
+	// that set the watch: the contender must not then wait forever.
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
+	s.step(input{kind: inWatchFired})
+	s.step(reply(inWatchSet, outOK), list)
+}
+
+func TestPredecessorLeavesWhileNotHead(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(2), other(3), node(1, 5)), watch(other(3)))
+	s.step(reply(inWatchSet, outOK))
+	s.step(input{kind: inWatchFired}, list)
+	s.step(listed(101, other(2), node(1, 5)), watch(other(2)))
+	s.step(reply(inWatchSet, outOK))
+	s.step(input{kind: inWatchFired}, list)
+	s.step(listed(103, node(1, 5)), grant(103))
+}
+
+func TestStaleWatchEventIgnored(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inWatchFired}) // nothing watched yet
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inWatchFired}) // listing in flight: not ours
+	s.step(listed(100, node(1, 5)), grant(100))
+	s.step(input{kind: inWatchFired}) // held: no watch of ours
+	s.phase(phaseHeld)
+}
+
+func TestMissingParentCreated(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outNoNode), effect{kind: effCreateParents, path: "/locks/a"})
+	s.step(reply(inParents, outNodeExists), create(2))
+	s.step(created(node(2, 0)), list)
+}
+
+func TestCancelBeforeCreateReply(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	// The create still lands: its node is deleted, never left behind.
+	s.step(created(node(1, 5)), del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
+}
+
+func TestCancelBeforeCreateReplyThenConnectionLoss(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, list)
+	// The create did happen: recovery finds the node by its id and deletes it.
+	s.step(listed(100, other(3), node(1, 5)), del(node(1, 5)))
+	s.step(reply(inDeleted, outConnLoss), park)
+	s.step(input{kind: inReconnected}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
+}
+
+func TestCancelWhileListingAndWatching(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inCancel, err: context.DeadlineExceeded}, fail(context.DeadlineExceeded))
+	s.step(listed(100, node(1, 5)), del(node(1, 5))) // no grant after a cancel
+	s.step(reply(inDeleted, outNoNode), done)
+
+	s = newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(inWatchSet, outOK), del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
+}
+
+func TestCancelWhileWaiting(t *testing.T) {
+	s := newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	s.step(input{kind: inWatchFired}) // late notification: ignored
+	s.step(reply(inDeleted, outOK), done)
+}
+
+func TestCancelAfterGrantKeepsLease(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inCancel, err: context.Canceled})
+	s.phase(phaseHeld)
+}
+
+func TestCancelWhileParked(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(reply(inListed, outConnLoss), park)
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(input{kind: inRetry}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
+}
+
+func TestConnectionLossDuringCreateNodeFound(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inDisconnected})
+	s.step(input{kind: inReconnected}, list)
+	// The server did create it: adopt it, never create a second.
+	s.step(listed(100, node(1, 5)), grant(100))
+	if s.c.node != node(1, 5) {
+		t.Fatalf("adopted %q", s.c.node)
+	}
+}
+
+func TestConnectionLossDuringCreateNodeNotFound(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, list)
+	// Not created: send the same create again (same protected id).
+	s.step(listed(100, other(3)), create(1))
+	s.step(created(node(1, 4)), list)
+	s.step(listed(101, other(3), node(1, 4)), watch(other(3)))
+}
+
+func TestSessionExpiryWhileWaiting(t *testing.T) {
+	s := newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inDisconnected})
+	// Re-enqueued under the new session, with a fresh protected id.
+	s.step(input{kind: inExpired}, create(2))
+	s.step(input{kind: inReconnected})
+	s.step(created(node(2, 9)), list)
+	s.step(listed(200, node(2, 9)), grant(200))
+}
+
+func TestSessionExpiryWhileWaitingFailOnExpiry(t *testing.T) {
+	s := newScript(t)
+	s.c.failExp = true
+	s.toWaiting()
+	s.step(input{kind: inExpired}, fail(ErrSessionExpired), done)
+}
+
+func TestSessionExpiryWhileListingInFlight(t *testing.T) {
+	// A listing answered under the old session proves nothing: even one
+	// that shows us first must not grant.
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inExpired})
+	s.step(listed(100, node(1, 5)), create(2))
+}
+
+func TestSessionExpiryWhileCreateInFlight(t *testing.T) {
+	// A create queued across the expiry may run under the new session: its
+	// node is followed, and the listing says whether it lives.
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inExpired})
+	s.step(input{kind: inReconnected})
+	s.step(created(node(1, 7)), list)
+	s.step(listed(300, node(1, 7)), grant(300))
+
+	s = newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inExpired})
+	s.step(created(node(1, 7)), list)
+	s.step(listed(300, other(8)), create(2)) // it died with the old session
+}
+
+func TestSessionExpiryWhileHolding(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inDisconnected}, effect{kind: effSuspend})
+	s.step(input{kind: inExpired}, effect{kind: effLost, err: ErrSessionExpired}, done)
+}
+
+func TestSuspendAndResume(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inDisconnected}, effect{kind: effSuspend})
+	s.step(input{kind: inReconnected}, effect{kind: effResume})
+	s.phase(phaseHeld)
+}
+
+func TestUntrustedSessionLosesLeaseThenCleansUp(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inDisconnected}, effect{kind: effSuspend})
+	s.step(input{kind: inUntrusted}, effect{kind: effLost, err: ErrLost}, park)
+	// The same session comes back: our node must not linger.
+	s.step(input{kind: inReconnected}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done) // no release result: it was lost
+}
+
+func TestUntrustedSessionBlocksGrant(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inDisconnected})
+	s.step(input{kind: inUntrusted})
+	s.step(listed(100, node(1, 5)), park)
+	s.step(input{kind: inReconnected}, list)
+	s.step(listed(101, node(1, 5)), grant(101))
+}
+
+func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inDisconnected})
+	s.step(listed(100, node(1, 5)), grant(100), effect{kind: effSuspend})
+}
+
+func TestNodeDeletedByOthersRequeues(t *testing.T) {
+	s := newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inWatchFired}, list)
+	s.step(listed(101, other(6)), create(2))
+}
+
+func TestTryOnly(t *testing.T) {
+	s := newScript(t)
+	s.c.tryOnly = true
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
+	// The future fails only once the node is gone.
+	s.step(reply(inDeleted, outOK), fail(ErrWouldBlock), done)
+
+	s = newScript(t)
+	s.c.tryOnly = true
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, node(1, 5)), grant(100))
+}
+
+func TestCloseWhileHolding(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inCancel, err: ErrClosed, closing: true},
+		effect{kind: effLost, err: ErrClosed}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
+}
+
+func TestCloseWhileParkedAndDisconnected(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inDisconnected})
+	s.step(reply(inListed, outConnLoss), park)
+	// No server to delete through: closing the session removes the node.
+	s.step(input{kind: inCancel, err: ErrClosed, closing: true}, fail(ErrClosed), done)
+}
+
+func TestRefusedRequestFailsAndCleansUp(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	refused := errors.New("not authenticated")
+	got := s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
+	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, refused) || got[1] != del(node(1, 5)) {
+		t.Fatalf("got %v", got)
+	}
+	s.step(reply(inDeleted, outOK), done)
+}
+
+// Every reachable path resolves the acquisition exactly once and ends.
+func TestEveryPathResolvesOnce(t *testing.T) {
+	inputs := []input{
+		{kind: inStart}, created(node(1, 5)), reply(inCreated, outConnLoss), reply(inCreated, outNoNode),
+		reply(inParents, outOK), listed(1, node(1, 5)), listed(1, other(1), node(1, 5)), listed(1, other(1)),
+		reply(inListed, outConnLoss), reply(inWatchSet, outOK), reply(inWatchSet, outNoNode),
+		{kind: inWatchFired}, reply(inDeleted, outOK), reply(inDeleted, outConnLoss), {kind: inRelease},
+		{kind: inCancel, err: context.Canceled}, {kind: inCancel, err: ErrClosed, closing: true},
+		{kind: inDisconnected}, {kind: inReconnected}, {kind: inExpired}, {kind: inUntrusted}, {kind: inRetry},
+		listed(2, node(2, 6)), created(node(2, 6)),
+	}
+	// A small deterministic walk: every sequence of up to 4 inputs after start.
+	var walk func(prefix []int)
+	count := 0
+	walk = func(prefix []int) {
+		s := newScript(t)
+		resolved := 0
+		for _, i := range prefix {
+			for _, ef := range s.c.step(inputs[i]) {
+				if ef.kind == effGrant || ef.kind == effFail {
+					resolved++
+				}
+			}
+		}
+		count++
+		if resolved > 1 {
+			t.Fatalf("resolved %d times after %v", resolved, prefix)
+		}
+		if len(prefix) == 4 {
+			return
+		}
+		for i := range inputs {
+			walk(append(slices.Clone(prefix), i))
+		}
+	}
+	walk([]int{0})
+	if count == 0 {
+		t.Fatal("walked nothing")
+	}
+}

@@ -1,0 +1,661 @@
+// Package engine is turnstile's asynchronous lock engine: one ZooKeeper
+// session, one event-loop goroutine that steps a pure state machine per
+// contender, and a bounded executor that turns the machines' effects into
+// pipelined ZooKeeper requests. Acquisitions resolve through futures;
+// nothing blocks a goroutine per waiter.
+//
+// Users normally reach it through package lock, which supplies the recipes
+// (mutex, read-write lock, semaphore) as Deciders.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// Decision is a recipe's verdict on one listing of the lock path.
+type Decision struct {
+	Holds   bool   // self holds the lock
+	Watch   string // when !Holds: the one child whose departure may let self in
+	Missing bool   // self is not among the children
+}
+
+// Decider is a recipe: from the lock path's children, does self hold, and
+// if not, which one child must it wait for.
+type Decider func(children []string, self string) Decision
+
+// Request describes one acquisition.
+type Request struct {
+	Path    string  // the lock path; its children are the contenders
+	Prefix  string  // node name after the protected id, e.g. "lock-"
+	Decide  Decider // the recipe
+	Data    []byte  // the node's data, e.g. who the holder is
+	TryOnly bool    // fail with ErrWouldBlock instead of waiting
+}
+
+// Engine runs acquisitions on one ZooKeeper session.
+type Engine struct {
+	cfg   Config
+	log   *slog.Logger
+	conn  *zk.Conn
+	zkEv  <-chan zk.Event
+	inbox *events.Inbox
+	sem   *semaphore.Weighted
+	count counters
+
+	lastRead   atomic.Int64 // unix nanos of the last byte read from a server
+	negotiated atomic.Int64 // the session timeout the server granted, nanos
+
+	wg        sync.WaitGroup // every goroutine the engine starts, but the loop
+	loopDone  chan struct{}
+	ready     chan struct{} // closed at the first session
+	closeOnce sync.Once
+
+	mu     sync.Mutex // orders user commands against the loop's exit
+	closed bool
+
+	// Owned by the loop goroutine.
+	nextID     uint64
+	contenders map[uint64]*entry
+	watchers   map[string]map[uint64]struct{} // node path → contenders watching it
+	listings   map[string]*listing            // lock path → shared listing
+	backlog    []op
+	timers     map[uint64]*time.Timer
+	nextTimer  uint64
+	lostTimer  uint64 // timer id of the session-trust deadline, 0 if none
+	closeTimer uint64
+	session    int64
+	connected  bool
+	everReady  bool
+	closing    bool
+	retryAt    map[uint64]uint64 // timer id → contender to retry
+}
+
+// entry is the loop's record of one contender.
+type entry struct {
+	id       uint64
+	c        *contender
+	req      Request
+	acquired *Future[*Lease]
+	lease    *Lease
+	released *Future[struct{}]
+	stop     func() bool // unregisters the context watch
+	watching string
+	attempts int // consecutive parks, for backoff
+}
+
+// listing coalesces getChildren requests per lock path: while one is in
+// flight, contenders that need a fresher view wait for the next one, which
+// is sent when the current one returns.
+type listing struct {
+	current []uint64
+	next    []uint64
+}
+
+type acquireCmd struct {
+	ctx context.Context
+	req Request
+	fut *Future[*Lease]
+	id  uint64
+}
+
+type cancelCmd struct {
+	id  uint64
+	err error
+}
+
+type releaseCmd struct {
+	lease *Lease
+	fut   *Future[struct{}]
+}
+
+type closeCmd struct{}
+
+// Start connects to ZooKeeper and starts the loop. It returns once a session
+// is established, or fails with ErrUnreachable when no server answers
+// within cfg.ConnectTimeout (or ctx ends).
+func Start(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		inbox:      events.NewInbox(),
+		sem:        semaphore.NewWeighted(int64(cfg.MaxInFlight)),
+		loopDone:   make(chan struct{}),
+		ready:      make(chan struct{}),
+		contenders: make(map[uint64]*entry),
+		watchers:   make(map[string]map[uint64]struct{}),
+		listings:   make(map[string]*listing),
+		timers:     make(map[uint64]*time.Timer),
+		retryAt:    make(map[uint64]uint64),
+	}
+	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+		zk.WithEventCallback(e.onZKEvent),
+		zk.WithDialer(e.dial),
+		zk.WithLogger(zkLogger{e}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	e.conn, e.zkEv = conn, zkEv
+	go e.loop()
+
+	timer := time.NewTimer(cfg.ConnectTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.ready:
+		return e, nil
+	case <-timer.C:
+		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
+	case <-ctx.Done():
+		err = fmt.Errorf("%w: %w", ErrUnreachable, ctx.Err())
+	}
+	e.Close()
+	return nil, err
+}
+
+// Stats returns the number of requests sent so far, by kind.
+func (e *Engine) Stats() Stats { return e.count.snapshot() }
+
+// SessionID is the current ZooKeeper session's id.
+func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
+
+// Acquire asks for a lock and returns at once; the future resolves with a
+// Lease once the recipe admits this contender, or with an error. Cancelling
+// ctx before the grant resolves the future with ctx's error and removes the
+// contender's node; after the grant it has no effect on the lease.
+func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
+	if err := ValidatePath(req.Path); err != nil {
+		return resolvedFuture[*Lease](nil, err)
+	}
+	if req.Decide == nil || req.Prefix == "" {
+		return resolvedFuture[*Lease](nil, fmt.Errorf("%w: request without a recipe", ErrInvalidConfig))
+	}
+	if err := ctx.Err(); err != nil {
+		return resolvedFuture[*Lease](nil, err)
+	}
+	fut := newFuture[*Lease](e.spawn)
+	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
+		fut.resolve(nil, ErrClosed)
+	}
+	return fut
+}
+
+func (e *Engine) release(l *Lease) *Future[struct{}] {
+	fut := newFuture[struct{}](e.spawn)
+	if !e.post(releaseCmd{lease: l, fut: fut}) {
+		fut.resolve(struct{}{}, l.Err())
+	}
+	return fut
+}
+
+// post hands a command to the loop; false once the engine is closed.
+func (e *Engine) post(cmd any) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.inbox.Put(events.Command{Payload: cmd})
+	return true
+}
+
+// spawn runs a future's callbacks on their own goroutine, counted so that
+// Close can wait for them.
+func (e *Engine) spawn(f func()) { e.wg.Go(f) }
+
+// Close cancels every waiter (their futures resolve with ErrClosed), loses
+// and releases every held lease, deletes their nodes, closes the session and
+// returns once every goroutine the engine started has exited. It is safe to
+// call more than once.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() { e.post(closeCmd{}) })
+	<-e.loopDone
+	e.wg.Wait()
+	return nil
+}
+
+// onZKEvent runs on the client's receive goroutine: it must never block.
+func (e *Engine) onZKEvent(ev zk.Event) {
+	now := time.Now()
+	switch ev.Type {
+	case zk.EventSession:
+		switch ev.State {
+		case zk.StateHasSession:
+			e.inbox.Put(events.SessionChanged{State: events.Connected, At: now})
+		case zk.StateDisconnected:
+			e.inbox.Put(events.SessionChanged{State: events.Disconnected, At: now})
+		case zk.StateExpired:
+			e.inbox.Put(events.SessionChanged{State: events.Expired, At: now})
+		}
+	case zk.EventNodeDeleted:
+		e.inbox.Put(events.WatchFired{Type: events.NodeDeleted, Path: ev.Path})
+	case zk.EventNodeDataChanged:
+		e.inbox.Put(events.WatchFired{Type: events.NodeDataChanged, Path: ev.Path})
+	case zk.EventNodeCreated:
+		e.inbox.Put(events.WatchFired{Type: events.NodeCreated, Path: ev.Path})
+	case zk.EventNodeChildrenChanged:
+		e.inbox.Put(events.WatchFired{Type: events.NodeChildrenChanged, Path: ev.Path})
+	case zk.EventNotWatching:
+		e.inbox.Put(events.WatchFired{Type: events.NotWatching, Path: ev.Path})
+	}
+}
+
+// loop is the one goroutine that owns every contender.
+func (e *Engine) loop() {
+	defer close(e.loopDone)
+	var batch []events.Event
+	for {
+		<-e.inbox.Ready()
+		batch = e.inbox.Drain(batch)
+		for _, ev := range batch {
+			e.handle(ev)
+		}
+		e.pump()
+		if e.closing && len(e.contenders) == 0 {
+			e.shutdown()
+			return
+		}
+	}
+}
+
+func (e *Engine) handle(ev events.Event) {
+	switch ev := ev.(type) {
+	case events.Command:
+		e.handleCommand(ev.Payload)
+	case events.OpDone:
+		e.handleOpDone(ev)
+	case events.WatchFired:
+		ids := e.watchers[ev.Path]
+		delete(e.watchers, ev.Path)
+		for id := range ids {
+			if en := e.contenders[id]; en != nil {
+				en.watching = ""
+				e.step(en, input{kind: inWatchFired})
+			}
+		}
+	case events.SessionChanged:
+		e.handleSession(ev)
+	case events.TimerFired:
+		e.handleTimer(ev.ID)
+	}
+}
+
+func (e *Engine) handleCommand(cmd any) {
+	switch cmd := cmd.(type) {
+	case acquireCmd:
+		if e.closing {
+			cmd.fut.resolve(nil, ErrClosed)
+			return
+		}
+		e.nextID++
+		en := &entry{id: e.nextID, req: cmd.req, acquired: cmd.fut,
+			c: newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, queue.NewID)}
+		en.c.tryOnly = cmd.req.TryOnly
+		en.c.failExp = e.cfg.FailOnExpiry
+		en.c.connected = e.connected
+		e.contenders[en.id] = en
+		id := en.id
+		en.stop = context.AfterFunc(cmd.ctx, func() {
+			e.post(cancelCmd{id: id, err: context.Cause(cmd.ctx)})
+		})
+		e.step(en, input{kind: inStart})
+	case cancelCmd:
+		if en := e.contenders[cmd.id]; en != nil {
+			e.step(en, input{kind: inCancel, err: cmd.err})
+		}
+	case releaseCmd:
+		en := e.contenders[cmd.lease.id]
+		if en == nil || en.lease != cmd.lease || en.c.phase != phaseHeld {
+			err := cmd.lease.Err()
+			if err == nil {
+				err = ErrNotHeld
+			}
+			cmd.fut.resolve(struct{}{}, err)
+			return
+		}
+		en.released = cmd.fut
+		e.step(en, input{kind: inRelease})
+	case closeCmd:
+		e.closing = true
+		e.closeTimer = e.after(e.cfg.CloseTimeout)
+		for _, en := range e.contenders {
+			e.step(en, input{kind: inCancel, err: ErrClosed, closing: true})
+		}
+	}
+}
+
+func (e *Engine) handleOpDone(d events.OpDone) {
+	in := input{outcome: classify(d.Err), err: d.Err}
+	switch d.Op {
+	case events.OpList:
+		e.listed(d, in)
+		return
+	case events.OpCreate:
+		in.kind, in.name = inCreated, d.Name
+	case events.OpCreateParents:
+		in.kind = inParents
+	case events.OpWatch:
+		in.kind = inWatchSet
+	case events.OpDelete:
+		in.kind = inDeleted
+	}
+	if en := e.contenders[d.Contender]; en != nil {
+		e.step(en, in)
+	}
+}
+
+// listed hands one listing to every contender that waited for it, then
+// sends the next listing if more contenders asked meanwhile.
+func (e *Engine) listed(d events.OpDone, in input) {
+	l := e.listings[d.Path]
+	if l == nil {
+		return
+	}
+	in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
+	waiting := l.current
+	l.current, l.next = l.next, nil
+	if len(l.current) > 0 {
+		e.submit(op{kind: events.OpList, path: d.Path})
+	} else {
+		delete(e.listings, d.Path)
+	}
+	for _, id := range waiting {
+		if en := e.contenders[id]; en != nil {
+			e.step(en, in)
+		}
+	}
+}
+
+func (e *Engine) requestListing(path string, id uint64) {
+	l := e.listings[path]
+	if l == nil {
+		e.listings[path] = &listing{current: []uint64{id}}
+		e.submit(op{kind: events.OpList, path: path})
+		return
+	}
+	l.next = append(l.next, id)
+}
+
+// step feeds one input to a contender and carries out its effects.
+func (e *Engine) step(en *entry, in input) {
+	effs := en.c.step(in)
+	if e.log.Enabled(context.Background(), slog.LevelDebug) {
+		e.log.Debug("step", "id", en.id, "path", en.req.Path, "input", in.kind, "phase", en.c.phase, "effects", effs)
+	}
+	for _, ef := range effs {
+		e.apply(en, ef)
+	}
+}
+
+func (e *Engine) apply(en *entry, ef effect) {
+	switch ef.kind {
+	case effCreate:
+		en.attempts = 0
+		e.submit(op{kind: events.OpCreate, id: en.id, path: ef.path, data: en.req.Data})
+	case effCreateParents:
+		e.submit(op{kind: events.OpCreateParents, id: en.id, path: ef.path})
+	case effList:
+		e.requestListing(ef.path, en.id)
+	case effWatch:
+		e.unwatch(en)
+		en.watching = ef.path
+		set := e.watchers[ef.path]
+		if set == nil {
+			set = make(map[uint64]struct{})
+			e.watchers[ef.path] = set
+		}
+		set[en.id] = struct{}{}
+		e.submit(op{kind: events.OpWatch, id: en.id, path: ef.path})
+	case effDelete:
+		e.submit(op{kind: events.OpDelete, id: en.id, path: ef.path})
+	case effGrant:
+		en.attempts = 0
+		en.stop()
+		en.lease = newLease(e, en.id, en.req.Path, en.c.node, ef.token)
+		if !en.acquired.resolve(en.lease, nil) {
+			// Unreachable: the machine resolves once. Give the node back.
+			e.step(en, input{kind: inRelease})
+			return
+		}
+		e.report(events.Report{Kind: events.Granted, Path: en.req.Path, Node: en.c.node, Token: ef.token})
+	case effFail:
+		en.stop()
+		en.acquired.resolve(nil, ef.err)
+		kind := events.Failed
+		if ef.err == context.Canceled || ef.err == context.DeadlineExceeded || ef.err == ErrClosed {
+			kind = events.Cancelled
+		}
+		e.report(events.Report{Kind: kind, Path: en.req.Path, Err: ef.err})
+	case effReleased:
+		if en.released != nil {
+			en.released.resolve(struct{}{}, ef.err)
+		}
+		e.report(events.Report{Kind: events.Released, Path: en.req.Path, Token: en.lease.token})
+	case effSuspend:
+		en.lease.setSuspended(true)
+		e.report(events.Report{Kind: events.Suspended, Path: en.req.Path})
+	case effResume:
+		en.lease.setSuspended(false)
+		e.report(events.Report{Kind: events.Resumed, Path: en.req.Path})
+	case effLost:
+		en.lease.markLost(ef.err)
+		if en.released != nil {
+			en.released.resolve(struct{}{}, en.lease.Err())
+		}
+		e.report(events.Report{Kind: events.Lost, Path: en.req.Path, Token: en.lease.token, Err: ef.err})
+	case effPark:
+		e.park(en)
+	case effDone:
+		e.unwatch(en)
+		en.stop()
+		if en.released != nil {
+			// A release that raced a loss ends with the loss.
+			en.released.resolve(struct{}{}, en.lease.Err())
+		}
+		delete(e.contenders, en.id)
+	}
+}
+
+func (e *Engine) unwatch(en *entry) {
+	if en.watching == "" {
+		return
+	}
+	if set := e.watchers[en.watching]; set != nil {
+		delete(set, en.id)
+		if len(set) == 0 {
+			delete(e.watchers, en.watching)
+		}
+	}
+	en.watching = ""
+}
+
+// park schedules a retry: at the next reconnect, or after a backoff when
+// the connection seems up (the loss may not have been reported yet, or the
+// server moved the session).
+func (e *Engine) park(en *entry) {
+	if e.closing && !e.connected {
+		// Nothing can be sent; closing the session removes the node.
+		e.forceEnd(en, ErrClosed)
+		return
+	}
+	if !e.connected {
+		return // handleSession retries every parked contender
+	}
+	en.attempts++
+	backoff := time.Duration(en.attempts) * 50 * time.Millisecond
+	if backoff > time.Second {
+		backoff = time.Second
+	}
+	e.retryAt[e.after(backoff)] = en.id
+}
+
+// forceEnd ends a contender without its machine: only when closing.
+func (e *Engine) forceEnd(en *entry, err error) {
+	if !en.c.resolved {
+		en.c.resolved = true
+		en.acquired.resolve(nil, err)
+	}
+	if en.lease != nil {
+		en.lease.markLost(err)
+	}
+	en.c.phase = phaseDone
+	e.apply(en, effect{kind: effDone})
+}
+
+func (e *Engine) report(r events.Report) {
+	if e.cfg.Observer != nil {
+		e.cfg.Observer(r)
+	}
+}
+
+// after arms a timer that posts a TimerFired event, and returns its id.
+func (e *Engine) after(d time.Duration) uint64 {
+	e.nextTimer++
+	id := e.nextTimer
+	e.timers[id] = time.AfterFunc(d, func() { e.inbox.Put(events.TimerFired{ID: id}) })
+	return id
+}
+
+func (e *Engine) cancelTimer(id uint64) {
+	if t := e.timers[id]; t != nil {
+		t.Stop()
+		delete(e.timers, id)
+	}
+	delete(e.retryAt, id)
+}
+
+func (e *Engine) handleTimer(id uint64) {
+	if _, ok := e.timers[id]; !ok {
+		return // cancelled
+	}
+	delete(e.timers, id)
+	switch id {
+	case e.lostTimer:
+		e.lostTimer = 0
+		if !e.connected {
+			e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
+			for _, en := range e.contenders {
+				e.step(en, input{kind: inUntrusted})
+			}
+		}
+	case e.closeTimer:
+		e.closeTimer = 0
+		for _, en := range e.contenders {
+			e.forceEnd(en, ErrClosed)
+		}
+	default:
+		cid, ok := e.retryAt[id]
+		delete(e.retryAt, id)
+		if en := e.contenders[cid]; ok && en != nil {
+			e.step(en, input{kind: inRetry})
+		}
+	}
+}
+
+func (e *Engine) handleSession(ev events.SessionChanged) {
+	switch ev.State {
+	case events.Connected:
+		id := e.conn.SessionID()
+		expired := e.session != 0 && id != e.session
+		e.session = id
+		e.connected = true
+		if e.lostTimer != 0 {
+			e.cancelTimer(e.lostTimer)
+			e.lostTimer = 0
+		}
+		if !e.everReady {
+			e.everReady = true
+			close(e.ready)
+		}
+		e.log.Info("session connected", "session", fmt.Sprintf("%#x", id))
+		if expired {
+			e.expire()
+		}
+		for _, en := range e.contenders {
+			e.step(en, input{kind: inReconnected})
+		}
+	case events.Disconnected:
+		if !e.connected {
+			return
+		}
+		e.connected = false
+		e.log.Info("session disconnected", "session", fmt.Sprintf("%#x", e.session))
+		e.lostTimer = e.after(time.Until(e.trustDeadline()))
+		for _, en := range e.contenders {
+			e.step(en, input{kind: inDisconnected})
+		}
+	case events.Expired:
+		e.connected = false
+		if e.session != 0 {
+			e.expire()
+		}
+		e.session = 0
+	}
+}
+
+// expire tells every contender that the session, and its nodes, are gone.
+func (e *Engine) expire() {
+	e.log.Warn("session expired", "session", fmt.Sprintf("%#x", e.session))
+	e.session = 0
+	// Watches died with the session; the client already dropped them.
+	clear(e.watchers)
+	for _, en := range e.contenders {
+		en.watching = ""
+		e.step(en, input{kind: inExpired})
+	}
+}
+
+// trustDeadline is when the server might expire the session: the last time
+// anything was read from a server, plus the session timeout, less the
+// margin. Reads include the client's pings, so an idle but healthy session
+// keeps it fresh.
+func (e *Engine) trustDeadline() time.Time {
+	timeout := e.cfg.SessionTimeout
+	if n := time.Duration(e.negotiated.Load()); n > 0 && n < timeout {
+		timeout = n
+	}
+	last := time.Unix(0, e.lastRead.Load())
+	return last.Add(timeout - e.cfg.LostMargin)
+}
+
+// shutdown closes the session and stops every timer; the loop then exits.
+func (e *Engine) shutdown() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	for id, t := range e.timers {
+		t.Stop()
+		delete(e.timers, id)
+	}
+	e.conn.Close()
+	// The client's goroutines have exited once its event channel closes.
+	for range e.zkEv {
+	}
+	// Commands posted before closed was set still wait in the inbox.
+	for _, ev := range e.inbox.Drain(nil) {
+		cmd, ok := ev.(events.Command)
+		if !ok {
+			continue
+		}
+		switch cmd := cmd.Payload.(type) {
+		case acquireCmd:
+			cmd.fut.resolve(nil, ErrClosed)
+		case releaseCmd:
+			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
+		}
+	}
+}

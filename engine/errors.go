@@ -1,0 +1,42 @@
+package engine
+
+import "errors"
+
+// Errors the engine returns. Each is a sentinel that errors.Is finds in a
+// wrapped error.
+var (
+	// ErrClosed: the engine is closed or closing. Waiters' futures resolve
+	// with it; leases still held at Close are lost with it.
+	ErrClosed = errors.New("turnstile: engine closed")
+	// ErrNotHeld: the lease was already released.
+	ErrNotHeld = errors.New("turnstile: lease not held")
+	// ErrLost: the lease can no longer be trusted: the session expired, or
+	// was disconnected for so long that the server may have expired it.
+	ErrLost = errors.New("turnstile: lease lost")
+	// ErrSessionExpired: the ZooKeeper session expired. Leases lost to an
+	// expiry report it together with ErrLost; waiters fail with it when
+	// Config.FailOnExpiry is set.
+	ErrSessionExpired = errors.New("turnstile: session expired")
+	// ErrInvalidPath: the lock path is not a valid ZooKeeper path for a lock.
+	ErrInvalidPath = errors.New("turnstile: invalid lock path")
+	// ErrWouldBlock: a try-acquisition found the lock held or waited for.
+	ErrWouldBlock = errors.New("turnstile: lock is held")
+	// ErrUnreachable: no ZooKeeper server answered in time.
+	ErrUnreachable = errors.New("turnstile: ZooKeeper unreachable")
+	// ErrInvalidConfig: the engine's configuration cannot work.
+	ErrInvalidConfig = errors.New("turnstile: invalid config")
+)
+
+// lostError reports a lost lease: errors.Is finds both ErrLost and the cause.
+type lostError struct{ cause error }
+
+func (e *lostError) Error() string {
+	if e.cause == nil || e.cause == ErrLost {
+		return ErrLost.Error()
+	}
+	return ErrLost.Error() + ": " + e.cause.Error()
+}
+
+func (e *lostError) Is(target error) bool { return target == ErrLost }
+
+func (e *lostError) Unwrap() error { return e.cause }

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"sync"
+)
+
+// Future is a value that becomes available later: the outcome of an
+// acquisition, a release, or anything else the engine does asynchronously.
+// It is resolved exactly once.
+type Future[T any] struct {
+	done  chan struct{}
+	spawn func(func()) // runs callbacks off the resolving goroutine
+
+	mu        sync.Mutex
+	val       T
+	err       error
+	resolved  bool
+	callbacks []func(T, error)
+}
+
+func newFuture[T any](spawn func(func())) *Future[T] {
+	if spawn == nil {
+		spawn = func(f func()) { go f() }
+	}
+	return &Future[T]{done: make(chan struct{}), spawn: spawn}
+}
+
+func resolvedFuture[T any](v T, err error) *Future[T] {
+	f := newFuture[T](nil)
+	f.resolve(v, err)
+	return f
+}
+
+// resolve sets the outcome; the first call wins and later ones report false.
+func (f *Future[T]) resolve(v T, err error) bool {
+	f.mu.Lock()
+	if f.resolved {
+		f.mu.Unlock()
+		return false
+	}
+	f.val, f.err, f.resolved = v, err, true
+	cbs := f.callbacks
+	f.callbacks = nil
+	close(f.done)
+	f.mu.Unlock()
+	if len(cbs) > 0 {
+		f.spawn(func() {
+			for _, cb := range cbs {
+				cb(v, err)
+			}
+		})
+	}
+	return true
+}
+
+// Done is closed once the future is resolved.
+func (f *Future[T]) Done() <-chan struct{} { return f.done }
+
+// Wait blocks until the future resolves or ctx is done. When ctx ends first
+// it returns ctx's error, and the future may still resolve later: to give up
+// an acquisition, cancel the context given to Acquire instead, which
+// resolves the future and removes the waiter's node.
+func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+	select {
+	case <-f.done:
+		return f.val, f.err
+	default:
+	}
+	select {
+	case <-f.done:
+		return f.val, f.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// Result returns the outcome without blocking; ok is false while the
+// future is unresolved.
+func (f *Future[T]) Result() (v T, err error, ok bool) {
+	select {
+	case <-f.done:
+		return f.val, f.err, true
+	default:
+		var zero T
+		return zero, nil, false
+	}
+}
+
+// Then arranges for fn to run once with the outcome. fn never runs on the
+// engine's loop goroutine, so a slow callback never stalls other locks.
+func (f *Future[T]) Then(fn func(T, error)) {
+	f.mu.Lock()
+	if !f.resolved {
+		f.callbacks = append(f.callbacks, fn)
+		f.mu.Unlock()
+		return
+	}
+	v, err := f.val, f.err
+	f.mu.Unlock()
+	f.spawn(func() { fn(v, err) })
+}
+
+// wait blocks until resolved: for futures the engine guarantees to resolve.
+func (f *Future[T]) wait() (T, error) {
+	<-f.done
+	return f.val, f.err
+}

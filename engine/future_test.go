@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+)
+
+func TestFutureResolvesOnce(t *testing.T) {
+	f := newFuture[int](nil)
+	var wg sync.WaitGroup
+	var got []int
+	var mu sync.Mutex
+	for range 3 {
+		wg.Add(1)
+		f.Then(func(v int, err error) {
+			mu.Lock()
+			got = append(got, v)
+			mu.Unlock()
+			wg.Done()
+		})
+	}
+	if _, _, ok := f.Result(); ok {
+		t.Fatal("resolved before resolve")
+	}
+	if !f.resolve(7, nil) {
+		t.Fatal("first resolve lost")
+	}
+	if f.resolve(8, errors.New("late")) {
+		t.Fatal("second resolve won")
+	}
+	wg.Add(1)
+	f.Then(func(v int, err error) { // after resolution: runs at once
+		mu.Lock()
+		got = append(got, v)
+		mu.Unlock()
+		wg.Done()
+	})
+	wg.Wait()
+	if len(got) != 4 {
+		t.Fatalf("callbacks ran %d times, want 4", len(got))
+	}
+	for _, v := range got {
+		if v != 7 {
+			t.Fatalf("callback saw %d", v)
+		}
+	}
+	v, err := f.Wait(context.Background())
+	if v != 7 || err != nil {
+		t.Fatalf("Wait = %d, %v", v, err)
+	}
+}
+
+func TestFutureWaitHonoursContext(t *testing.T) {
+	f := newFuture[int](nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := f.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait = %v", err)
+	}
+}
+
+func TestSlowCallbackDoesNotBlockResolver(t *testing.T) {
+	f := newFuture[int](nil)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	f.Then(func(int, error) { <-release; wg.Done() })
+	f.resolve(1, nil) // returns although the callback blocks
+	close(release)
+	wg.Wait()
+}

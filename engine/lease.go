@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Lease is a granted lock: proof, while it is neither released nor lost,
+// that its holder is the one the recipe admits.
+type Lease struct {
+	eng   *Engine
+	id    uint64
+	path  string
+	node  string
+	token int64
+
+	releasing atomic.Bool
+
+	mu        sync.Mutex
+	lost      chan struct{}
+	lostErr   error
+	suspended chan struct{} // closed while the session is disconnected
+}
+
+func newLease(e *Engine, id uint64, path, node string, token int64) *Lease {
+	return &Lease{eng: e, id: id, path: path, node: node, token: token,
+		lost: make(chan struct{}), suspended: make(chan struct{})}
+}
+
+// Path is the lock path.
+func (l *Lease) Path() string { return l.path }
+
+// Node is the full path of the lease's own znode.
+func (l *Lease) Node() string { return l.path + "/" + l.node }
+
+// Token is the fencing token of this grant. Successive grants of one lock
+// path carry strictly increasing tokens, across sessions, reconnects and
+// server restarts, so a resource guarded by the lock can refuse a writer
+// whose token is older than one it has seen.
+//
+// It is the pzxid (the zxid of the last change to the list of children) of
+// the lock node, as the listing that granted the lease saw it. The listing
+// that grants the next holder cannot contain this holder's node, so it was
+// answered after that node's deletion, whose zxid is greater than any pzxid
+// this holder saw. The token costs no request: every getChildren reply
+// carries the parent's stat.
+func (l *Lease) Token() int64 { return l.token }
+
+// Lost is closed when the lease can no longer be trusted: the session
+// expired, or was disconnected long enough that the server may expire it
+// (last contact + session timeout - margin), or the engine closed. The
+// holder must stop touching the guarded resource at once.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err is nil while the lease is not lost, and then why it was lost (errors.Is
+// finds ErrLost, and ErrSessionExpired or ErrClosed where they are the cause).
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// Suspended is closed while the connection to ZooKeeper is down and the
+// lease is not yet lost. After a reconnect a new, open channel takes its
+// place, so call Suspended again to wait for the next suspension.
+func (l *Lease) Suspended() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.suspended
+}
+
+// Release gives the lock up and deletes the lease's node. It returns once
+// the node is deleted, or with ctx's error when ctx ends first (the deletion
+// goes on regardless). A lost lease reports its loss (ErrLost). A second
+// call returns ErrNotHeld and does nothing.
+func (l *Lease) Release(ctx context.Context) error {
+	_, err := l.ReleaseAsync().Wait(ctx)
+	return err
+}
+
+// ReleaseAsync starts releasing and returns a future of the outcome, for
+// callers that must not block. A second call resolves with ErrNotHeld.
+func (l *Lease) ReleaseAsync() *Future[struct{}] {
+	if !l.releasing.CompareAndSwap(false, true) {
+		return resolvedFuture(struct{}{}, ErrNotHeld)
+	}
+	if err := l.Err(); err != nil {
+		return resolvedFuture(struct{}{}, err)
+	}
+	return l.eng.release(l)
+}
+
+func (l *Lease) markLost(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr != nil {
+		return
+	}
+	l.lostErr = &lostError{cause: err}
+	close(l.lost)
+}
+
+func (l *Lease) setSuspended(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.suspended:
+		if !on {
+			l.suspended = make(chan struct{})
+		}
+	default:
+		if on {
+			close(l.suspended)
+		}
+	}
+}
