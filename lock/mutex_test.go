@@ -1,0 +1,474 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/lock"
+)
+
+// seqOf is the sequence number a lease's node carries.
+func seqOf(t testing.TB, l *lock.Lease) int64 {
+	t.Helper()
+	node := l.Node()
+	n, err := strconv.ParseInt(node[len(node)-10:], 10, 64)
+	if err != nil {
+		t.Fatalf("node %q: %v", node, err)
+	}
+	return n
+}
+
+func TestMutexExcludesAndGrantsInQueueOrder(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	m := lock.NewMutex(eng, lockRoot(t)+"/one")
+	ctx := context.Background()
+
+	const workers, rounds = 50, 20
+	var (
+		inside     atomic.Int32
+		violations atomic.Int32
+		mu         sync.Mutex
+		seqs       []int64
+		tokens     []int64
+		wg         sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				lease, err := m.Lock(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if inside.Add(1) != 1 {
+					violations.Add(1)
+				}
+				mu.Lock()
+				seqs = append(seqs, seqOf(t, lease))
+				tokens = append(tokens, lease.Token())
+				mu.Unlock()
+				runtime.Gosched()
+				inside.Add(-1)
+				if err := lease.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d overlapping holders", v)
+	}
+	if len(seqs) != workers*rounds {
+		t.Fatalf("%d grants, want %d", len(seqs), workers*rounds)
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] <= seqs[i-1] {
+			t.Fatalf("grant %d went to node %d after node %d: not in queue order", i, seqs[i], seqs[i-1])
+		}
+		if tokens[i] <= tokens[i-1] {
+			t.Fatalf("grant %d has token %d after %d: not increasing", i, tokens[i], tokens[i-1])
+		}
+	}
+}
+
+// pendingAcquisitions queues paths×perPath acquisitions from one goroutine,
+// waits until every path has a holder and every waiter has armed its watch,
+// and returns the goroutines the process runs beyond its baseline then.
+func pendingAcquisitions(t *testing.T, paths, perPath int) (extra int, futures []*engine.Future[*lock.Lease]) {
+	eng := startEngine(t, engine.Config{})
+	root := lockRoot(t)
+	ctx := context.Background()
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+	before := eng.Stats()
+
+	for i := range paths * perPath {
+		m := lock.NewMutex(eng, fmt.Sprintf("%s/p%03d", root, i%paths))
+		futures = append(futures, m.Acquire(ctx))
+	}
+	var granted atomic.Int32
+	for _, f := range futures {
+		f.Then(func(*lock.Lease, error) { granted.Add(1) })
+	}
+	waiters := uint64(paths * (perPath - 1))
+	eventually(t, "every holder granted and every waiter watching", func() bool {
+		return granted.Load() == int32(paths) && eng.Stats().Watches-before.Watches >= waiters
+	})
+	time.Sleep(50 * time.Millisecond) // let the last callbacks' goroutines end
+	extra = runtime.NumGoroutine() - baseline
+	t.Logf("%d pending acquisitions (%d paths): %d goroutines above baseline %d", paths*perPath, paths, extra, baseline)
+	return extra, futures
+}
+
+func TestPendingAcquisitionsCostNoGoroutines(t *testing.T) {
+	for _, c := range []struct{ paths, perPath int }{{200, 10}, {100, 100}} {
+		t.Run(fmt.Sprintf("%dx%d", c.paths, c.perPath), func(t *testing.T) {
+			extra, futures := pendingAcquisitions(t, c.paths, c.perPath)
+			if extra > 64 {
+				t.Errorf("%d goroutines above baseline with %d acquisitions pending; want at most 64", extra, len(futures))
+			}
+			// Drain: every holder releases, and each waiter in turn.
+			ctx := context.Background()
+			var released sync.WaitGroup
+			for _, f := range futures {
+				released.Add(1)
+				f.Then(func(l *lock.Lease, err error) {
+					defer released.Done()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if err := l.Release(ctx); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			released.Wait()
+		})
+	}
+}
+
+func TestPipelineThroughFutures(t *testing.T) {
+	// 2,000 acquisitions over 200 paths, issued from one goroutine and
+	// finished in callbacks; the goroutine count stays bounded throughout.
+	eng := startEngine(t, engine.Config{})
+	root := lockRoot(t)
+	ctx := context.Background()
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			if n := int64(runtime.NumGoroutine()); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+
+	const total, paths = 2000, 200
+	var done sync.WaitGroup
+	var granted atomic.Int32
+	for i := range total {
+		done.Add(1)
+		m := lock.NewMutex(eng, fmt.Sprintf("%s/p%03d", root, i%paths))
+		m.Acquire(ctx).Then(func(l *lock.Lease, err error) {
+			if err != nil {
+				t.Error(err)
+				done.Done()
+				return
+			}
+			granted.Add(1)
+			l.ReleaseAsync().Then(func(_ struct{}, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+				done.Done()
+			})
+		})
+	}
+	done.Wait()
+	close(stop)
+	sampler.Wait()
+	if granted.Load() != total {
+		t.Fatalf("%d granted, want %d", granted.Load(), total)
+	}
+	t.Logf("peak goroutines %d (baseline %d) for %d acquisitions", peak.Load(), baseline, total)
+	// In flight at once: at most MaxInFlight requests, plus running callbacks.
+	if limit := int64(baseline + 256 + paths); peak.Load() > limit {
+		t.Errorf("peak %d goroutines, above %d", peak.Load(), limit)
+	}
+}
+
+func TestCancelStormLeavesNoNodes(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	root := lockRoot(t)
+	conn := inspect(t, shared.Addr())
+	bg := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	const paths, waiters = 10, 20
+	var holders []*lock.Lease
+	for p := range paths {
+		l, err := lock.NewMutex(eng, fmt.Sprintf("%s/p%d", root, p)).Lock(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, l)
+	}
+	type waiter struct {
+		f      *engine.Future[*lock.Lease]
+		cancel context.CancelFunc
+	}
+	var ws []waiter
+	for i := range paths * waiters {
+		ctx, cancel := context.WithCancel(bg)
+		m := lock.NewMutex(eng, fmt.Sprintf("%s/p%d", root, i%paths))
+		ws = append(ws, waiter{m.Acquire(ctx), cancel})
+		if rng.IntN(4) == 0 {
+			cancel() // some cancel before their create is even answered
+		}
+	}
+	// Half of all waiters cancel, at random moments.
+	var storm sync.WaitGroup
+	for i, w := range ws {
+		if i%2 == 0 {
+			delay := time.Duration(rng.IntN(30)) * time.Millisecond
+			storm.Go(func() {
+				time.Sleep(delay)
+				w.cancel()
+			})
+		}
+	}
+	storm.Wait()
+	for _, l := range holders {
+		if err := l.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The rest acquire in queue order, which need not be the order they
+	// were asked in (creates race), so each releases as soon as it is granted.
+	errs := make(chan error, len(ws))
+	for _, w := range ws {
+		w.f.Then(func(l *lock.Lease, err error) {
+			switch {
+			case errors.Is(err, context.Canceled):
+				errs <- nil
+			case err != nil:
+				errs <- err
+			default:
+				errs <- l.Release(bg)
+			}
+		})
+	}
+	for range ws {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range ws {
+		w.cancel()
+	}
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
+
+func TestTryAcquire(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	root := lockRoot(t)
+	conn := inspect(t, shared.Addr())
+	ctx := context.Background()
+	m := lock.NewMutex(eng, root+"/try")
+
+	held, err := m.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("uncontended try: %v", err)
+	}
+	if _, err := m.TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+		t.Fatalf("contended try: %v, want ErrWouldBlock", err)
+	}
+	if n := lockNodes(t, conn, root); n != 1 {
+		t.Fatalf("%d nodes after a failed try, want only the holder's", n)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := m.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("try after release: %v", err)
+	}
+	again.Release(ctx)
+}
+
+func TestReleaseTwiceIsNotHeld(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	ctx := context.Background()
+	l, err := lock.NewMutex(eng, lockRoot(t)+"/x").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+}
+
+func TestInvalidPathsRejectedWithoutRequests(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	ctx := context.Background()
+	before := eng.Stats()
+	for _, p := range []string{"", "relative", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00", "/ctl\x01x",
+		"/" + strings.Repeat("x", 1024), "/zookeeper/quota", "/"} {
+		_, err := lock.NewMutex(eng, p).Lock(ctx)
+		if !errors.Is(err, lock.ErrInvalidPath) {
+			t.Errorf("path %q: %v, want ErrInvalidPath", p, err)
+		}
+		if _, err := lock.NewMutex(eng, p).TryAcquire(ctx); !errors.Is(err, lock.ErrInvalidPath) {
+			t.Errorf("try path %q: %v, want ErrInvalidPath", p, err)
+		}
+	}
+	if after := eng.Stats(); after != before {
+		t.Fatalf("invalid paths sent requests: %+v → %+v", before, after)
+	}
+}
+
+func TestUncontendedCycleCostsThreeRequests(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	m := lock.NewMutex(eng, lockRoot(t)+"/cycle")
+	ctx := context.Background()
+	cycle := func() {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := eng.Stats()
+	cycle() // the first use of a path also creates its parents
+	before := eng.Stats()
+	t.Logf("first cycle: %d requests (%+v)", before.Requests()-first.Requests(), before)
+	const n = 100
+	for range n {
+		cycle()
+	}
+	after := eng.Stats()
+	got := after.Requests() - before.Requests()
+	t.Logf("%d cycles: %d requests, %.2f per cycle", n, got, float64(got)/n)
+	if got != 3*n {
+		t.Fatalf("%d requests for %d uncontended cycles, want %d (create, list, delete)", got, n, 3*n)
+	}
+}
+
+func TestLockerAdapter(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	m := lock.NewMutex(eng, lockRoot(t)+"/locker")
+	var counter int
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			lk2 := m.Locker(context.Background()) // each goroutine its own Locker over one mutex
+			for range 5 {
+				lk2.Lock()
+				if err := lk2.Err(); err != nil {
+					t.Error(err)
+					return
+				}
+				counter++
+				lk2.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if counter != 20 {
+		t.Fatalf("counter %d, want 20", counter)
+	}
+	lk := m.Locker(context.Background())
+	lk.Unlock()
+	if !errors.Is(lk.Err(), lock.ErrNotHeld) {
+		t.Fatalf("unlock of an unheld Locker: %v", lk.Err())
+	}
+}
+
+// The two-process test: the test binary runs itself twice as a child.
+const childEnv = "TURNSTILE_TEST_CHILD"
+
+func TestTwoProcessesExclude(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	witness := filepath.Join(dir, "witness")
+	path := lockRoot(t) + "/procs"
+	var cmds []*exec.Cmd
+	for i := range 2 {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_ZK="+shared.Addr(), "CHILD_PATH="+path,
+			"CHILD_WITNESS="+witness, "CHILD_ID="+strconv.Itoa(i))
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("child%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			log, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("child%d.log", i)))
+			t.Fatalf("child %d: %v\n%s", i, err, log)
+		}
+	}
+	for i := range cmds {
+		log, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("child%d.log", i)))
+		if !strings.Contains(string(log), "acquisitions=30 violations=0") {
+			t.Fatalf("child %d: %s", i, log)
+		}
+	}
+}
+
+// runChild is the child's body: 30 holds of the lock, each proven exclusive
+// by creating the witness file with O_EXCL.
+func runChild() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eng, err := engine.Start(ctx, engine.Config{Servers: []string{os.Getenv("CHILD_ZK")}})
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	defer eng.Close()
+	m := lock.NewMutex(eng, os.Getenv("CHILD_PATH"), lock.WithOwner("child-"+os.Getenv("CHILD_ID")))
+	witness := os.Getenv("CHILD_WITNESS")
+	violations := 0
+	for range 30 {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return 2
+		}
+		f, err := os.OpenFile(witness, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			violations++
+		} else {
+			f.Close()
+			time.Sleep(2 * time.Millisecond)
+			os.Remove(witness)
+		}
+		if err := l.Release(ctx); err != nil {
+			fmt.Println(err)
+			return 2
+		}
+	}
+	fmt.Printf("acquisitions=30 violations=%d\n", violations)
+	if violations > 0 {
+		return 1
+	}
+	return 0
+}
