@@ -69,6 +69,7 @@ type Engine struct {
 	contenders map[uint64]*entry
 	watchers   map[string]map[uint64]struct{} // node path → contenders watching it
 	listings   map[string]*listing            // lock path → shared listing
+	parents    map[string][]uint64            // lock path → contenders awaiting its creation
 	backlog    []op
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
@@ -139,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		contenders: make(map[uint64]*entry),
 		watchers:   make(map[string]map[uint64]struct{}),
 		listings:   make(map[string]*listing),
+		parents:    make(map[string][]uint64),
 		timers:     make(map[uint64]*time.Timer),
 		retryAt:    make(map[uint64]uint64),
 	}
@@ -347,7 +349,16 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 	case events.OpCreate:
 		in.kind, in.name = inCreated, d.Name
 	case events.OpCreateParents:
+		// One creation serves every contender that found the path missing.
 		in.kind = inParents
+		waiting := e.parents[d.Path]
+		delete(e.parents, d.Path)
+		for _, id := range waiting {
+			if en := e.contenders[id]; en != nil {
+				e.step(en, in)
+			}
+		}
+		return
 	case events.OpWatch:
 		in.kind = inWatchSet
 	case events.OpDelete:
@@ -407,7 +418,11 @@ func (e *Engine) apply(en *entry, ef effect) {
 		en.attempts = 0
 		e.submit(op{kind: events.OpCreate, id: en.id, path: ef.path, data: en.req.Data})
 	case effCreateParents:
-		e.submit(op{kind: events.OpCreateParents, id: en.id, path: ef.path})
+		waiting, inFlight := e.parents[ef.path]
+		e.parents[ef.path] = append(waiting, en.id)
+		if !inFlight {
+			e.submit(op{kind: events.OpCreateParents, path: ef.path})
+		}
 	case effList:
 		e.requestListing(ef.path, en.id)
 	case effWatch:

@@ -362,6 +362,35 @@ func TestUncontendedCycleCostsThreeRequests(t *testing.T) {
 	}
 }
 
+// A burst of contenders on a path that does not exist yet creates its
+// parents once, not once per contender.
+func TestMissingParentsCreatedOncePerBurst(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	m := lock.NewMutex(eng, lockRoot(t)+"/a/b/c")
+	ctx := context.Background()
+	const n = 50
+	errs := make(chan error, n)
+	for range n {
+		m.Acquire(ctx).Then(func(l *lock.Lease, err error) {
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			errs <- err
+		})
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Creating root, a, b and c bottom-up costs at most two requests a level.
+	s := eng.Stats()
+	t.Logf("%d contenders: %+v", n, s)
+	if s.ParentCreates > 8 {
+		t.Fatalf("%d parent-creation requests for one burst on one missing path, want at most 8", s.ParentCreates)
+	}
+}
+
 func TestLockerAdapter(t *testing.T) {
 	eng := startEngine(t, engine.Config{})
 	m := lock.NewMutex(eng, lockRoot(t)+"/locker")
