@@ -9,12 +9,12 @@ GO ?= go
 # ---------------------------------------------------------------------------
 # DEB_PACKAGES: the Debian packages `make deps` ensures are installed.
 # Each is checked with `dpkg -s`; only the missing ones are installed, after
-# at most one `apt-get update`. Add more here (e.g. libcurator-recipes-java
-# python3-kazoo for the interop tests).
-DEB_PACKAGES := zookeeper
-# The Java runtime ZooKeeper runs on (Debian 12's default-jre is this one;
-# listed so other releases get a Java 17 too). Skipped if the release has none.
-JAVA_DEB := openjdk-17-jre-headless
+# at most one `apt-get update`. Curator (Java) and kazoo (Python) are the
+# peers of the interop tests.
+DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo
+# Java 17 with javac: ZooKeeper runs on it and the interop tests compile
+# their Curator peer with it. Skipped if the release has none.
+JAVA_DEB := openjdk-17-jdk-headless
 # ---------------------------------------------------------------------------
 
 # Set ZK_JAR (and ZK_CLASSPATH) to use a ZooKeeper installed by hand; then
@@ -78,8 +78,14 @@ test: deps vet fmt-check
 run: deps
 	$(GO) run ./examples/pipeline
 
-stress:
-	@echo "stress: not yet"
+# A bounded soak: contended mutex under connection cuts. Exits non-zero on
+# any violation or orphaned node.
+stress: deps
+	$(GO) run ./stress -workload contended -workers 16 -duration 20s -faults conn-cut
 
-bench:
-	@echo "bench: not yet"
+# The ratio table of BENCHMARKS.md: turnstile against go-zookeeper's Lock
+# and the bare ZooKeeper requests, one run each on one embedded server.
+bench: deps
+	$(GO) run ./stress -impl all -workload uncontended -workers 64 -duration 10s
+	$(GO) run ./stress -impl all -workload contended -workers 16 -duration 10s
+	$(GO) run ./stress -impl all -workload waiters -paths 100 -workers 100 -duration 10s
