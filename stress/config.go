@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// config is every flag of a run.
+type config struct {
+	Servers        []string // an existing ZooKeeper; empty: start an embedded one
+	Ensemble       int      // embedded: 1 standalone server, or n ensemble members
+	Workload       string
+	Workers        int
+	Paths          int
+	Duration       time.Duration
+	Hold           time.Duration
+	Cycles         int64
+	Impl           string
+	Faults         faultSet
+	FaultInterval  time.Duration
+	Latency        time.Duration
+	Jitter         time.Duration
+	CancelRatio    float64
+	CancelMax      time.Duration
+	LockRoot       string
+	LockPath       string
+	WitnessFile    string
+	WriteRatio     float64
+	Leases         int
+	Seed           uint64
+	SessionTimeout time.Duration
+	MaxInFlight    int
+	Deadline       time.Duration
+	JSON           bool
+	Progress       bool
+	Verbose        bool
+}
+
+var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "semaphore"}
+
+// knownFaults are the values of -faults; several may be given, comma
+// separated.
+var knownFaults = []string{"none", "conn-cut", "latency", "expire", "leader-kill", "cancel"}
+
+// faultSet is the parsed -faults list, without "none".
+type faultSet []string
+
+func (f faultSet) has(name string) bool { return slices.Contains(f, name) }
+
+// needsProxy: the faults that put a TCP proxy between client and server.
+func (f faultSet) needsProxy() bool {
+	return f.has("conn-cut") || f.has("latency") || f.has("expire")
+}
+
+func (f faultSet) String() string {
+	if len(f) == 0 {
+		return "none"
+	}
+	return strings.Join(f, ",")
+}
+
+// errUsage marks a command line that cannot run (exit code 2).
+var errUsage = errors.New("usage")
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("stress", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var servers, faults string
+	fs.StringVar(&servers, "servers", "", "an existing ZooKeeper, `host:port,...` (default: start an embedded one)")
+	fs.IntVar(&c.Ensemble, "ensemble", 1, "embedded servers to start: 1 standalone, or 3 for an ensemble (leader-kill needs it)")
+	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | waiters | rw | semaphore")
+	fs.IntVar(&c.Workers, "workers", 16, "concurrent workers (for waiters: waiters queued behind each path's holder)")
+	fs.IntVar(&c.Paths, "paths", 0, "lock paths for the paths and waiters workloads (default 10)")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long workers run (0 with -cycles: until the cycles are done; waiters runs one queue-and-drain and ignores it)")
+	fs.DurationVar(&c.Hold, "hold", 0, "time held in the critical section per cycle")
+	fs.Int64Var(&c.Cycles, "cycles", 0, "stop after this many acquisition attempts in all (0: no limit, use -duration)")
+	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | rawzk (no lock: create+getChildren+delete) | all")
+	fs.StringVar(&faults, "faults", "none", "comma-separated: none | conn-cut | latency | expire | leader-kill | cancel")
+	fs.DurationVar(&c.FaultInterval, "fault-interval", 2*time.Second, "mean time between injected faults (each wait is drawn from 0.5x..1.5x)")
+	fs.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "with -faults latency: delay added by the proxy in each direction")
+	fs.DurationVar(&c.Jitter, "jitter", 2*time.Millisecond, "with -faults latency: +/- jitter on that delay")
+	fs.Float64Var(&c.CancelRatio, "cancel-ratio", 0.3, "with -faults cancel: share of acquisitions cancelled")
+	fs.DurationVar(&c.CancelMax, "cancel-max", 20*time.Millisecond, "with -faults cancel: a cancelled acquisition is cancelled at a random moment up to this long after it starts")
+	fs.StringVar(&c.LockRoot, "lock-root", "/stress", "ZooKeeper path under which every lock node goes")
+	fs.StringVar(&c.LockPath, "lock-path", "", "the one lock path of contended, rw and semaphore (default <lock-root>/one)")
+	fs.StringVar(&c.WitnessFile, "witness-file", "", "witness file shared with peer processes (default: a fresh temp file); multi-path workloads use `PATH`-<i>")
+	fs.Float64Var(&c.WriteRatio, "write-ratio", 0.2, "rw: share of acquisitions that are writes")
+	fs.IntVar(&c.Leases, "leases", 3, "semaphore: leases N")
+	fs.Uint64Var(&c.Seed, "seed", 0, "seed of every random choice (0: pick one; it is printed at start)")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", 5*time.Second, "ZooKeeper session timeout the clients ask for")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "turnstile: engine.Config.MaxInFlight (0: the engine's default)")
+	fs.DurationVar(&c.Deadline, "deadline", 0, "hard deadline of each run, after which it is aborted (default 2x duration + 2m, at least 5m)")
+	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per measured run on stdout (the table then goes to stderr)")
+	fs.BoolVar(&c.Progress, "progress", false, "print the progress line even when stderr is not a terminal")
+	fs.BoolVar(&c.Verbose, "v", false, "log the clients' warnings and errors to stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: go run ./stress [flags]\n\n"+
+			"Runs lock workloads on a real ZooKeeper, checks exclusion (in process, by a\n"+
+			"witness file, by fencing tokens), counts orphaned lock nodes, and measures.\n"+
+			"Exit code: 0 clean, 1 violations/orphans/leaks/stuck workers/errors, 2 bad\n"+
+			"flags or a workload the impl does not support, 130 interrupted.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+	}
+	if servers != "" {
+		for _, s := range strings.Split(servers, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.Servers = append(c.Servers, s)
+			}
+		}
+		if set["ensemble"] {
+			return nil, bad("-servers and -ensemble exclude each other")
+		}
+	}
+	for _, f := range strings.Split(faults, ",") {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "" || f == "none":
+		case slices.Contains(knownFaults, f):
+			if !c.Faults.has(f) {
+				c.Faults = append(c.Faults, f)
+			}
+		default:
+			return nil, bad("unknown fault %q (want %s)", f, strings.Join(knownFaults, ", "))
+		}
+	}
+	if !slices.Contains(workloads, c.Workload) {
+		return nil, bad("unknown -workload %q (want %s)", c.Workload, strings.Join(workloads, ", "))
+	}
+	if c.Impl != "all" {
+		if _, err := implByName(c.Impl); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	if c.Cycles > 0 && !set["duration"] {
+		c.Duration = 0
+	}
+	switch {
+	case c.Workers < 1:
+		return nil, bad("-workers must be at least 1")
+	case c.Ensemble < 1:
+		return nil, bad("-ensemble must be at least 1")
+	case c.Duration < 0 || c.Hold < 0 || c.Cycles < 0 || c.Deadline < 0:
+		return nil, bad("negative -duration, -hold, -cycles or -deadline")
+	case c.Duration == 0 && c.Cycles == 0 && c.Workload != "waiters":
+		return nil, bad("give -duration or -cycles: every run must end by itself")
+	case c.FaultInterval <= 0:
+		return nil, bad("-fault-interval must be positive")
+	case c.SessionTimeout <= 0:
+		return nil, bad("-session-timeout must be positive")
+	case c.CancelRatio < 0 || c.CancelRatio > 1 || c.WriteRatio < 0 || c.WriteRatio > 1:
+		return nil, bad("-cancel-ratio and -write-ratio are between 0 and 1")
+	case c.Leases < 1:
+		return nil, bad("-leases must be at least 1")
+	case c.Jitter > c.Latency:
+		return nil, bad("-jitter may not exceed -latency")
+	}
+	if c.Faults.has("leader-kill") && (len(c.Servers) > 0 || c.Ensemble < 3) {
+		return nil, bad("-faults leader-kill needs an embedded ensemble: -ensemble 3")
+	}
+	if c.Paths == 0 {
+		c.Paths = 10
+	}
+	if c.Paths < 1 {
+		return nil, bad("-paths must be at least 1")
+	}
+	if !strings.HasPrefix(c.LockRoot, "/") || c.LockRoot == "/" || strings.HasSuffix(c.LockRoot, "/") {
+		return nil, bad("-lock-root %q: an absolute ZooKeeper path, not the root", c.LockRoot)
+	}
+	if c.LockPath == "" {
+		c.LockPath = c.LockRoot + "/one"
+	}
+	if !strings.HasPrefix(c.LockPath, c.LockRoot+"/") {
+		return nil, bad("-lock-path %q must be under -lock-root %q (orphans are looked for there)", c.LockPath, c.LockRoot)
+	}
+	if c.Deadline == 0 {
+		c.Deadline = max(2*c.Duration+2*time.Minute, 5*time.Minute)
+	}
+	return c, nil
+}
+
+// serversLabel is the servers field of a result.
+func (c *config) serversLabel() string {
+	if len(c.Servers) == 0 {
+		return "embedded"
+	}
+	return strings.Join(c.Servers, ",")
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// rawzkImpl takes no lock at all: each cycle is the bare create of an
+// ephemeral sequential node, one getChildren of the lock path and one
+// delete, on one shared connection. It is the ceiling the wire allows for
+// a lock cycle (3 requests), so the exclusion checkers do not apply to it.
+type rawzkImpl struct{}
+
+func (rawzkImpl) Name() string   { return "rawzk" }
+func (rawzkImpl) Excludes() bool { return false }
+
+func (rawzkImpl) Supports(workload string, faults faultSet) error {
+	switch workload {
+	case "uncontended", "contended", "paths":
+	default:
+		return unsupported("rawzk", "-workload "+workload, "rawzk takes no lock, so nothing waits, reads, writes or counts leases")
+	}
+	if faults.has("cancel") {
+		return unsupported("rawzk", "-faults cancel", "rawzk never waits, so there is no acquisition to cancel")
+	}
+	return nil
+}
+
+func (rawzkImpl) Open(ctx context.Context, o openOptions) (client, error) {
+	conn, err := dialZK(ctx, o.Servers, o.SessionTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &rawzkClient{zkConn: conn, data: o.Marker}, nil
+}
+
+type rawzkClient struct {
+	*zkConn
+	data []byte
+}
+
+func (c *rawzkClient) Mutex(path string) (locker, error) { return &rawzkLocker{c: c, path: path}, nil }
+
+func (c *rawzkClient) RWMutex(string) (rwLocker, error) {
+	return nil, unsupported("rawzk", "-workload rw", "rawzk takes no lock")
+}
+
+func (c *rawzkClient) Semaphore(string, int) (locker, error) {
+	return nil, unsupported("rawzk", "-workload semaphore", "rawzk takes no lock")
+}
+
+func (c *rawzkClient) Requests() int64 { return -1 }
+
+type rawzkLocker struct {
+	c    *rawzkClient
+	path string
+}
+
+func (l *rawzkLocker) Acquire(context.Context) (held, error) {
+	conn := l.c.conn
+	node, err := conn.Create(l.path+"/lock-", l.c.data, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = l.makeParents(); err == nil {
+			node, err = conn.Create(l.path+"/lock-", l.c.data, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := conn.Children(l.path); err != nil {
+		_ = conn.Delete(node, -1)
+		return nil, err
+	}
+	return rawzkHeld{conn: conn, node: node}, nil
+}
+
+func (l *rawzkLocker) makeParents() error {
+	p := ""
+	for _, seg := range strings.Split(strings.TrimPrefix(l.path, "/"), "/") {
+		p += "/" + seg
+		_, err := l.c.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+type rawzkHeld struct {
+	conn *zk.Conn
+	node string
+}
+
+func (rawzkHeld) Token() (int64, bool)  { return 0, false }
+func (rawzkHeld) Lost() <-chan struct{} { return nil }
+func (h rawzkHeld) Release(context.Context) error {
+	return h.conn.Delete(h.node, -1)
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/lock"
+)
+
+// turnstileImpl is the library under test: one engine (one session, one
+// loop goroutine) shared by every worker of the run.
+type turnstileImpl struct{}
+
+func (turnstileImpl) Name() string   { return "turnstile" }
+func (turnstileImpl) Excludes() bool { return true }
+
+func (turnstileImpl) Supports(workload string, _ faultSet) error {
+	switch workload {
+	case "rw":
+		if newTurnstileRW == nil {
+			return unsupported("turnstile", "-workload rw", "lock.NewRWMutex is not in this build yet")
+		}
+	case "semaphore":
+		if newTurnstileSemaphore == nil {
+			return unsupported("turnstile", "-workload semaphore", "lock.NewSemaphore is not in this build yet")
+		}
+	}
+	return nil
+}
+
+// newTurnstileRW and newTurnstileSemaphore plug the rw and semaphore recipes
+// in once package lock has them; while nil, those workloads report an
+// *UnsupportedError for turnstile (exit code 2) and their tests skip. Each
+// recipe only needs an Acquire(ctx) *engine.Future[*engine.Lease], which
+// turnstileLocker adapts; e.g., in a file of this package:
+//
+//	func init() {
+//		newTurnstileRW = func(eng *engine.Engine, path, owner string) rwLocker {
+//			rw := lock.NewRWMutex(eng, path, lock.WithOwner(owner))
+//			return turnstileRWLocker{r: turnstileLocker{rw.ReadLock()}, w: turnstileLocker{rw.WriteLock()}}
+//		}
+//		newTurnstileSemaphore = func(eng *engine.Engine, path string, n int, owner string) locker {
+//			return turnstileLocker{lock.NewSemaphore(eng, path, n, lock.WithOwner(owner))}
+//		}
+//	}
+//
+// (with the method names package lock settles on).
+var (
+	newTurnstileRW        func(eng *engine.Engine, path string, owner string) rwLocker
+	newTurnstileSemaphore func(eng *engine.Engine, path string, n int, owner string) locker
+)
+
+func (turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) {
+	eng, err := engine.Start(ctx, engine.Config{
+		Servers:        o.Servers,
+		SessionTimeout: o.SessionTimeout,
+		MaxInFlight:    o.MaxInFlight,
+		Logger:         o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &turnstileClient{eng: eng, owner: string(o.Marker)}, nil
+}
+
+type turnstileClient struct {
+	eng   *engine.Engine
+	owner string
+}
+
+func (c *turnstileClient) Mutex(path string) (locker, error) {
+	return turnstileLocker{m: lock.NewMutex(c.eng, path, lock.WithOwner(c.owner))}, nil
+}
+
+func (c *turnstileClient) RWMutex(path string) (rwLocker, error) {
+	if newTurnstileRW == nil {
+		return nil, unsupported("turnstile", "-workload rw", "lock.NewRWMutex is not in this build yet")
+	}
+	return newTurnstileRW(c.eng, path, c.owner), nil
+}
+
+func (c *turnstileClient) Semaphore(path string, n int) (locker, error) {
+	if newTurnstileSemaphore == nil {
+		return nil, unsupported("turnstile", "-workload semaphore", "lock.NewSemaphore is not in this build yet")
+	}
+	return newTurnstileSemaphore(c.eng, path, n, c.owner), nil
+}
+
+func (c *turnstileClient) Requests() int64 { return int64(c.eng.Stats().Requests()) }
+func (c *turnstileClient) Close() error    { return c.eng.Close() }
+
+// futureAcquirer is what every turnstile recipe offers: an acquisition that
+// returns a future at once.
+type futureAcquirer interface {
+	Acquire(ctx context.Context) *engine.Future[*engine.Lease]
+}
+
+// turnstileLocker adapts any turnstile recipe to locker and asyncLocker.
+type turnstileLocker struct{ m futureAcquirer }
+
+func (l turnstileLocker) Acquire(ctx context.Context) (held, error) {
+	f := l.m.Acquire(ctx)
+	// The engine resolves the future when ctx ends, so waiting on Done alone
+	// never drops a lease granted at the moment ctx ended.
+	<-f.Done()
+	lease, err, _ := f.Result()
+	if err != nil {
+		return nil, err
+	}
+	return turnstileHeld{lease}, nil
+}
+
+// AcquireAsync queues the waiter in the engine and registers a callback:
+// no goroutine exists for the waiter until it is granted.
+func (l turnstileLocker) AcquireAsync(ctx context.Context, cb func(held, error)) {
+	l.m.Acquire(ctx).Then(func(lease *engine.Lease, err error) {
+		if err != nil {
+			cb(nil, err)
+			return
+		}
+		cb(turnstileHeld{lease}, nil)
+	})
+}
+
+type turnstileHeld struct{ l *engine.Lease }
+
+func (h turnstileHeld) Token() (int64, bool)              { return h.l.Token(), true }
+func (h turnstileHeld) Lost() <-chan struct{}             { return h.l.Lost() }
+func (h turnstileHeld) Release(ctx context.Context) error { return h.l.Release(ctx) }
+
+// turnstileRWLocker is a read-write recipe as two lockers.
+type turnstileRWLocker struct{ r, w turnstileLocker }
+
+func (l turnstileRWLocker) Reader() locker { return l.r }
+func (l turnstileRWLocker) Writer() locker { return l.w }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/turnstile-go/turnstile/engine"
+)
+
+// runState is what the workers of one run share.
+type runState struct {
+	cfg   *config
+	impl  impl
+	cl    client
+	check *checker
+	lat   *latencies
+	seed  uint64
+	logf  func(format string, a ...any)
+
+	// stop ends acquisitions: cancelled at the end of -duration, when the
+	// -cycles are used up, on SIGINT, or at the hard deadline.
+	stop    context.Context
+	stopNow context.CancelFunc
+
+	witnessDir string
+
+	cycles    atomic.Int64
+	lost      atomic.Int64
+	cancelled atomic.Int64
+	errs      atomic.Int64
+	errLogged atomic.Int64
+	tickets   atomic.Int64
+	limited   bool
+}
+
+// lockPath is the lock path of worker i (for waiters: of path i).
+func (r *runState) lockPath(i int) string {
+	switch r.cfg.Workload {
+	case "uncontended":
+		return fmt.Sprintf("%s/u/%d", r.cfg.LockRoot, i)
+	case "paths":
+		return fmt.Sprintf("%s/p/%d", r.cfg.LockRoot, i%r.cfg.Paths)
+	case "waiters":
+		return fmt.Sprintf("%s/w/%d", r.cfg.LockRoot, i)
+	}
+	return r.cfg.LockPath
+}
+
+// witnessBase is the witness file of lock path index i: -witness-file
+// itself for single-path workloads, PATH-<i> for the others.
+func (r *runState) witnessBase(i int) string {
+	base := r.cfg.WitnessFile
+	switch r.cfg.Workload {
+	case "uncontended":
+		return fmt.Sprintf("%s-%d", base, i)
+	case "paths":
+		return fmt.Sprintf("%s-%d", base, i%r.cfg.Paths)
+	case "waiters":
+		return fmt.Sprintf("%s-%d", base, i)
+	}
+	return base
+}
+
+// takeTicket reports whether one more acquisition may start under -cycles.
+func (r *runState) takeTicket() bool {
+	if !r.limited {
+		return true
+	}
+	if r.tickets.Add(-1) < 0 {
+		r.stopNow()
+		return false
+	}
+	return true
+}
+
+func (r *runState) noteErr(what string, err error) {
+	r.errs.Add(1)
+	if r.errLogged.Add(1) <= 3 {
+		r.logf("note: %s: %v", what, err)
+	}
+}
+
+func (r *runState) releaseTimeout() time.Duration { return 2*r.cfg.SessionTimeout + 10*time.Second }
+
+// lockerFor gives each worker its locker for the mutex-like workloads.
+func (r *runState) lockerFor(path string) (locker, rwLocker, error) {
+	switch r.cfg.Workload {
+	case "rw":
+		rw, err := r.cl.RWMutex(path)
+		return nil, rw, err
+	case "semaphore":
+		l, err := r.cl.Semaphore(path, r.cfg.Leases)
+		return l, nil, err
+	}
+	l, err := r.cl.Mutex(path)
+	return l, nil, err
+}
+
+// runWorkers runs the duration/cycles workloads: one goroutine per worker,
+// each cycling acquire → hold → release. It returns once every worker has
+// returned, or grace after stop: then stuck is the number still out (an
+// impl whose acquisitions cannot be cancelled, waiting for a lock that
+// nobody releases) and wait waits for them (they return when the client
+// closes).
+func (r *runState) runWorkers(grace time.Duration) (stuck int, wait func(time.Duration) bool, err error) {
+	type target struct {
+		path, wbase string
+		l           locker
+		rw          rwLocker
+	}
+	shared := map[string]target{}
+	targets := make([]target, r.cfg.Workers)
+	for i := range targets {
+		p := r.lockPath(i)
+		t, ok := shared[p]
+		if !ok {
+			l, rw, err := r.lockerFor(p)
+			if err != nil {
+				return 0, nil, err
+			}
+			t = target{path: p, wbase: r.witnessBase(i), l: l, rw: rw}
+			shared[p] = t
+		}
+		targets[i] = t
+	}
+	var wg sync.WaitGroup
+	var live atomic.Int64
+	done := make(chan struct{})
+	for i, t := range targets {
+		live.Add(1)
+		wg.Go(func() {
+			defer live.Add(-1)
+			r.worker(i, t.path, t.wbase, t.l, t.rw)
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	wait = func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-done:
+			return true
+		case <-t.C:
+			return false
+		}
+	}
+	select {
+	case <-done:
+		return 0, wait, nil
+	case <-r.stop.Done():
+	}
+	if wait(grace) {
+		return 0, wait, nil
+	}
+	return int(live.Load()), wait, nil
+}
+
+func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {
+	rng := rand.New(rand.NewPCG(r.seed, uint64(id)+1))
+	cancelFault := r.cfg.Faults.has("cancel")
+	for r.stop.Err() == nil && r.takeTicket() {
+		k, lk := kMutex, l
+		switch r.cfg.Workload {
+		case "rw":
+			if rng.Float64() < r.cfg.WriteRatio {
+				k, lk = kWrite, rw.Writer()
+			} else {
+				k, lk = kRead, rw.Reader()
+			}
+		case "semaphore":
+			k = kSem
+		}
+		actx, cancel := r.stop, context.CancelFunc(func() {})
+		planned := false
+		if cancelFault && rng.Float64() < r.cfg.CancelRatio {
+			after := time.Duration(rng.Int64N(int64(r.cfg.CancelMax) + 1))
+			actx, cancel = context.WithTimeout(r.stop, after)
+			planned = true
+		}
+		t0 := time.Now()
+		h, err := lk.Acquire(actx)
+		cancel()
+		if err != nil {
+			switch {
+			case r.stop.Err() != nil:
+				return
+			case planned && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+				r.cancelled.Add(1)
+			default:
+				r.noteErr("acquire "+path, err)
+				sleepCtx(r.stop, time.Duration(5+rng.IntN(20))*time.Millisecond)
+			}
+			continue
+		}
+		r.lat.record(time.Since(t0))
+		r.holdAndRelease(id, path, wbase, k, h)
+	}
+}
+
+// holdAndRelease is the critical section: enter the checkers, hold for
+// -hold (or until the lease is lost), leave, release.
+func (r *runState) holdAndRelease(id int, path, wbase string, k kind, h held) {
+	hd := r.check.enter(path, wbase, id, k, h)
+	lost := h.Lost()
+	if r.cfg.Hold > 0 {
+		t := time.NewTimer(r.cfg.Hold)
+		select {
+		case <-t.C:
+		case <-lost:
+		}
+		t.Stop()
+	}
+	wasLost := closedChan(lost)
+	r.check.leave(hd)
+	// Cleanup never uses a context that the run may have cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), r.releaseTimeout())
+	err := h.Release(ctx)
+	cancel()
+	// Lost counts leases that saw Lost() at any moment before their release
+	// ended, also while the release was under way.
+	switch {
+	case wasLost || closedChan(lost) || errors.Is(err, engine.ErrLost):
+		r.lost.Add(1)
+	case err != nil:
+		r.noteErr("release "+path, err)
+	}
+	r.cycles.Add(1)
+}
