@@ -84,6 +84,8 @@ type input struct {
 	children []string // inListed
 	pzxid    int64    // inListed
 	closing  bool     // inCancel: the engine is closing, so a held lease goes too
+	// inWatchSet: the reply to a children watch, with children and pzxid.
+	childWatch bool
 }
 
 type effectKind int
@@ -109,10 +111,11 @@ var effectNames = [...]string{"create", "create-parents", "list", "watch", "dele
 func (k effectKind) String() string { return effectNames[k] }
 
 type effect struct {
-	kind  effectKind
-	path  string
-	token int64
-	err   error
+	kind     effectKind
+	path     string
+	token    int64
+	err      error
+	children bool // effWatch: watch path's children, not its data
 }
 
 func (e effect) String() string {
@@ -146,6 +149,7 @@ type contender struct {
 	decide   Decider       // the recipe: who holds, whom a waiter watches
 	tryOnly  bool          // TryAcquire: give up rather than wait
 	failExp  bool          // fail, rather than re-enqueue, when the session expires
+	fixedSeq string        // a non-sequential node with this number (downgrade), or ""
 
 	phase phase
 	id    string // protected id of the node we create or created
@@ -173,7 +177,9 @@ func newContender(lockPath, prefix string, decide Decider, newID func() string) 
 
 func (c *contender) nodePath() string { return c.lockPath + "/" + c.node }
 
-func (c *contender) createPath() string { return c.lockPath + "/_c_" + c.id + "-" + c.prefix }
+func (c *contender) createPath() string {
+	return c.lockPath + "/_c_" + c.id + "-" + c.prefix + c.fixedSeq
+}
 
 // inFlight reports whether a request of this contender awaits its reply.
 func (c *contender) inFlight() bool {
@@ -398,28 +404,36 @@ func (c *contender) onListed(in input) []effect {
 		}
 		return c.create()
 	case d.Holds:
-		if c.untrusted {
-			// The listing was answered, but the session may already be
-			// expired: ask again once the connection is back.
-			return c.park(retryList)
-		}
-		c.phase = phaseHeld
-		c.granted = true
-		c.resolved = true
-		effs := []effect{{kind: effGrant, token: in.pzxid}}
-		if !c.connected {
-			effs = append(effs, effect{kind: effSuspend})
-		}
-		return effs
+		return c.grant(in.pzxid)
 	case c.tryOnly:
 		c.wouldBlock = true
 		c.cancelled = true
 		return c.cleanup()
 	}
-	c.watch = c.lockPath + "/" + d.Watch
 	c.fired = false
 	c.phase = phaseWatching
+	if d.WatchChildren {
+		c.watch = c.lockPath
+		return []effect{{kind: effWatch, path: c.watch, children: true}}
+	}
+	c.watch = c.lockPath + "/" + d.Watch
 	return []effect{{kind: effWatch, path: c.watch}}
+}
+
+func (c *contender) grant(token int64) []effect {
+	if c.untrusted {
+		// The listing was answered, but the session may already be
+		// expired: ask again once the connection is back.
+		return c.park(retryList)
+	}
+	c.phase = phaseHeld
+	c.granted = true
+	c.resolved = true
+	effs := []effect{{kind: effGrant, token: token}}
+	if !c.connected {
+		effs = append(effs, effect{kind: effSuspend})
+	}
+	return effs
 }
 
 func (c *contender) onWatchSet(in input) []effect {
@@ -436,6 +450,17 @@ func (c *contender) onWatchSet(in input) []effect {
 	case outOK:
 		if c.fired {
 			return c.list()
+		}
+		if in.childWatch {
+			// A children watch answers with the children: the holder that
+			// left between our listing and the watch is not missed.
+			d := c.decide(in.children, c.node)
+			switch {
+			case d.Missing:
+				return c.list()
+			case d.Holds:
+				return c.grant(in.pzxid)
+			}
 		}
 		c.phase = phaseWaiting
 		return nil

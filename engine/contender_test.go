@@ -447,3 +447,50 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		t.Fatal("walked nothing")
 	}
 }
+
+// countDecide admits the first two nodes and makes the rest watch the
+// children, as a semaphore's lease path does.
+func countDecide(children []string, self string) Decision {
+	d := seqDecide(children, self)
+	if d.Missing || d.Holds {
+		return d
+	}
+	sorted := slices.Clone(children)
+	slices.SortFunc(sorted, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
+	if slices.Index(sorted, self) < 2 {
+		return Decision{Holds: true}
+	}
+	return Decision{WatchChildren: true}
+}
+
+func TestChildrenWatchGrantsOnItsOwnReply(t *testing.T) {
+	s := newScript(t)
+	s.c.decide = countDecide
+	watchChildren := effect{kind: effWatch, path: "/locks/a", children: true}
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(3), other(4), node(1, 5)), watchChildren)
+	// A holder left between the listing and the watch: the watch's own
+	// reply shows it, so no notification is needed.
+	s.step(input{kind: inWatchSet, childWatch: true, children: []string{other(4), node(1, 5)}, pzxid: 107}, grant(107))
+	s.phase(phaseHeld)
+}
+
+func TestChildrenWatchWaitsThenRelists(t *testing.T) {
+	s := newScript(t)
+	s.c.decide = countDecide
+	watchChildren := effect{kind: effWatch, path: "/locks/a", children: true}
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(3), other(4), node(1, 5)), watchChildren)
+	s.step(input{kind: inWatchSet, childWatch: true, children: []string{other(3), other(4), node(1, 5)}, pzxid: 100})
+	s.phase(phaseWaiting)
+	s.step(input{kind: inWatchFired}, list)
+	s.step(listed(109, other(3), node(1, 5)), grant(109))
+}
+
+func TestFixedSequenceNode(t *testing.T) {
+	s := newScript(t)
+	s.c.fixedSeq = "0000000005"
+	s.step(input{kind: inStart}, effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
+}

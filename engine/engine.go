@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,11 @@ type Decision struct {
 	Holds   bool   // self holds the lock
 	Watch   string // when !Holds: the one child whose departure may let self in
 	Missing bool   // self is not among the children
+	// WatchChildren: when !Holds, any child's departure may let self in, so
+	// watch the lock path's children instead of one node. Only for recipes
+	// where a single waiter watches at a time (a semaphore's lease path,
+	// guarded by its mutex), or it would wake a herd.
+	WatchChildren bool
 }
 
 // Decider is a recipe: from the lock path's children, does self hold, and
@@ -41,7 +47,19 @@ type Request struct {
 	Decide  Decider // the recipe
 	Data    []byte  // the node's data, e.g. who the holder is
 	TryOnly bool    // fail with ErrWouldBlock instead of waiting
+	// Seq, when not empty, makes the node non-sequential with this
+	// ten-digit number after the prefix: a downgraded read lock takes its
+	// writer's place in the queue this way.
+	Seq string
+	// Revocable: while held, watch the node's data for a revocation request
+	// (RevokeData) and close the lease's Revoked channel when one comes.
+	Revocable bool
 }
+
+// RevokeData is what a revoker writes into a holder's node to ask it to
+// let go: the same bytes Curator's Revoker writes, so Java and Go holders
+// and revokers understand each other.
+var RevokeData = []byte("__REVOKE__")
 
 // Engine runs acquisitions on one ZooKeeper session.
 type Engine struct {
@@ -70,6 +88,7 @@ type Engine struct {
 	watchers   map[string]map[uint64]struct{} // node path → contenders watching it
 	listings   map[string]*listing            // lock path → shared listing
 	parents    map[string][]uint64            // lock path → contenders awaiting its creation
+	revokers   map[string]uint64              // held node path → its revocable contender
 	backlog    []op
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
@@ -80,19 +99,22 @@ type Engine struct {
 	everReady  bool
 	closing    bool
 	retryAt    map[uint64]uint64 // timer id → contender to retry
+	// Revocable holders whose revocation watch failed on a connection loss.
+	retryRevoke []uint64
 }
 
 // entry is the loop's record of one contender.
 type entry struct {
-	id       uint64
-	c        *contender
-	req      Request
-	acquired *Future[*Lease]
-	lease    *Lease
-	released *Future[struct{}]
-	stop     func() bool // unregisters the context watch
-	watching string
-	attempts int // consecutive parks, for backoff
+	id         uint64
+	c          *contender
+	req        Request
+	acquired   *Future[*Lease]
+	lease      *Lease
+	released   *Future[struct{}]
+	stop       func() bool // unregisters the context watch
+	watching   string
+	attempts   int    // consecutive parks, for backoff
+	revokePath string // the node a revocation watch is on, if any
 }
 
 // listing coalesces getChildren requests per lock path: while one is in
@@ -141,6 +163,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		watchers:   make(map[string]map[uint64]struct{}),
 		listings:   make(map[string]*listing),
 		parents:    make(map[string][]uint64),
+		revokers:   make(map[string]uint64),
 		timers:     make(map[uint64]*time.Timer),
 		retryAt:    make(map[uint64]uint64),
 	}
@@ -281,6 +304,12 @@ func (e *Engine) handle(ev events.Event) {
 	case events.OpDone:
 		e.handleOpDone(ev)
 	case events.WatchFired:
+		if id, ok := e.revokers[ev.Path]; ok {
+			delete(e.revokers, ev.Path)
+			if en := e.contenders[id]; en != nil && ev.Type == events.NodeDataChanged {
+				e.watchRevoke(en)
+			}
+		}
 		ids := e.watchers[ev.Path]
 		delete(e.watchers, ev.Path)
 		for id := range ids {
@@ -306,6 +335,7 @@ func (e *Engine) handleCommand(cmd any) {
 		e.nextID++
 		en := &entry{id: e.nextID, req: cmd.req, acquired: cmd.fut,
 			c: newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, queue.NewID)}
+		en.c.fixedSeq = cmd.req.Seq
 		en.c.tryOnly = cmd.req.TryOnly
 		en.c.failExp = e.cfg.FailOnExpiry
 		en.c.connected = e.connected
@@ -361,6 +391,11 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 		return
 	case events.OpWatch:
 		in.kind = inWatchSet
+	case events.OpWatchChildren:
+		in.kind, in.children, in.pzxid, in.childWatch = inWatchSet, d.Children, d.Pzxid, true
+	case events.OpRevokeWatch:
+		e.revokeWatchDone(d)
+		return
 	case events.OpDelete:
 		in.kind = inDeleted
 	}
@@ -416,7 +451,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 	switch ef.kind {
 	case effCreate:
 		en.attempts = 0
-		e.submit(op{kind: events.OpCreate, id: en.id, path: ef.path, data: en.req.Data})
+		e.submit(op{kind: events.OpCreate, id: en.id, path: ef.path, data: en.req.Data, fixed: en.c.fixedSeq != ""})
 	case effCreateParents:
 		waiting, inFlight := e.parents[ef.path]
 		e.parents[ef.path] = append(waiting, en.id)
@@ -434,7 +469,11 @@ func (e *Engine) apply(en *entry, ef effect) {
 			e.watchers[ef.path] = set
 		}
 		set[en.id] = struct{}{}
-		e.submit(op{kind: events.OpWatch, id: en.id, path: ef.path})
+		kind := events.OpWatch
+		if ef.children {
+			kind = events.OpWatchChildren
+		}
+		e.submit(op{kind: kind, id: en.id, path: ef.path})
 	case effDelete:
 		e.submit(op{kind: events.OpDelete, id: en.id, path: ef.path})
 	case effGrant:
@@ -447,6 +486,9 @@ func (e *Engine) apply(en *entry, ef effect) {
 			return
 		}
 		e.report(events.Report{Kind: events.Granted, Path: en.req.Path, Node: en.c.node, Token: ef.token})
+		if en.req.Revocable {
+			e.watchRevoke(en)
+		}
 	case effFail:
 		en.stop()
 		en.acquired.resolve(nil, ef.err)
@@ -476,12 +518,44 @@ func (e *Engine) apply(en *entry, ef effect) {
 		e.park(en)
 	case effDone:
 		e.unwatch(en)
+		if id, ok := e.revokers[en.revokePath]; ok && id == en.id {
+			delete(e.revokers, en.revokePath)
+		}
 		en.stop()
 		if en.released != nil {
 			// A release that raced a loss ends with the loss.
 			en.released.resolve(struct{}{}, en.lease.Err())
 		}
 		delete(e.contenders, en.id)
+	}
+}
+
+// watchRevoke reads a revocable holder's node with a data watch; the
+// reply, and every change after it, is checked for RevokeData.
+func (e *Engine) watchRevoke(en *entry) {
+	if en.c.phase != phaseHeld || en.lease.revokeRequested() {
+		return
+	}
+	path := en.c.nodePath()
+	en.revokePath = path
+	e.revokers[path] = en.id
+	e.submit(op{kind: events.OpRevokeWatch, id: en.id, path: path})
+}
+
+func (e *Engine) revokeWatchDone(d events.OpDone) {
+	en := e.contenders[d.Contender]
+	if en == nil || en.lease == nil || en.c.phase != phaseHeld || en.c.nodePath() != d.Path {
+		return
+	}
+	switch {
+	case d.Err == nil && bytes.Equal(d.Data, RevokeData):
+		delete(e.revokers, d.Path)
+		en.lease.markRevoked()
+		e.report(events.Report{Kind: events.Revoked, Path: en.req.Path, Node: en.c.node})
+	case d.Err != nil && classify(d.Err) == outConnLoss:
+		// The watch may not be set; look again once connected.
+		delete(e.revokers, d.Path)
+		e.retryRevoke = append(e.retryRevoke, en.id)
 	}
 }
 
@@ -603,6 +677,12 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		for _, en := range e.contenders {
 			e.step(en, input{kind: inReconnected})
 		}
+		for _, id := range e.retryRevoke {
+			if en := e.contenders[id]; en != nil {
+				e.watchRevoke(en)
+			}
+		}
+		e.retryRevoke = e.retryRevoke[:0]
 	case events.Disconnected:
 		if !e.connected {
 			return

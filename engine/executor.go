@@ -20,10 +20,11 @@ import (
 
 // op is one request to send.
 type op struct {
-	kind events.OpKind
-	id   uint64 // the contender; 0 for shared listings
-	path string
-	data []byte
+	kind  events.OpKind
+	id    uint64 // the contender; 0 for shared listings
+	path  string
+	data  []byte
+	fixed bool // OpCreate: a non-sequential node
 }
 
 // Stats counts the requests the engine sent to ZooKeeper, by kind.
@@ -33,11 +34,14 @@ type Stats struct {
 	Lists         uint64 // getChildren
 	Watches       uint64 // getData with a watch
 	Deletes       uint64
+	// Revocation watches of revocable holders: one per grant, one more per
+	// change of the node's data.
+	RevokeWatches uint64
 }
 
 // Requests is the total number of requests.
 func (s Stats) Requests() uint64 {
-	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes
+	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches
 }
 
 type counters struct {
@@ -49,7 +53,8 @@ func (c *counters) snapshot() Stats {
 		Creates:       c.n[events.OpCreate].Load(),
 		ParentCreates: c.n[events.OpCreateParents].Load(),
 		Lists:         c.n[events.OpList].Load(),
-		Watches:       c.n[events.OpWatch].Load(),
+		Watches:       c.n[events.OpWatch].Load() + c.n[events.OpWatchChildren].Load(),
+		RevokeWatches: c.n[events.OpRevokeWatch].Load(),
 		Deletes:       c.n[events.OpDelete].Load(),
 	}
 }
@@ -91,7 +96,11 @@ func (e *Engine) exec(o op) events.OpDone {
 	e.count.n[o.kind].Add(1)
 	switch o.kind {
 	case events.OpCreate:
-		created, err := e.conn.Create(o.path, o.data, zk.FlagEphemeralSequential, openACL)
+		flags := int32(zk.FlagEphemeralSequential)
+		if o.fixed {
+			flags = zk.FlagEphemeral
+		}
+		created, err := e.conn.Create(o.path, o.data, flags, openACL)
 		done.Name, done.Err = path.Base(created), err
 	case events.OpCreateParents:
 		done.Err = e.ensurePath(o.path)
@@ -105,6 +114,14 @@ func (e *Engine) exec(o op) events.OpDone {
 		// A data watch, not an exists watch: on a node already gone it
 		// fails with no-node and leaves no watch behind.
 		_, _, _, done.Err = e.conn.GetW(o.path)
+	case events.OpWatchChildren:
+		children, stat, _, err := e.conn.ChildrenW(o.path)
+		done.Children, done.Err = children, err
+		if err == nil && stat != nil {
+			done.Pzxid = stat.Pzxid
+		}
+	case events.OpRevokeWatch:
+		done.Data, _, _, done.Err = e.conn.GetW(o.path)
 	case events.OpDelete:
 		done.Err = e.conn.Delete(o.path, -1)
 	}

@@ -17,15 +17,17 @@ type Lease struct {
 
 	releasing atomic.Bool
 
-	mu        sync.Mutex
-	lost      chan struct{}
-	lostErr   error
-	suspended chan struct{} // closed while the session is disconnected
+	mu         sync.Mutex
+	lost       chan struct{}
+	lostErr    error
+	suspended  chan struct{} // closed while the session is disconnected
+	revoked    chan struct{}
+	wasRevoked bool
 }
 
 func newLease(e *Engine, id uint64, path, node string, token int64) *Lease {
 	return &Lease{eng: e, id: id, path: path, node: node, token: token,
-		lost: make(chan struct{}), suspended: make(chan struct{})}
+		lost: make(chan struct{}), suspended: make(chan struct{}), revoked: make(chan struct{})}
 }
 
 // Path is the lock path.
@@ -89,6 +91,26 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 		return resolvedFuture(struct{}{}, err)
 	}
 	return l.eng.release(l)
+}
+
+// Revoked is closed when someone asked this holder to let go (lock.Revoke,
+// or Curator's Revoker). Only revocable leases are told; letting go is up to
+// the holder. It never closes for a lease acquired without revocation.
+func (l *Lease) Revoked() <-chan struct{} { return l.revoked }
+
+func (l *Lease) markRevoked() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.wasRevoked {
+		l.wasRevoked = true
+		close(l.revoked)
+	}
+}
+
+func (l *Lease) revokeRequested() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wasRevoked
 }
 
 func (l *Lease) markLost(err error) {

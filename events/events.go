@@ -94,6 +94,8 @@ const (
 	OpList
 	OpWatch
 	OpDelete
+	OpWatchChildren // getChildren with a watch
+	OpRevokeWatch   // getData with a watch on a revocable holder's own node
 	opKinds
 )
 
@@ -112,6 +114,10 @@ func (k OpKind) String() string {
 		return "watch"
 	case OpDelete:
 		return "delete"
+	case OpWatchChildren:
+		return "watch-children"
+	case OpRevokeWatch:
+		return "revoke-watch"
 	}
 	return "unknown"
 }
@@ -124,7 +130,8 @@ type OpDone struct {
 	Path      string // the znode the request named
 	Name      string // OpCreate: the created node's name (last path element)
 	Children  []string
-	Pzxid     int64 // OpList: the parent's pzxid at the time of the listing
+	Data      []byte // OpRevokeWatch: the node's data
+	Pzxid     int64  // OpList: the parent's pzxid at the time of the listing
 	Err       error
 	Sent      time.Time // when the request was handed to the client
 }
@@ -157,10 +164,11 @@ const (
 	Resumed
 	Cancelled
 	Failed
+	Revoked
 )
 
 func (k ReportKind) String() string {
-	return [...]string{"granted", "released", "lost", "suspended", "resumed", "cancelled", "failed"}[k]
+	return [...]string{"granted", "released", "lost", "suspended", "resumed", "cancelled", "failed", "revoked"}[k]
 }
 
 // Report is what the engine tells observers about one contender.

@@ -34,7 +34,8 @@ type Lease = engine.Lease
 type Option func(*options)
 
 type options struct {
-	owner string
+	owner     string
+	revocable bool
 }
 
 // WithOwner sets the caller-chosen id written into the lock node's data, next
@@ -47,6 +48,25 @@ type nodeData struct {
 	Host  string `json:"host"`
 	PID   int    `json:"pid"`
 	Owner string `json:"owner,omitempty"`
+}
+
+// WithRevocation makes every lease of the recipe revocable: the holder's
+// Lease.Revoked channel closes when someone asks it to let go (Revoke, or
+// Curator's Revoker on the same node). Letting go stays the holder's choice.
+// It costs one extra request per grant (a data watch on the holder's node).
+func WithRevocation() Option { return func(o *options) { o.revocable = true } }
+
+// Acquirer is what every recipe offers, and what MultiLock combines.
+type Acquirer interface {
+	// Path is the lock path.
+	Path() string
+	// Acquire asks for the lock and returns at once.
+	Acquire(ctx context.Context) *engine.Future[*Lease]
+}
+
+// request is the engine request of one acquisition of a recipe.
+func (o options) request(path, prefix string, decide engine.Decider, data []byte, try bool) engine.Request {
+	return engine.Request{Path: path, Prefix: prefix, Decide: decide, Data: data, TryOnly: try, Revocable: o.revocable}
 }
 
 func buildOptions(opts []Option) options {

@@ -15,20 +15,22 @@ import (
 type Mutex struct {
 	eng  *engine.Engine
 	path string
+	opts options
 	data []byte
 }
 
 // NewMutex returns the mutex on path. It does no I/O: an invalid path is
 // reported by the first acquisition, with ErrInvalidPath.
 func NewMutex(eng *engine.Engine, path string, opts ...Option) *Mutex {
-	return &Mutex{eng: eng, path: path, data: buildOptions(opts).data()}
+	o := buildOptions(opts)
+	return &Mutex{eng: eng, path: path, opts: o, data: o.data()}
 }
 
 // Path is the lock path.
 func (m *Mutex) Path() string { return m.path }
 
 func (m *Mutex) request(try bool) engine.Request {
-	return engine.Request{Path: m.path, Prefix: queue.MutexPrefix, Decide: decideMutex, Data: m.data, TryOnly: try}
+	return m.opts.request(m.path, queue.MutexPrefix, decideMutex, m.data, try)
 }
 
 // Acquire asks for the lock and returns at once. The future resolves with a
@@ -67,7 +69,10 @@ type Locker struct {
 	err   error
 }
 
-var _ sync.Locker = (*Locker)(nil)
+var (
+	_ sync.Locker = (*Locker)(nil)
+	_ Acquirer    = (*Mutex)(nil)
+)
 
 // Lock acquires the mutex, blocking until granted or the Locker's context
 // ends.

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// NewPromise returns an unresolved future and the function that resolves
+// it (the first call wins; later ones return false). Recipes built from
+// several acquisitions use it to hand their caller one future.
+func NewPromise[T any]() (*Future[T], func(T, error) bool) {
+	f := newFuture[T](nil)
+	return f, f.resolve
+}
+
+// Children lists path's children on the engine's session. Recipes and
+// tools use it for one-off reads (who holds, who waits); acquisitions never
+// do, they go through the loop.
+func (e *Engine) Children(ctx context.Context, path string) ([]string, error) {
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	return direct(ctx, e, func() ([]string, error) {
+		children, _, err := e.conn.Children(path)
+		return children, zkErr(err)
+	})
+}
+
+// Data reads a node's data on the engine's session.
+func (e *Engine) Data(ctx context.Context, path string) ([]byte, error) {
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	return direct(ctx, e, func() ([]byte, error) {
+		data, _, err := e.conn.Get(path)
+		return data, zkErr(err)
+	})
+}
+
+// SetData writes a node's data on the engine's session, whatever its version.
+func (e *Engine) SetData(ctx context.Context, path string, data []byte) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	_, err := direct(ctx, e, func() (struct{}, error) {
+		_, err := e.conn.Set(path, data, -1)
+		return struct{}{}, zkErr(err)
+	})
+	return err
+}
+
+// ErrNoNode is returned by Children, Data and SetData for a node that does
+// not exist.
+var ErrNoNode = errors.New("turnstile: no such node")
+
+func zkErr(err error) error {
+	if errors.Is(err, zk.ErrNoNode) {
+		return ErrNoNode
+	}
+	return err
+}
+
+// direct runs one synchronous request of the client, giving up (but not
+// abandoning the request, which the client bounds) when ctx ends.
+func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return zero, ErrClosed
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer e.wg.Done()
+		v, err := call()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
