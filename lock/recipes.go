@@ -13,6 +13,5 @@ func decision(d queue.Decision) engine.Decision {
 // decideMutex runs the mutex predicate over one listing. Children that are
 // not lock nodes (other recipes' or foreign names) are ignored.
 func decideMutex(children []string, self string) engine.Decision {
-	nodes, _ := queue.Nodes(children)
-	return decision(queue.Mutex(nodes, self))
+	return decision(queue.Mutex(parseChildren(children), self))
 }

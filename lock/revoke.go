@@ -1,0 +1,22 @@
+package lock
+
+import (
+	"context"
+
+	"github.com/turnstile-go/turnstile/engine"
+)
+
+// ErrNoNode is returned by Revoke for a node that does not exist (already
+// released, or never there).
+var ErrNoNode = engine.ErrNoNode
+
+// Revoke asks the holder of the lock node node (a full path, as
+// Lease.Node returns it or Participants lists it) to let go, the way
+// Curator's Revoker does: it writes Curator's revocation marker into the
+// node. A turnstile holder acquired WithRevocation sees its Lease.Revoked
+// channel close; a Curator holder made revocable gets its listener called.
+// Holders that are not revocable are not told, and none is forced: letting
+// go is the holder's decision.
+func Revoke(ctx context.Context, eng *engine.Engine, node string) error {
+	return eng.SetData(ctx, node, engine.RevokeData)
+}
