@@ -70,9 +70,10 @@ const (
 	inExpired                // the session is gone, and with it our node
 	inUntrusted              // disconnected so long the server may already have expired us
 	inRetry                  // time to retry what a connection loss interrupted
+	inHandoff                // the node we wait for was released by our engine; pzxid is the token
 )
 
-var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry"}
+var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff"}
 
 func (k inputKind) String() string { return inputNames[k] }
 
@@ -163,6 +164,7 @@ type contender struct {
 	closing    bool        // the engine closes: a held lease is released too
 	recovering bool        // our create's fate is unknown: the next listing looks for our id
 	fired      bool        // the watch fired while the watch request was in flight
+	next       bool        // the watched node holds and only it is ahead of us
 	stale      bool        // the session expired while a request was in flight: its reply proves nothing
 	connected  bool        // the session is connected, as far as the inputs told
 	untrusted  bool        // the session may be expired server-side
@@ -228,6 +230,22 @@ func (c *contender) step(in input) []effect {
 		return c.onUntrusted()
 	case inRetry:
 		return c.onRetry()
+	case inHandoff:
+		return c.onHandoff(in)
+	}
+	return nil
+}
+
+// onHandoff: the holder we were next behind is gone, by its own release
+// through our engine, so we hold without listing again.
+func (c *contender) onHandoff(in input) []effect {
+	switch {
+	case c.phase == phaseWaiting && c.next && !c.cancelled:
+		return c.grant(in.pzxid)
+	case c.phase == phaseWaiting:
+		return c.list()
+	case c.phase == phaseWatching:
+		c.fired = true
 	}
 	return nil
 }
@@ -411,6 +429,7 @@ func (c *contender) onListed(in input) []effect {
 		return c.cleanup()
 	}
 	c.fired = false
+	c.next = d.Next
 	c.phase = phaseWatching
 	if d.WatchChildren {
 		c.watch = c.lockPath

@@ -416,13 +416,14 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		{kind: inWatchFired}, reply(inDeleted, outOK), reply(inDeleted, outConnLoss), {kind: inRelease},
 		{kind: inCancel, err: context.Canceled}, {kind: inCancel, err: ErrClosed, closing: true},
 		{kind: inDisconnected}, {kind: inReconnected}, {kind: inExpired}, {kind: inUntrusted}, {kind: inRetry},
-		listed(2, node(2, 6)), created(node(2, 6)),
+		listed(2, node(2, 6)), created(node(2, 6)), {kind: inHandoff, pzxid: 3},
 	}
 	// A small deterministic walk: every sequence of up to 4 inputs after start.
 	var walk func(prefix []int)
 	count := 0
 	walk = func(prefix []int) {
 		s := newScript(t)
+		s.c.decide = nextDecide // handoffs grant
 		resolved := 0
 		for _, i := range prefix {
 			for _, ef := range s.c.step(inputs[i]) {
@@ -493,4 +494,33 @@ func TestFixedSequenceNode(t *testing.T) {
 	s := newScript(t)
 	s.c.fixedSeq = "0000000005"
 	s.step(input{kind: inStart}, effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
+}
+
+func nextDecide(children []string, self string) Decision {
+	d := seqDecide(children, self)
+	d.Next = !d.Holds && !d.Missing
+	return d
+}
+
+func TestHandoffGrantsWithoutListing(t *testing.T) {
+	s := newScript(t)
+	s.c.decide = nextDecide
+	s.toWaiting()
+	s.step(input{kind: inHandoff, pzxid: 120}, grant(120))
+	s.phase(phaseHeld)
+}
+
+func TestHandoffWithoutNextLists(t *testing.T) {
+	s := newScript(t)
+	s.toWaiting() // seqDecide never sets Next
+	s.step(input{kind: inHandoff, pzxid: 120}, list)
+}
+
+func TestHandoffAfterCancelIsIgnored(t *testing.T) {
+	s := newScript(t)
+	s.c.decide = nextDecide
+	s.toWaiting()
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	s.step(input{kind: inHandoff, pzxid: 120})
+	s.phase(phaseDeleting)
 }

@@ -29,6 +29,12 @@ type Decision struct {
 	Holds   bool   // self holds the lock
 	Watch   string // when !Holds: the one child whose departure may let self in
 	Missing bool   // self is not among the children
+	// Next: when !Holds, self holds as soon as Watch is gone PROVIDED Watch
+	// held the lock: Watch is self's immediate predecessor, whatever was
+	// ahead of it was gone when it was granted, and nothing can join ahead.
+	// When Watch is a holder of this same engine releasing its lock, self is
+	// granted on the deletion's reply, without listing again.
+	Next bool
 	// WatchChildren: when !Holds, any child's departure may let self in, so
 	// watch the lock path's children instead of one node. Only for recipes
 	// where a single waiter watches at a time (a semaphore's lease path,
@@ -73,6 +79,7 @@ type Engine struct {
 
 	lastRead   atomic.Int64 // unix nanos of the last byte read from a server
 	negotiated atomic.Int64 // the session timeout the server granted, nanos
+	lastZxid   atomic.Int64 // the greatest zxid seen in a reply header
 
 	wg        sync.WaitGroup // every goroutine the engine starts, but the loop
 	loopDone  chan struct{}
@@ -89,6 +96,8 @@ type Engine struct {
 	listings   map[string]*listing            // lock path → shared listing
 	parents    map[string][]uint64            // lock path → contenders awaiting its creation
 	revokers   map[string]uint64              // held node path → its revocable contender
+	holders    map[string]uint64              // held node path → its contender
+	handoffs   map[string][]uint64            // node path being released → waiters next in line
 	backlog    []op
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
@@ -164,6 +173,8 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		listings:   make(map[string]*listing),
 		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
+		holders:    make(map[string]uint64),
+		handoffs:   make(map[string][]uint64),
 		timers:     make(map[uint64]*time.Timer),
 		retryAt:    make(map[uint64]uint64),
 	}
@@ -312,9 +323,16 @@ func (e *Engine) handle(ev events.Event) {
 		}
 		ids := e.watchers[ev.Path]
 		delete(e.watchers, ev.Path)
+		releasing := ev.Type == events.NodeDeleted && e.releasing(ev.Path)
 		for id := range ids {
 			if en := e.contenders[id]; en != nil {
 				en.watching = ""
+				if releasing && en.c.next && en.c.phase == phaseWaiting {
+					// Our own holder's release: its reply carries the zxid
+					// the grant's token needs, and it follows shortly.
+					e.handoffs[ev.Path] = append(e.handoffs[ev.Path], id)
+					continue
+				}
 				e.step(en, input{kind: inWatchFired})
 			}
 		}
@@ -399,8 +417,53 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 	case events.OpDelete:
 		in.kind = inDeleted
 	}
+	wasHeld := d.Op == events.OpDelete && d.Contender != 0 && e.holders[d.Path] == d.Contender
 	if en := e.contenders[d.Contender]; en != nil {
 		e.step(en, in)
+	}
+	if d.Op == events.OpDelete {
+		e.handOff(d, in.outcome, wasHeld)
+	}
+}
+
+// releasing reports whether node is held by a contender of this engine that
+// is deleting it.
+func (e *Engine) releasing(node string) bool {
+	id, ok := e.holders[node]
+	if !ok {
+		return false
+	}
+	en := e.contenders[id]
+	return en != nil && en.c.phase == phaseDeleting
+}
+
+// handOff grants, after a holder's node was deleted, the local waiters that
+// were next in line behind it. Their token is the greatest zxid read so
+// far, which is at least the deletion's: greater than every token the
+// previous holder could have, and less than any later holder's, whose grant
+// comes after a deletion not yet made.
+func (e *Engine) handOff(d events.OpDone, o outcome, wasHeld bool) {
+	waiting := e.handoffs[d.Path]
+	delete(e.handoffs, d.Path)
+	if o == outOK && wasHeld {
+		// Waiters whose notification has not been read yet go too.
+		for id := range e.watchers[d.Path] {
+			if en := e.contenders[id]; en != nil && en.c.next && en.c.phase == phaseWaiting {
+				waiting = append(waiting, id)
+			}
+		}
+	}
+	for _, id := range waiting {
+		en := e.contenders[id]
+		if en == nil {
+			continue
+		}
+		e.unwatch(en)
+		if o != outOK {
+			e.step(en, input{kind: inWatchFired}) // look, as without a handoff
+			continue
+		}
+		e.step(en, input{kind: inHandoff, pzxid: d.Zxid})
 	}
 }
 
@@ -480,6 +543,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 		en.attempts = 0
 		en.stop()
 		en.lease = newLease(e, en.id, en.req.Path, en.c.node, ef.token)
+		e.holders[en.c.nodePath()] = en.id
 		if !en.acquired.resolve(en.lease, nil) {
 			// Unreachable: the machine resolves once. Give the node back.
 			e.step(en, input{kind: inRelease})
@@ -518,6 +582,11 @@ func (e *Engine) apply(en *entry, ef effect) {
 		e.park(en)
 	case effDone:
 		e.unwatch(en)
+		if en.lease != nil {
+			if id := e.holders[en.lease.Node()]; id == en.id {
+				delete(e.holders, en.lease.Node())
+			}
+		}
 		if id, ok := e.revokers[en.revokePath]; ok && id == en.id {
 			delete(e.revokers, en.revokePath)
 		}

@@ -124,6 +124,8 @@ func (e *Engine) exec(o op) events.OpDone {
 		done.Data, _, _, done.Err = e.conn.GetW(o.path)
 	case events.OpDelete:
 		done.Err = e.conn.Delete(o.path, -1)
+		// Read after the reply: at least the deletion's zxid (see handOff).
+		done.Zxid = e.lastZxid.Load()
 	}
 	return done
 }

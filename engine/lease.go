@@ -41,12 +41,15 @@ func (l *Lease) Node() string { return l.path + "/" + l.node }
 // server restarts, so a resource guarded by the lock can refuse a writer
 // whose token is older than one it has seen.
 //
-// It is the pzxid (the zxid of the last change to the list of children) of
-// the lock node, as the listing that granted the lease saw it. The listing
-// that grants the next holder cannot contain this holder's node, so it was
-// answered after that node's deletion, whose zxid is greater than any pzxid
-// this holder saw. The token costs no request: every getChildren reply
-// carries the parent's stat.
+// It is a zxid, so it costs no request. A grant decided by a listing takes
+// the lock node's pzxid from that listing's reply: the listing that grants
+// the next holder cannot contain this holder's node, so it was answered
+// after that node's deletion, whose zxid exceeds any pzxid this holder saw.
+// A grant handed over inside one engine (the holder ahead released through
+// the same engine, and its deletion's reply is what admits the next one)
+// takes the greatest zxid the client has read in any reply header by then:
+// at least the deletion's, so above the previous holder's token, and below
+// the zxid of this holder's own deletion, so below the next holder's.
 func (l *Lease) Token() int64 { return l.token }
 
 // Lost is closed when the lease can no longer be trusted: the session

@@ -132,6 +132,7 @@ type OpDone struct {
 	Children  []string
 	Data      []byte // OpRevokeWatch: the node's data
 	Pzxid     int64  // OpList: the parent's pzxid at the time of the listing
+	Zxid      int64  // OpDelete: the greatest zxid the client had read once the reply came
 	Err       error
 	Sent      time.Time // when the request was handed to the client
 }

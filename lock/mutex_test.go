@@ -391,6 +391,58 @@ func TestMissingParentsCreatedOncePerBurst(t *testing.T) {
 	}
 }
 
+// When the holder and the next waiter share an engine, the waiter is
+// granted on the reply to the holder's delete, without listing again; the
+// tokens still grow.
+func TestLocalHandoffSkipsTheListing(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	m := lock.NewMutex(eng, lockRoot(t)+"/handoff")
+	ctx := context.Background()
+	first, err := m.Lock(ctx) // the path exists from here on
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	var fs []*engine.Future[*lock.Lease]
+	for range n {
+		fs = append(fs, m.Acquire(ctx))
+	}
+	eventually(t, "every waiter watching", func() bool { return eng.Stats().Watches == n })
+	before := eng.Stats()
+	prev := first.Token()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Queue order is creation order, which need not be the order above.
+	tokens := make(chan int64, n)
+	for _, f := range fs {
+		f.Then(func(l *lock.Lease, err error) {
+			if err != nil {
+				t.Error(err)
+				tokens <- 0
+				return
+			}
+			tokens <- l.Token()
+			if err := l.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for range n {
+		tok := <-tokens
+		if tok <= prev {
+			t.Fatalf("token %d after %d: fencing tokens must grow", tok, prev)
+		}
+		prev = tok
+	}
+	after := eng.Stats()
+	lists := after.Lists - before.Lists
+	t.Logf("%d handoffs: %d lists, %d deletes", n, lists, after.Deletes-before.Deletes)
+	if lists != 0 {
+		t.Fatalf("%d listings for %d handoffs within one engine, want 0", lists, n)
+	}
+}
+
 func TestLockerAdapter(t *testing.T) {
 	eng := startEngine(t, engine.Config{})
 	m := lock.NewMutex(eng, lockRoot(t)+"/locker")
