@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,12 +93,13 @@ type Engine struct {
 	// Owned by the loop goroutine.
 	nextID     uint64
 	contenders map[uint64]*entry
-	watchers   map[string]map[uint64]struct{} // node path → contenders watching it
-	listings   map[string]*listing            // lock path → shared listing
-	parents    map[string][]uint64            // lock path → contenders awaiting its creation
-	revokers   map[string]uint64              // held node path → its revocable contender
-	holders    map[string]uint64              // held node path → its contender
-	handoffs   map[string][]uint64            // node path being released → waiters next in line
+	watchers   map[string][]uint64 // node path → contenders watching it
+	cancels    map[<-chan struct{}]*cancelGroup
+	listings   map[string]*listing // lock path → shared listing
+	parents    map[string][]uint64 // lock path → contenders awaiting its creation
+	revokers   map[string]uint64   // held node path → its revocable contender
+	holders    map[string]uint64   // held node path → its contender
+	handoffs   map[string][]uint64 // node path being released → waiters next in line
 	backlog    []op
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
@@ -120,7 +122,7 @@ type entry struct {
 	acquired   *Future[*Lease]
 	lease      *Lease
 	released   *Future[struct{}]
-	stop       func() bool // unregisters the context watch
+	cancelOn   <-chan struct{} // the acquisition context's Done, while watched
 	watching   string
 	attempts   int    // consecutive parks, for backoff
 	revokePath string // the node a revocation watch is on, if any
@@ -141,9 +143,19 @@ type acquireCmd struct {
 	id  uint64
 }
 
+// cancelCmd: the contexts whose Done channel is done have ended.
 type cancelCmd struct {
-	id  uint64
-	err error
+	done <-chan struct{}
+}
+
+// cancelGroup is every live acquisition whose context ends when one Done
+// channel closes: one context.AfterFunc per context, however many
+// acquisitions share it (a pipeline issuing thousands under one context
+// pays for one).
+type cancelGroup struct {
+	ctx  context.Context
+	ids  map[uint64]struct{}
+	stop func() bool
 }
 
 type releaseCmd struct {
@@ -169,7 +181,8 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		loopDone:   make(chan struct{}),
 		ready:      make(chan struct{}),
 		contenders: make(map[uint64]*entry),
-		watchers:   make(map[string]map[uint64]struct{}),
+		watchers:   make(map[string][]uint64),
+		cancels:    make(map[<-chan struct{}]*cancelGroup),
 		listings:   make(map[string]*listing),
 		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
@@ -324,7 +337,7 @@ func (e *Engine) handle(ev events.Event) {
 		ids := e.watchers[ev.Path]
 		delete(e.watchers, ev.Path)
 		releasing := ev.Type == events.NodeDeleted && e.releasing(ev.Path)
-		for id := range ids {
+		for _, id := range ids {
 			if en := e.contenders[id]; en != nil {
 				en.watching = ""
 				if releasing && en.c.next && en.c.phase == phaseWaiting {
@@ -358,14 +371,20 @@ func (e *Engine) handleCommand(cmd any) {
 		en.c.failExp = e.cfg.FailOnExpiry
 		en.c.connected = e.connected
 		e.contenders[en.id] = en
-		id := en.id
-		en.stop = context.AfterFunc(cmd.ctx, func() {
-			e.post(cancelCmd{id: id, err: context.Cause(cmd.ctx)})
-		})
+		e.attach(en, cmd.ctx)
 		e.step(en, input{kind: inStart})
 	case cancelCmd:
-		if en := e.contenders[cmd.id]; en != nil {
-			e.step(en, input{kind: inCancel, err: cmd.err})
+		g := e.cancels[cmd.done]
+		if g == nil {
+			return
+		}
+		delete(e.cancels, cmd.done)
+		err := context.Cause(g.ctx)
+		for id := range g.ids {
+			if en := e.contenders[id]; en != nil {
+				en.cancelOn = nil
+				e.step(en, input{kind: inCancel, err: err})
+			}
 		}
 	case releaseCmd:
 		en := e.contenders[cmd.lease.id]
@@ -447,7 +466,7 @@ func (e *Engine) handOff(d events.OpDone, o outcome, wasHeld bool) {
 	delete(e.handoffs, d.Path)
 	if o == outOK && wasHeld {
 		// Waiters whose notification has not been read yet go too.
-		for id := range e.watchers[d.Path] {
+		for _, id := range e.watchers[d.Path] {
 			if en := e.contenders[id]; en != nil && en.c.next && en.c.phase == phaseWaiting {
 				waiting = append(waiting, id)
 			}
@@ -526,12 +545,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 	case effWatch:
 		e.unwatch(en)
 		en.watching = ef.path
-		set := e.watchers[ef.path]
-		if set == nil {
-			set = make(map[uint64]struct{})
-			e.watchers[ef.path] = set
-		}
-		set[en.id] = struct{}{}
+		e.watchers[ef.path] = append(e.watchers[ef.path], en.id)
 		kind := events.OpWatch
 		if ef.children {
 			kind = events.OpWatchChildren
@@ -541,7 +555,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 		e.submit(op{kind: events.OpDelete, id: en.id, path: ef.path})
 	case effGrant:
 		en.attempts = 0
-		en.stop()
+		e.detach(en)
 		en.lease = newLease(e, en.id, en.req.Path, en.c.node, ef.token)
 		e.holders[en.c.nodePath()] = en.id
 		if !en.acquired.resolve(en.lease, nil) {
@@ -554,7 +568,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 			e.watchRevoke(en)
 		}
 	case effFail:
-		en.stop()
+		e.detach(en)
 		en.acquired.resolve(nil, ef.err)
 		kind := events.Failed
 		if ef.err == context.Canceled || ef.err == context.DeadlineExceeded || ef.err == ErrClosed {
@@ -590,7 +604,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if id, ok := e.revokers[en.revokePath]; ok && id == en.id {
 			delete(e.revokers, en.revokePath)
 		}
-		en.stop()
+		e.detach(en)
 		if en.released != nil {
 			// A release that raced a loss ends with the loss.
 			en.released.resolve(struct{}{}, en.lease.Err())
@@ -628,15 +642,46 @@ func (e *Engine) revokeWatchDone(d events.OpDone) {
 	}
 }
 
+// attach has en cancelled when ctx ends.
+func (e *Engine) attach(en *entry, ctx context.Context) {
+	done := ctx.Done()
+	if done == nil {
+		return // never cancelled
+	}
+	g := e.cancels[done]
+	if g == nil {
+		g = &cancelGroup{ctx: ctx, ids: make(map[uint64]struct{})}
+		e.cancels[done] = g
+		g.stop = context.AfterFunc(ctx, func() { e.post(cancelCmd{done: done}) })
+	}
+	g.ids[en.id] = struct{}{}
+	en.cancelOn = done
+}
+
+// detach stops watching en's context: it was granted, or it ended.
+func (e *Engine) detach(en *entry) {
+	if en.cancelOn == nil {
+		return
+	}
+	if g := e.cancels[en.cancelOn]; g != nil {
+		delete(g.ids, en.id)
+		if len(g.ids) == 0 {
+			g.stop()
+			delete(e.cancels, en.cancelOn)
+		}
+	}
+	en.cancelOn = nil
+}
+
 func (e *Engine) unwatch(en *entry) {
 	if en.watching == "" {
 		return
 	}
-	if set := e.watchers[en.watching]; set != nil {
-		delete(set, en.id)
-		if len(set) == 0 {
-			delete(e.watchers, en.watching)
-		}
+	ids := slices.DeleteFunc(e.watchers[en.watching], func(id uint64) bool { return id == en.id })
+	if len(ids) == 0 {
+		delete(e.watchers, en.watching)
+	} else {
+		e.watchers[en.watching] = ids
 	}
 	en.watching = ""
 }

@@ -77,7 +77,10 @@ func (e *Engine) pump() {
 		e.start(e.backlog[n])
 		n++
 	}
-	if n > 0 {
+	switch {
+	case n == len(e.backlog):
+		e.backlog = nil // let a burst's backing array go
+	case n > 0:
 		clear(e.backlog[:n])
 		e.backlog = e.backlog[n:]
 	}

@@ -9,10 +9,10 @@ import (
 // acquisition, a release, or anything else the engine does asynchronously.
 // It is resolved exactly once.
 type Future[T any] struct {
-	done  chan struct{}
 	spawn func(func()) // runs callbacks off the resolving goroutine
 
 	mu        sync.Mutex
+	done      chan struct{} // made on the first Done; most callers use Then
 	val       T
 	err       error
 	resolved  bool
@@ -23,7 +23,7 @@ func newFuture[T any](spawn func(func())) *Future[T] {
 	if spawn == nil {
 		spawn = func(f func()) { go f() }
 	}
-	return &Future[T]{done: make(chan struct{}), spawn: spawn}
+	return &Future[T]{spawn: spawn}
 }
 
 func resolvedFuture[T any](v T, err error) *Future[T] {
@@ -42,7 +42,9 @@ func (f *Future[T]) resolve(v T, err error) bool {
 	f.val, f.err, f.resolved = v, err, true
 	cbs := f.callbacks
 	f.callbacks = nil
-	close(f.done)
+	if f.done != nil {
+		close(f.done)
+	}
 	f.mu.Unlock()
 	if len(cbs) > 0 {
 		f.spawn(func() {
@@ -55,20 +57,34 @@ func (f *Future[T]) resolve(v T, err error) bool {
 }
 
 // Done is closed once the future is resolved.
-func (f *Future[T]) Done() <-chan struct{} { return f.done }
+func (f *Future[T]) Done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		if f.resolved {
+			return closed
+		}
+		f.done = make(chan struct{})
+	}
+	return f.done
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Wait blocks until the future resolves or ctx is done. When ctx ends first
 // it returns ctx's error, and the future may still resolve later: to give up
 // an acquisition, cancel the context given to Acquire instead, which
 // resolves the future and removes the waiter's node.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
-	select {
-	case <-f.done:
-		return f.val, f.err
-	default:
+	if v, err, ok := f.Result(); ok {
+		return v, err
 	}
 	select {
-	case <-f.done:
+	case <-f.Done():
 		return f.val, f.err
 	case <-ctx.Done():
 		var zero T
@@ -79,13 +95,9 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 // Result returns the outcome without blocking; ok is false while the
 // future is unresolved.
 func (f *Future[T]) Result() (v T, err error, ok bool) {
-	select {
-	case <-f.done:
-		return f.val, f.err, true
-	default:
-		var zero T
-		return zero, nil, false
-	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.val, f.err, f.resolved
 }
 
 // Then arranges for fn to run once with the outcome. fn never runs on the
@@ -104,6 +116,6 @@ func (f *Future[T]) Then(fn func(T, error)) {
 
 // wait blocks until resolved: for futures the engine guarantees to resolve.
 func (f *Future[T]) wait() (T, error) {
-	<-f.done
+	<-f.Done()
 	return f.val, f.err
 }
