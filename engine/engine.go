@@ -99,7 +99,9 @@ type Engine struct {
 	parents    map[string][]uint64 // lock path → contenders awaiting its creation
 	revokers   map[string]uint64   // held node path → its revocable contender
 	holders    map[string]uint64   // held node path → its contender
-	handoffs   map[string][]uint64 // node path being released → waiters next in line
+	nodes      map[string]uint64   // our own nodes' paths → their contenders
+	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
+	deleted    deletion            // the delete reply being handled
 	backlog    []op
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
@@ -124,6 +126,7 @@ type entry struct {
 	released   *Future[struct{}]
 	cancelOn   <-chan struct{} // the acquisition context's Done, while watched
 	watching   string
+	local      bool   // watching is one of our own nodes (see localWatch)
 	attempts   int    // consecutive parks, for backoff
 	revokePath string // the node a revocation watch is on, if any
 }
@@ -187,7 +190,8 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
 		holders:    make(map[string]uint64),
-		handoffs:   make(map[string][]uint64),
+		nodes:      make(map[string]uint64),
+		localWatch: make(map[string][]uint64),
 		timers:     make(map[uint64]*time.Timer),
 		retryAt:    make(map[uint64]uint64),
 	}
@@ -336,16 +340,9 @@ func (e *Engine) handle(ev events.Event) {
 		}
 		ids := e.watchers[ev.Path]
 		delete(e.watchers, ev.Path)
-		releasing := ev.Type == events.NodeDeleted && e.releasing(ev.Path)
 		for _, id := range ids {
 			if en := e.contenders[id]; en != nil {
 				en.watching = ""
-				if releasing && en.c.next && en.c.phase == phaseWaiting {
-					// Our own holder's release: its reply carries the zxid
-					// the grant's token needs, and it follows shortly.
-					e.handoffs[ev.Path] = append(e.handoffs[ev.Path], id)
-					continue
-				}
 				e.step(en, input{kind: inWatchFired})
 			}
 		}
@@ -436,53 +433,49 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 	case events.OpDelete:
 		in.kind = inDeleted
 	}
-	wasHeld := d.Op == events.OpDelete && d.Contender != 0 && e.holders[d.Path] == d.Contender
+	if d.Op == events.OpDelete {
+		// A holder's node deleted by our own request: the waiter next in
+		// line behind it, if ours, is granted on this reply (see gone).
+		e.deleted = deletion{path: d.Path, ok: in.outcome == outOK,
+			held: e.holders[d.Path] == d.Contender && d.Contender != 0, zxid: d.Zxid}
+		defer func() { e.deleted = deletion{} }()
+	}
 	if en := e.contenders[d.Contender]; en != nil {
 		e.step(en, in)
 	}
-	if d.Op == events.OpDelete {
-		e.handOff(d, in.outcome, wasHeld)
-	}
 }
 
-// releasing reports whether node is held by a contender of this engine that
-// is deleting it.
-func (e *Engine) releasing(node string) bool {
-	id, ok := e.holders[node]
-	if !ok {
-		return false
-	}
-	en := e.contenders[id]
-	return en != nil && en.c.phase == phaseDeleting
+// deletion is the delete reply the loop is handling, if any.
+type deletion struct {
+	path string
+	ok   bool  // the request deleted the node
+	held bool  // the node was a holder's
+	zxid int64 // the greatest zxid read once the reply came
 }
 
-// handOff grants, after a holder's node was deleted, the local waiters that
-// were next in line behind it. Their token is the greatest zxid read so
-// far, which is at least the deletion's: greater than every token the
-// previous holder could have, and less than any later holder's, whose grant
-// comes after a deletion not yet made.
-func (e *Engine) handOff(d events.OpDone, o outcome, wasHeld bool) {
-	waiting := e.handoffs[d.Path]
-	delete(e.handoffs, d.Path)
-	if o == outOK && wasHeld {
-		// Waiters whose notification has not been read yet go too.
-		for _, id := range e.watchers[d.Path] {
-			if en := e.contenders[id]; en != nil && en.c.next && en.c.phase == phaseWaiting {
-				waiting = append(waiting, id)
-			}
-		}
-	}
-	for _, id := range waiting {
+// gone tells the contenders of this engine that wait on node, a node of
+// this engine, that it is gone (or no longer known). A waiter next in line
+// behind a holder whose release deleted the node is granted at once: its
+// token is the greatest zxid read so far, which is at least the deletion's
+// (greater than any token the previous holder had) and less than the zxid
+// of this waiter's own deletion, not yet made (so less than the next
+// holder's). Every other waiter lists again.
+func (e *Engine) gone(node string) {
+	delete(e.nodes, node)
+	ids := e.localWatch[node]
+	delete(e.localWatch, node)
+	handoff := e.deleted.path == node && e.deleted.ok && e.deleted.held
+	for _, id := range ids {
 		en := e.contenders[id]
 		if en == nil {
 			continue
 		}
-		e.unwatch(en)
-		if o != outOK {
-			e.step(en, input{kind: inWatchFired}) // look, as without a handoff
+		en.watching, en.local = "", false
+		if handoff && en.c.next && en.c.phase == phaseWaiting {
+			e.step(en, input{kind: inHandoff, pzxid: e.deleted.zxid})
 			continue
 		}
-		e.step(en, input{kind: inHandoff, pzxid: d.Zxid})
+		e.step(en, input{kind: inWatchFired})
 	}
 }
 
@@ -520,7 +513,18 @@ func (e *Engine) requestListing(path string, id uint64) {
 
 // step feeds one input to a contender and carries out its effects.
 func (e *Engine) step(en *entry, in input) {
+	before := en.c.node
 	effs := en.c.step(in)
+	if after := en.c.node; after != before {
+		// Keep the index of our own nodes, which waiters of this engine
+		// watch without asking the server.
+		if before != "" {
+			e.gone(en.req.Path + "/" + before)
+		}
+		if after != "" && en.c.phase != phaseDone {
+			e.nodes[en.c.nodePath()] = en.id
+		}
+	}
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {
 		e.log.Debug("step", "id", en.id, "path", en.req.Path, "input", in.kind, "phase", en.c.phase, "effects", effs)
 	}
@@ -545,6 +549,15 @@ func (e *Engine) apply(en *entry, ef effect) {
 	case effWatch:
 		e.unwatch(en)
 		en.watching = ef.path
+		if owner, ok := e.nodes[ef.path]; ok && owner != en.id && !ef.children {
+			// The node is our own: its owner tells us when it goes, so no
+			// watch is asked of the server. The reply is made up here.
+			en.local = true
+			e.localWatch[ef.path] = append(e.localWatch[ef.path], en.id)
+			e.count.localWatches.Add(1)
+			e.inbox.Put(events.OpDone{Op: events.OpWatch, Contender: en.id, Path: ef.path})
+			return
+		}
 		e.watchers[ef.path] = append(e.watchers[ef.path], en.id)
 		kind := events.OpWatch
 		if ef.children {
@@ -596,6 +609,9 @@ func (e *Engine) apply(en *entry, ef effect) {
 		e.park(en)
 	case effDone:
 		e.unwatch(en)
+		if en.c.node != "" {
+			e.gone(en.c.nodePath()) // forgotten, whether or not it still exists
+		}
 		if en.lease != nil {
 			if id := e.holders[en.lease.Node()]; id == en.id {
 				delete(e.holders, en.lease.Node())
@@ -677,13 +693,17 @@ func (e *Engine) unwatch(en *entry) {
 	if en.watching == "" {
 		return
 	}
-	ids := slices.DeleteFunc(e.watchers[en.watching], func(id uint64) bool { return id == en.id })
-	if len(ids) == 0 {
-		delete(e.watchers, en.watching)
-	} else {
-		e.watchers[en.watching] = ids
+	watchers := e.watchers
+	if en.local {
+		watchers = e.localWatch
 	}
-	en.watching = ""
+	ids := slices.DeleteFunc(watchers[en.watching], func(id uint64) bool { return id == en.id })
+	if len(ids) == 0 {
+		delete(watchers, en.watching)
+	} else {
+		watchers[en.watching] = ids
+	}
+	en.watching, en.local = "", false
 }
 
 // park schedules a retry: at the next reconnect, or after a backoff when
@@ -820,10 +840,13 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 func (e *Engine) expire() {
 	e.log.Warn("session expired", "session", fmt.Sprintf("%#x", e.session))
 	e.session = 0
-	// Watches died with the session; the client already dropped them.
+	// Watches died with the session; the client already dropped them. Our
+	// nodes died too.
 	clear(e.watchers)
+	clear(e.localWatch)
+	clear(e.nodes)
 	for _, en := range e.contenders {
-		en.watching = ""
+		en.watching, en.local = "", false
 		e.step(en, input{kind: inExpired})
 	}
 }

@@ -37,6 +37,9 @@ type Stats struct {
 	// Revocation watches of revocable holders: one per grant, one more per
 	// change of the node's data.
 	RevokeWatches uint64
+	// LocalWatches counts waits on a node of this same engine, which need
+	// no request: the node's owner reports its deletion. Not in Requests.
+	LocalWatches uint64
 }
 
 // Requests is the total number of requests.
@@ -45,7 +48,8 @@ func (s Stats) Requests() uint64 {
 }
 
 type counters struct {
-	n [events.NumOpKinds]atomic.Uint64
+	n            [events.NumOpKinds]atomic.Uint64
+	localWatches atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -55,6 +59,7 @@ func (c *counters) snapshot() Stats {
 		Lists:         c.n[events.OpList].Load(),
 		Watches:       c.n[events.OpWatch].Load() + c.n[events.OpWatchChildren].Load(),
 		RevokeWatches: c.n[events.OpRevokeWatch].Load(),
+		LocalWatches:  c.localWatches.Load(),
 		Deletes:       c.n[events.OpDelete].Load(),
 	}
 }

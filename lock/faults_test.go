@@ -192,7 +192,7 @@ func TestCloseWithManyWaiters(t *testing.T) {
 	for range 1000 {
 		futures = append(futures, m.Acquire(ctx))
 	}
-	eventually(t, "1000 waiters queued", func() bool { return eng.Stats().Watches >= 1000 })
+	eventually(t, "1000 waiters queued", func() bool { return waits(eng.Stats()) >= 1000 })
 	start := time.Now()
 	if err := eng.Close(); err != nil {
 		t.Fatal(err)

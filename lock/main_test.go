@@ -118,3 +118,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// waits counts the waits armed so far, on the server or on a node of the
+// same engine.
+func waits(s engine.Stats) uint64 { return s.Watches + s.LocalWatches }

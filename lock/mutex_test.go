@@ -106,7 +106,7 @@ func pendingAcquisitions(t *testing.T, paths, perPath int) (extra int, futures [
 	}
 	waiters := uint64(paths * (perPath - 1))
 	eventually(t, "every holder granted and every waiter watching", func() bool {
-		return granted.Load() == int32(paths) && eng.Stats().Watches-before.Watches >= waiters
+		return granted.Load() == int32(paths) && waits(eng.Stats())-waits(before) >= waiters
 	})
 	time.Sleep(50 * time.Millisecond) // let the last callbacks' goroutines end
 	extra = runtime.NumGoroutine() - baseline
@@ -407,7 +407,7 @@ func TestLocalHandoffSkipsTheListing(t *testing.T) {
 	for range n {
 		fs = append(fs, m.Acquire(ctx))
 	}
-	eventually(t, "every waiter watching", func() bool { return eng.Stats().Watches == n })
+	eventually(t, "every waiter watching", func() bool { s := eng.Stats(); return s.Watches+s.LocalWatches == n })
 	before := eng.Stats()
 	prev := first.Token()
 	if err := first.Release(ctx); err != nil {
@@ -437,9 +437,13 @@ func TestLocalHandoffSkipsTheListing(t *testing.T) {
 	}
 	after := eng.Stats()
 	lists := after.Lists - before.Lists
-	t.Logf("%d handoffs: %d lists, %d deletes", n, lists, after.Deletes-before.Deletes)
+	t.Logf("%d handoffs: %d lists, %d deletes; waits: %d on the server, %d local", n, lists,
+		after.Deletes-before.Deletes, after.Watches, after.LocalWatches)
 	if lists != 0 {
 		t.Fatalf("%d listings for %d handoffs within one engine, want 0", lists, n)
+	}
+	if after.Watches != 0 {
+		t.Fatalf("%d watches asked of the server, want 0: every node waited on is this engine's", after.Watches)
 	}
 }
 

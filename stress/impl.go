@@ -32,6 +32,13 @@ type openOptions struct {
 	Logger         *slog.Logger
 }
 
+// waitCounter is a client that counts the waits it has armed, whether or
+// not each one asked the server for a watch (turnstile waits on its own
+// nodes without one). The waiters workload reads it for its plateau.
+type waitCounter interface {
+	Waits() int64
+}
+
 type client interface {
 	Mutex(path string) (locker, error)
 	RWMutex(path string) (rwLocker, error)

@@ -87,7 +87,12 @@ func (c *turnstileClient) Semaphore(path string, n int) (locker, error) {
 }
 
 func (c *turnstileClient) Requests() int64 { return int64(c.eng.Stats().Requests()) }
-func (c *turnstileClient) Close() error    { return c.eng.Close() }
+
+func (c *turnstileClient) Waits() int64 {
+	s := c.eng.Stats()
+	return int64(s.Watches + s.LocalWatches)
+}
+func (c *turnstileClient) Close() error { return c.eng.Close() }
 
 // futureAcquirer is what every turnstile recipe offers: an acquisition that
 // returns a future at once.

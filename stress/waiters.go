@@ -61,7 +61,11 @@ func (r *runState) runWaiters(ctx context.Context, sc *scanner, cl *cluster) (*w
 		holdings[k] = r.check.enter(paths[k], r.witnessBase(k), k, kMutex, h)
 	}
 	res.base = takeMem()
-	watches0, _ := cl.watchCount(ctx)
+	watchCount := cl.watchCount
+	if wc, ok := r.cl.(waitCounter); ok {
+		watchCount = func(context.Context) (int64, bool) { return wc.Waits(), true }
+	}
+	watches0, _ := watchCount(ctx)
 
 	// 2. W waiters behind each. The per-waiter state the harness keeps is a
 	// small closure (the shared waiterSet, two ints and a flag), so that the
@@ -93,7 +97,7 @@ func (r *runState) runWaiters(ctx context.Context, sc *scanner, cl *cluster) (*w
 
 	// 3. The plateau: every waiter's node exists and its watch is set.
 	var note string
-	res.plateau, note = r.waitPlateau(ctx, sc, cl, paths, K*(W+1), watches0+int64(K*W), ws.allDone)
+	res.plateau, note = r.waitPlateau(ctx, sc, watchCount, paths, K*(W+1), watches0+int64(K*W), ws.allDone)
 	if note != "" {
 		res.notes = append(res.notes, note)
 	}
@@ -143,15 +147,16 @@ func (r *runState) runWaiters(ctx context.Context, sc *scanner, cl *cluster) (*w
 	return res, nil
 }
 
-// waitPlateau waits until the servers hold nodes (children of paths) and
-// watches (mntr zk_watch_count, all members) for every waiter, at most a
-// minute plus 10 ms per waiter.
-func (r *runState) waitPlateau(ctx context.Context, sc *scanner, cl *cluster, paths []string, nodes int, watches int64, allDone <-chan struct{}) (bool, string) {
+// waitPlateau waits until the servers hold nodes (children of paths) for
+// every waiter, and every waiter waits: by the client's own count when it
+// keeps one, else by the servers' watches (mntr zk_watch_count, all
+// members); at most a minute plus 10 ms per waiter.
+func (r *runState) waitPlateau(ctx context.Context, sc *scanner, watchCount func(context.Context) (int64, bool), paths []string, nodes int, watches int64, allDone <-chan struct{}) (bool, string) {
 	deadline := time.Now().Add(time.Minute + time.Duration(nodes)*10*time.Millisecond)
 	watchesOK := false
 	for time.Now().Before(deadline) && r.stop.Err() == nil && !closedChan(allDone) {
 		if !watchesOK {
-			w, ok := cl.watchCount(ctx)
+			w, ok := watchCount(ctx)
 			if !ok { // no mntr: count nodes only
 				watchesOK = true
 			} else {
