@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -155,6 +156,7 @@ type contender struct {
 	phase phase
 	id    string // protected id of the node we create or created
 	node  string // our node's name once known
+	full  string // our node's full path once known
 	watch string // full path of the node we watch
 
 	retry      retryAction // what a parked contender redoes
@@ -170,14 +172,25 @@ type contender struct {
 	untrusted  bool        // the session may be expired server-side
 	lost       bool        // the lease was declared lost
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
-	failErr    error       // the error the acquisition failed with, once cleanup ends
 }
 
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
 	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
 }
 
-func (c *contender) nodePath() string { return c.lockPath + "/" + c.node }
+func (c *contender) nodePath() string { return c.full }
+
+// setNode records our node. Its full path is kept once, and the name and
+// protected id are slices of it, so that a waiter keeps one string.
+func (c *contender) setNode(name string) {
+	c.full = c.lockPath + "/" + name
+	c.node = c.full[len(c.full)-len(name):]
+	if i := strings.Index(c.node, c.id); c.id != "" && i >= 0 {
+		c.id = c.node[i : i+len(c.id)]
+	}
+}
+
+func (c *contender) clearNode() { c.node, c.full = "", "" }
 
 func (c *contender) createPath() string {
 	return c.lockPath + "/_c_" + c.id + "-" + c.prefix + c.fixedSeq
@@ -254,7 +267,7 @@ func (c *contender) onHandoff(in input) []effect {
 // earlier id belongs to an earlier attempt and is never adopted.
 func (c *contender) create() []effect {
 	c.id = c.newID()
-	c.node = ""
+	c.clearNode()
 	c.recovering = false
 	c.phase = phaseCreating
 	return []effect{{kind: effCreate, path: c.createPath()}}
@@ -310,7 +323,7 @@ func (c *contender) finish() []effect {
 // still followed.
 func (c *contender) unstale() []effect {
 	c.stale = false
-	c.node = ""
+	c.clearNode()
 	if c.cancelled {
 		return c.cleanup()
 	}
@@ -330,7 +343,7 @@ func (c *contender) onCreated(in input) []effect {
 	}
 	switch in.outcome {
 	case outOK:
-		c.node = in.name
+		c.setNode(in.name)
 		c.stale = false // the listing below tells whether this node lives
 		if c.cancelled {
 			return c.cleanup()
@@ -398,7 +411,7 @@ func (c *contender) onListed(in input) []effect {
 	if c.recovering {
 		c.recovering = false
 		if name, ok := queue.FindByID(in.children, c.id); ok {
-			c.node = name
+			c.setNode(name)
 		} else if c.cancelled {
 			return c.finish() // the create never happened: nothing to clean
 		} else {
@@ -416,7 +429,7 @@ func (c *contender) onListed(in input) []effect {
 		// Our node vanished without the session expiring (deleted by
 		// someone else): our place in the queue is gone.
 		if c.tryOnly {
-			c.node = ""
+			c.clearNode()
 			c.wouldBlock = true
 			return c.finish()
 		}
@@ -519,23 +532,23 @@ func (c *contender) onDeleted(in input) []effect {
 	if c.stale {
 		// Our node went with the expired session.
 		c.stale = false
-		c.node = ""
+		c.clearNode()
 		return c.afterDelete()
 	}
 	switch in.outcome {
 	case outOK, outNoNode:
-		c.node = ""
+		c.clearNode()
 		return c.afterDelete()
 	case outConnLoss:
 		return c.park(retryDelete)
 	case outClosing:
 		// Closing the session removes the ephemeral node.
-		c.node = ""
+		c.clearNode()
 		return c.afterDelete()
 	}
 	// The node could not be deleted; it stays until the session ends.
 	err := fmt.Errorf("turnstile: delete %s: %w", c.nodePath(), in.err)
-	c.node = ""
+	c.clearNode()
 	if c.granted && !c.lost {
 		return append([]effect{{kind: effReleased, err: err}}, c.finish()...)
 	}
@@ -612,7 +625,7 @@ func (c *contender) onExpired() []effect {
 		switch {
 		case c.phase == phaseHeld:
 			c.lost = true
-			c.node = ""
+			c.clearNode()
 			c.phase = phaseDone
 			return []effect{{kind: effLost, err: ErrSessionExpired}, {kind: effDone}}
 		case c.inFlight():
@@ -620,14 +633,14 @@ func (c *contender) onExpired() []effect {
 			return nil
 		}
 		// Parked after a lost lease or during release: the node is gone.
-		c.node = ""
+		c.clearNode()
 		return c.afterDelete()
 	}
 	if c.inFlight() {
 		c.stale = true
 		return nil
 	}
-	c.node = ""
+	c.clearNode()
 	if c.phase == phaseParked && c.retry == retryRecover {
 		// A create of the old session whose fate was unknown: whatever it
 		// made is gone with that session.

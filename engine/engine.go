@@ -117,18 +117,23 @@ type Engine struct {
 }
 
 // entry is the loop's record of one contender.
+//
+// Thousands of waiters each keep one, so its size is watched: 256 bytes
+// (a size class) with the contender inside.
 type entry struct {
-	id         uint64
-	c          *contender
-	req        Request
-	acquired   *Future[*Lease]
-	lease      *Lease
-	released   *Future[struct{}]
-	cancelOn   <-chan struct{} // the acquisition context's Done, while watched
-	watching   string
-	local      bool   // watching is one of our own nodes (see localWatch)
-	attempts   int    // consecutive parks, for backoff
-	revokePath string // the node a revocation watch is on, if any
+	id       uint64
+	c        contender
+	data     []byte // the node's data
+	acquired *Future[*Lease]
+	lease    *Lease
+	released *Future[struct{}]
+	cancelOn <-chan struct{} // the acquisition context's Done, while watched
+	watching string
+	attempts uint16 // consecutive parks, for backoff
+	// revocable: a held lease watches its node for revocation requests;
+	// revokeWatch: such a watch is registered in revokers.
+	revocable, revokeWatch bool
+	local                  bool // watching is one of our own nodes (see localWatch)
 }
 
 // listing coalesces getChildren requests per lock path: while one is in
@@ -361,8 +366,8 @@ func (e *Engine) handleCommand(cmd any) {
 			return
 		}
 		e.nextID++
-		en := &entry{id: e.nextID, req: cmd.req, acquired: cmd.fut,
-			c: newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, queue.NewID)}
+		en := &entry{id: e.nextID, data: cmd.req.Data, revocable: cmd.req.Revocable, acquired: cmd.fut,
+			c: *newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, queue.NewID)}
 		en.c.fixedSeq = cmd.req.Seq
 		en.c.tryOnly = cmd.req.TryOnly
 		en.c.failExp = e.cfg.FailOnExpiry
@@ -519,14 +524,14 @@ func (e *Engine) step(en *entry, in input) {
 		// Keep the index of our own nodes, which waiters of this engine
 		// watch without asking the server.
 		if before != "" {
-			e.gone(en.req.Path + "/" + before)
+			e.gone(en.c.lockPath + "/" + before)
 		}
 		if after != "" && en.c.phase != phaseDone {
 			e.nodes[en.c.nodePath()] = en.id
 		}
 	}
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {
-		e.log.Debug("step", "id", en.id, "path", en.req.Path, "input", in.kind, "phase", en.c.phase, "effects", effs)
+		e.log.Debug("step", "id", en.id, "path", en.c.lockPath, "input", in.kind, "phase", en.c.phase, "effects", effs)
 	}
 	for _, ef := range effs {
 		e.apply(en, ef)
@@ -537,7 +542,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 	switch ef.kind {
 	case effCreate:
 		en.attempts = 0
-		e.submit(op{kind: events.OpCreate, id: en.id, path: ef.path, data: en.req.Data, fixed: en.c.fixedSeq != ""})
+		e.submit(op{kind: events.OpCreate, id: en.id, path: ef.path, data: en.data, fixed: en.c.fixedSeq != ""})
 	case effCreateParents:
 		waiting, inFlight := e.parents[ef.path]
 		e.parents[ef.path] = append(waiting, en.id)
@@ -552,6 +557,11 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if owner, ok := e.nodes[ef.path]; ok && owner != en.id && !ef.children {
 			// The node is our own: its owner tells us when it goes, so no
 			// watch is asked of the server. The reply is made up here.
+			// The owner's copy of the path is shared: a queue of thousands
+			// keeps one string per node.
+			if o := e.contenders[owner]; o != nil {
+				en.c.watch, ef.path, en.watching = o.c.full, o.c.full, o.c.full
+			}
 			en.local = true
 			e.localWatch[ef.path] = append(e.localWatch[ef.path], en.id)
 			e.count.localWatches.Add(1)
@@ -569,15 +579,15 @@ func (e *Engine) apply(en *entry, ef effect) {
 	case effGrant:
 		en.attempts = 0
 		e.detach(en)
-		en.lease = newLease(e, en.id, en.req.Path, en.c.node, ef.token)
+		en.lease = newLease(e, en.id, en.c.lockPath, en.c.node, ef.token)
 		e.holders[en.c.nodePath()] = en.id
 		if !en.acquired.resolve(en.lease, nil) {
 			// Unreachable: the machine resolves once. Give the node back.
 			e.step(en, input{kind: inRelease})
 			return
 		}
-		e.report(events.Report{Kind: events.Granted, Path: en.req.Path, Node: en.c.node, Token: ef.token})
-		if en.req.Revocable {
+		e.report(events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
+		if en.revocable {
 			e.watchRevoke(en)
 		}
 	case effFail:
@@ -587,24 +597,24 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if ef.err == context.Canceled || ef.err == context.DeadlineExceeded || ef.err == ErrClosed {
 			kind = events.Cancelled
 		}
-		e.report(events.Report{Kind: kind, Path: en.req.Path, Err: ef.err})
+		e.report(events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
 	case effReleased:
 		if en.released != nil {
 			en.released.resolve(struct{}{}, ef.err)
 		}
-		e.report(events.Report{Kind: events.Released, Path: en.req.Path, Token: en.lease.token})
+		e.report(events.Report{Kind: events.Released, Path: en.c.lockPath, Token: en.lease.token})
 	case effSuspend:
 		en.lease.setSuspended(true)
-		e.report(events.Report{Kind: events.Suspended, Path: en.req.Path})
+		e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
 	case effResume:
 		en.lease.setSuspended(false)
-		e.report(events.Report{Kind: events.Resumed, Path: en.req.Path})
+		e.report(events.Report{Kind: events.Resumed, Path: en.c.lockPath})
 	case effLost:
 		en.lease.markLost(ef.err)
 		if en.released != nil {
 			en.released.resolve(struct{}{}, en.lease.Err())
 		}
-		e.report(events.Report{Kind: events.Lost, Path: en.req.Path, Token: en.lease.token, Err: ef.err})
+		e.report(events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
 	case effPark:
 		e.park(en)
 	case effDone:
@@ -617,8 +627,10 @@ func (e *Engine) apply(en *entry, ef effect) {
 				delete(e.holders, en.lease.Node())
 			}
 		}
-		if id, ok := e.revokers[en.revokePath]; ok && id == en.id {
-			delete(e.revokers, en.revokePath)
+		if en.revokeWatch {
+			if node := en.lease.Node(); e.revokers[node] == en.id {
+				delete(e.revokers, node)
+			}
 		}
 		e.detach(en)
 		if en.released != nil {
@@ -636,7 +648,7 @@ func (e *Engine) watchRevoke(en *entry) {
 		return
 	}
 	path := en.c.nodePath()
-	en.revokePath = path
+	en.revokeWatch = true
 	e.revokers[path] = en.id
 	e.submit(op{kind: events.OpRevokeWatch, id: en.id, path: path})
 }
@@ -650,7 +662,7 @@ func (e *Engine) revokeWatchDone(d events.OpDone) {
 	case d.Err == nil && bytes.Equal(d.Data, RevokeData):
 		delete(e.revokers, d.Path)
 		en.lease.markRevoked()
-		e.report(events.Report{Kind: events.Revoked, Path: en.req.Path, Node: en.c.node})
+		e.report(events.Report{Kind: events.Revoked, Path: en.c.lockPath, Node: en.c.node})
 	case d.Err != nil && classify(d.Err) == outConnLoss:
 		// The watch may not be set; look again once connected.
 		delete(e.revokers, d.Path)
@@ -718,7 +730,9 @@ func (e *Engine) park(en *entry) {
 	if !e.connected {
 		return // handleSession retries every parked contender
 	}
-	en.attempts++
+	if en.attempts < 20 {
+		en.attempts++
+	}
 	backoff := time.Duration(en.attempts) * 50 * time.Millisecond
 	if backoff > time.Second {
 		backoff = time.Second
