@@ -84,6 +84,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
+// Held reports whether the lease is still held: neither released (or being
+// released) nor lost.
+func (l *Lease) Held() bool { return !l.releasing.Load() && l.Err() == nil }
+
 // ReleaseAsync starts releasing and returns a future of the outcome, for
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
