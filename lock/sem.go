@@ -1,0 +1,109 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// ErrInvalidLeases is returned by NewSemaphore for fewer than one lease.
+var ErrInvalidLeases = errors.New("turnstile: a semaphore needs at least one lease")
+
+// Semaphore hands out at most N leases on one path, on Curator's
+// InterProcessSemaphoreV2 layout, so a Curator semaphore with the same N
+// shares it:
+//
+//	<path>/locks/_c_<uuid>-lock-<seq>    a mutex taken while acquiring
+//	<path>/leases/_c_<uuid>-lease-<seq>  one node per lease held
+//
+// An acquirer takes the mutex, creates its lease node, and holds the lease
+// as soon as the lease path has at most N nodes; until then it watches the
+// lease path's children, so it is granted when any holder lets go. Only the
+// mutex holder ever waits there, so a release wakes one watcher, not a herd;
+// the other acquirers queue, fairly, on the mutex. The mutex is released
+// once the lease is granted (or the acquisition fails).
+//
+// A lease may be released by any goroutine that has it.
+type Semaphore struct {
+	eng   *engine.Engine
+	path  string
+	n     int
+	opts  options
+	data  []byte
+	locks string
+	lease string
+}
+
+var _ Acquirer = (*Semaphore)(nil)
+
+// NewSemaphore returns the semaphore of n leases on path. It does no I/O.
+func NewSemaphore(eng *engine.Engine, path string, n int, opts ...Option) (*Semaphore, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d", ErrInvalidLeases, n)
+	}
+	o := buildOptions(opts)
+	return &Semaphore{eng: eng, path: path, n: n, opts: o, data: o.data(),
+		locks: path + "/locks", lease: path + "/leases"}, nil
+}
+
+// NewSemaphoreMutex is a Semaphore of one lease: Curator's
+// InterProcessSemaphoreMutex. Unlike Mutex, its lease is not tied to an
+// owner and its nodes follow the semaphore layout.
+func NewSemaphoreMutex(eng *engine.Engine, path string, opts ...Option) *Semaphore {
+	s, _ := NewSemaphore(eng, path, 1, opts...)
+	return s
+}
+
+// Path is the semaphore's path.
+func (s *Semaphore) Path() string { return s.path }
+
+// Leases is N.
+func (s *Semaphore) Leases() int { return s.n }
+
+// Acquire asks for a lease and returns at once. Cancelling ctx before the
+// grant resolves the future with ctx's error and leaves no node behind.
+func (s *Semaphore) Acquire(ctx context.Context) *engine.Future[*Lease] {
+	return s.acquire(ctx, false)
+}
+
+// Lock blocks until a lease is granted or ctx ends.
+func (s *Semaphore) Lock(ctx context.Context) (*Lease, error) { return wait(s.acquire(ctx, false)) }
+
+// TryAcquire takes a lease only if one is free and no one else is
+// acquiring; otherwise it fails at once with ErrWouldBlock, leaving no node.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
+	return wait(s.acquire(ctx, true))
+}
+
+func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease] {
+	f, resolve := engine.NewPromise[*Lease]()
+	guardReq := s.opts.request(s.locks, queue.MutexPrefix, decideMutex, s.data, try)
+	guardReq.Revocable = false
+	s.eng.Acquire(ctx, guardReq).Then(func(guard *Lease, err error) {
+		if err != nil {
+			resolve(nil, err)
+			return
+		}
+		s.eng.Acquire(ctx, s.opts.request(s.lease, queue.LeasePrefix, s.decide, s.data, try)).Then(func(l *Lease, err error) {
+			guard.ReleaseAsync() // its outcome does not change the lease's
+			resolve(l, err)
+		})
+	})
+	return f
+}
+
+// decide admits self while the lease path has at most N lease nodes. Every
+// other lease node was granted before self was created (acquirers are
+// serialised by the mutex), so self is the newest, and that is self being
+// among the first N. Otherwise any holder's release may free a slot: watch
+// the children.
+func (s *Semaphore) decide(children []string, self string) engine.Decision {
+	d := queue.Semaphore(parseChildren(children), self, s.n)
+	if d.Holds || d.Missing {
+		return decision(d)
+	}
+	return engine.Decision{WatchChildren: true}
+}

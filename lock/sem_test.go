@@ -1,0 +1,171 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/lock"
+)
+
+func newSemaphore(t *testing.T, eng *engine.Engine, path string, n int) *lock.Semaphore {
+	t.Helper()
+	s, err := lock.NewSemaphore(eng, path, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSemaphoreNeverExceedsN(t *testing.T) {
+	a := startEngine(t, engine.Config{})
+	b := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	root := lockRoot(t)
+	const n = 3
+	var holders, peak, violations atomic.Int32
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	for g := range 10 {
+		eng := a
+		if g%2 == 1 {
+			eng = b
+		}
+		s := newSemaphore(t, eng, root+"/sem", n)
+		wg.Go(func() {
+			for range 10 {
+				l, err := s.Lock(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				h := holders.Add(1)
+				if h > n {
+					violations.Add(1)
+				}
+				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
+				}
+				time.Sleep(3 * time.Millisecond)
+				holders.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("peak %d holders of %d leases, %d violations", peak.Load(), n, violations.Load())
+	if violations.Load() != 0 {
+		t.Fatalf("more than %d holders at once, %d times", n, violations.Load())
+	}
+	if peak.Load() < 2 {
+		t.Fatalf("peak %d holders: the leases were never shared", peak.Load())
+	}
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
+
+// A waiter gets a lease when any holder lets go, not only the oldest.
+func TestSemaphoreAnyReleaseAdmitsTheWaiter(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	s := newSemaphore(t, eng, lockRoot(t)+"/any", 2)
+	ctx := context.Background()
+	first, err := s.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := eng.Stats()
+	waiting := s.Acquire(ctx)
+	queued(t, eng, before, 1)
+	if !pending(waiting) {
+		t.Fatal("a third lease of two was granted")
+	}
+	if err := second.Release(ctx); err != nil { // the newer holder
+		t.Fatal(err)
+	}
+	third, err := waiting.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Release(ctx)
+	third.Release(ctx)
+}
+
+func TestSemaphoreTryCancelAndBadInput(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	root := lockRoot(t)
+	ctx := context.Background()
+	if _, err := lock.NewSemaphore(eng, root+"/bad", 0); !errors.Is(err, lock.ErrInvalidLeases) {
+		t.Fatalf("zero leases: %v, want ErrInvalidLeases", err)
+	}
+	if _, err := lock.NewSemaphoreMutex(eng, "no/slash").Lock(ctx); !errors.Is(err, lock.ErrInvalidPath) {
+		t.Fatalf("relative path: %v, want ErrInvalidPath", err)
+	}
+
+	s := lock.NewSemaphoreMutex(eng, root+"/one")
+	held, err := s.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+		t.Fatalf("try with no lease free: %v, want ErrWouldBlock", err)
+	}
+	eventually(t, "only the holder's lease node", func() bool { return lockNodes(t, conn, root) == 1 })
+
+	// Cancel waiters at random moments: queued on the mutex, or holding it
+	// and waiting for a lease.
+	rng := rand.New(rand.NewPCG(3, 4))
+	var fs []*engine.Future[*lock.Lease]
+	var cancels []context.CancelFunc
+	for range 20 {
+		cctx, cancel := context.WithCancel(ctx)
+		fs = append(fs, s.Acquire(cctx))
+		cancels = append(cancels, cancel)
+	}
+	for _, cancel := range cancels {
+		time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+		cancel()
+	}
+	for _, f := range fs {
+		if l, err := f.Wait(ctx); err == nil {
+			t.Errorf("granted a lease while the only one is held: %v", l.Node())
+		} else if !errors.Is(err, context.Canceled) {
+			t.Error(err)
+		}
+	}
+	eventually(t, "only the holder's lease node", func() bool { return lockNodes(t, conn, root) == 1 })
+	held.Release(ctx)
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
+
+func TestSemaphoreLeaseLostOnExpiry(t *testing.T) {
+	ctx := context.Background()
+	var p partition
+	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
+	b := startEngine(t, engine.Config{})
+	path := lockRoot(t) + "/expire"
+
+	la, err := lock.NewSemaphoreMutex(a, path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cut()
+	lb, err := lock.NewSemaphoreMutex(b, path).Lock(ctx) // granted once a's session expires
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closed(la.Lost()) {
+		t.Fatal("another client got the lease before its holder saw Lost()")
+	}
+	p.heal()
+	lb.Release(ctx)
+}
