@@ -54,6 +54,12 @@ func NewRWMutex(eng *engine.Engine, path string, opts ...Option) *RWMutex {
 // Path is the lock path.
 func (rw *RWMutex) Path() string { return rw.path }
 
+// Owner returns another owner of the same lock, with the same options: a
+// handle of its own for the upgrade rule, at no cost.
+func (rw *RWMutex) Owner() *RWMutex {
+	return &RWMutex{eng: rw.eng, path: rw.path, opts: rw.opts, data: rw.data}
+}
+
 // Reader is the shared side.
 func (rw *RWMutex) Reader() *ReadLock { return &ReadLock{rw} }
 

@@ -14,41 +14,7 @@ type turnstileImpl struct{}
 func (turnstileImpl) Name() string   { return "turnstile" }
 func (turnstileImpl) Excludes() bool { return true }
 
-func (turnstileImpl) Supports(workload string, _ faultSet) error {
-	switch workload {
-	case "rw":
-		if newTurnstileRW == nil {
-			return unsupported("turnstile", "-workload rw", "lock.NewRWMutex is not in this build yet")
-		}
-	case "semaphore":
-		if newTurnstileSemaphore == nil {
-			return unsupported("turnstile", "-workload semaphore", "lock.NewSemaphore is not in this build yet")
-		}
-	}
-	return nil
-}
-
-// newTurnstileRW and newTurnstileSemaphore plug the rw and semaphore recipes
-// in once package lock has them; while nil, those workloads report an
-// *UnsupportedError for turnstile (exit code 2) and their tests skip. Each
-// recipe only needs an Acquire(ctx) *engine.Future[*engine.Lease], which
-// turnstileLocker adapts; e.g., in a file of this package:
-//
-//	func init() {
-//		newTurnstileRW = func(eng *engine.Engine, path, owner string) rwLocker {
-//			rw := lock.NewRWMutex(eng, path, lock.WithOwner(owner))
-//			return turnstileRWLocker{r: turnstileLocker{rw.ReadLock()}, w: turnstileLocker{rw.WriteLock()}}
-//		}
-//		newTurnstileSemaphore = func(eng *engine.Engine, path string, n int, owner string) locker {
-//			return turnstileLocker{lock.NewSemaphore(eng, path, n, lock.WithOwner(owner))}
-//		}
-//	}
-//
-// (with the method names package lock settles on).
-var (
-	newTurnstileRW        func(eng *engine.Engine, path string, owner string) rwLocker
-	newTurnstileSemaphore func(eng *engine.Engine, path string, n int, owner string) locker
-)
+func (turnstileImpl) Supports(string, faultSet) error { return nil }
 
 func (turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) {
 	eng, err := engine.Start(ctx, engine.Config{
@@ -73,17 +39,30 @@ func (c *turnstileClient) Mutex(path string) (locker, error) {
 }
 
 func (c *turnstileClient) RWMutex(path string) (rwLocker, error) {
-	if newTurnstileRW == nil {
-		return nil, unsupported("turnstile", "-workload rw", "lock.NewRWMutex is not in this build yet")
+	rw := lock.NewRWMutex(c.eng, path, lock.WithOwner(c.owner))
+	return turnstileRWLocker{r: turnstileLocker{ownerPerAcquisition{rw, false}}, w: turnstileLocker{ownerPerAcquisition{rw, true}}}, nil
+}
+
+// ownerPerAcquisition makes each acquisition its own RWMutex owner: the
+// harness's workers share a locker, and never nest their holds.
+type ownerPerAcquisition struct {
+	rw    *lock.RWMutex
+	write bool
+}
+
+func (o ownerPerAcquisition) Acquire(ctx context.Context) *engine.Future[*engine.Lease] {
+	if o.write {
+		return o.rw.Owner().Writer().Acquire(ctx)
 	}
-	return newTurnstileRW(c.eng, path, c.owner), nil
+	return o.rw.Owner().Reader().Acquire(ctx)
 }
 
 func (c *turnstileClient) Semaphore(path string, n int) (locker, error) {
-	if newTurnstileSemaphore == nil {
-		return nil, unsupported("turnstile", "-workload semaphore", "lock.NewSemaphore is not in this build yet")
+	s, err := lock.NewSemaphore(c.eng, path, n, lock.WithOwner(c.owner))
+	if err != nil {
+		return nil, err
 	}
-	return newTurnstileSemaphore(c.eng, path, n, c.owner), nil
+	return turnstileLocker{s}, nil
 }
 
 func (c *turnstileClient) Requests() int64 { return int64(c.eng.Stats().Requests()) }
