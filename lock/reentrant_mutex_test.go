@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/lock"
@@ -95,4 +98,59 @@ func TestReentrantMutexBadOwnersAndTry(t *testing.T) {
 	if err := r.Release(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestReentrantMutexLostOnExpiry(t *testing.T) {
+	ctx := context.Background()
+	var p partition
+	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
+	b := startEngine(t, engine.Config{})
+	path := lockRoot(t) + "/expire"
+	r := lock.NewReentrantMutex(a, path)
+	l, err := r.Lock(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Lock(ctx, "owner")
+	p.cut()
+	lb, err := lock.NewMutex(b, path).Lock(ctx) // granted once a's session expires
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closed(l.Lost()) {
+		t.Fatal("another client got the lock before its holder saw Lost()")
+	}
+	if err := r.Release(ctx, "owner"); !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("release of a lost hold: %v, want ErrLost", err)
+	}
+	if n := r.Count("owner"); n != 0 {
+		t.Fatalf("count %d after the loss, want 0", n)
+	}
+	p.heal()
+	lb.Release(ctx)
+}
+
+// Children of the lock path that no client names are ignored: the lock
+// works around them.
+func TestForeignChildrenIgnored(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	path := lockRoot(t) + "/foreign"
+	ctx := context.Background()
+	l, err := lock.NewMutex(eng, path).Lock(ctx) // creates the path
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"_c_", "_c_short-lock-", "lock-notanumber", "readme", "x-lock-0000000001-extra"} {
+		if _, err := conn.Create(path+"/"+name, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting := lock.NewMutex(eng, path).Acquire(ctx)
+	l.Release(ctx)
+	next, err := waiting.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Release(ctx)
 }

@@ -169,3 +169,39 @@ func TestSemaphoreLeaseLostOnExpiry(t *testing.T) {
 	p.heal()
 	lb.Release(ctx)
 }
+
+// Acquirers queue fairly on the semaphore's mutex: with every lease taken,
+// waiters are granted in the order they asked.
+func TestSemaphoreServesWaitersInOrder(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	s := newSemaphore(t, eng, lockRoot(t)+"/order", 1)
+	ctx := context.Background()
+	held, err := s.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	order := make(chan int, n)
+	var fs []*engine.Future[*lock.Lease]
+	for i := range n {
+		before := eng.Stats()
+		f := s.Acquire(ctx)
+		queued(t, eng, before, 1) // each queued before the next asks
+		fs = append(fs, f)
+		f.Then(func(l *lock.Lease, err error) {
+			if err != nil {
+				t.Error(err)
+				order <- -1
+				return
+			}
+			order <- i
+			l.Release(ctx)
+		})
+	}
+	held.Release(ctx)
+	for want := range n {
+		if got := <-order; got != want {
+			t.Fatalf("waiter %d granted in place %d", got, want)
+		}
+	}
+}
