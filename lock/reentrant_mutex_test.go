@@ -154,3 +154,30 @@ func TestForeignChildrenIgnored(t *testing.T) {
 	}
 	next.Release(ctx)
 }
+
+func TestReentrantMutexCancelLeavesNoNode(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	root := lockRoot(t)
+	r := lock.NewReentrantMutex(eng, root+"/cancel")
+	ctx := context.Background()
+	if _, err := r.Lock(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	before := eng.Stats()
+	f := r.Acquire(cctx, "b")
+	queued(t, eng, before, 1)
+	cancel()
+	if _, err := f.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled acquisition: %v", err)
+	}
+	if n := r.Count("b"); n != 0 {
+		t.Fatalf("count %d after a cancelled acquisition", n)
+	}
+	eventually(t, "only the holder's node", func() bool { return lockNodes(t, conn, root) == 1 })
+	if err := r.Release(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
