@@ -189,8 +189,21 @@ func contend(t *testing.T, start starter, n int, cfg interop.PeerConfig) {
 	cfg.Path = lockPath(t)
 	cfg.Witness = filepath.Join(t.TempDir(), "witness")
 	cfg.Timeout = peerTimeout
+	peers := startPeers(t, ctx, start, n, cfg)
+	results := waitAll(t, peers...)
+	checkAll(t, peers, results, cfg.Iterations*cfg.Workers)
+	left, _ := filepath.Glob(cfg.Witness + "*")
+	if len(left) > 0 {
+		t.Errorf("witness files left behind: %v", left)
+	}
+}
+
+// startPeers starts n peers with cfg, each with its own seed; they are
+// killed when the test ends.
+func startPeers(t *testing.T, ctx context.Context, start starter, n int, cfg interop.PeerConfig) []*interop.Peer {
+	t.Helper()
 	var peers []*interop.Peer
-	for i := 0; i < n; i++ {
+	for i := range n {
 		c := cfg
 		c.Seed = int64(i + 1)
 		p, err := start(ctx, c)
@@ -200,12 +213,7 @@ func contend(t *testing.T, start starter, n int, cfg interop.PeerConfig) {
 		t.Cleanup(p.Kill)
 		peers = append(peers, p)
 	}
-	results := waitAll(t, peers...)
-	checkAll(t, peers, results, cfg.Iterations*cfg.Workers)
-	left, _ := filepath.Glob(cfg.Witness + "*")
-	if len(left) > 0 {
-		t.Errorf("witness files left behind: %v", left)
-	}
+	return peers
 }
 
 func TestCuratorMutex(t *testing.T) {

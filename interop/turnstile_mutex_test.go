@@ -47,17 +47,7 @@ func mixed(t *testing.T, start starter, cfg interop.PeerConfig, acquire func(eng
 	cfg.Timeout = peerTimeout
 	eng := turnstileEngine(t)
 
-	var peers []*interop.Peer
-	for i := range 2 {
-		c := cfg
-		c.Seed = int64(i + 1)
-		p, err := start(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Kill)
-		peers = append(peers, p)
-	}
+	peers := startPeers(t, ctx, start, 2, cfg)
 	goCfg := cfg
 	goCfg.Seed = 99
 	goResult, err := interop.RunGo(ctx, goCfg, acquire(eng, cfg.Path))

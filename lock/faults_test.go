@@ -211,3 +211,31 @@ func TestCloseWithManyWaiters(t *testing.T) {
 		t.Fatalf("acquire after Close: %v, want ErrClosed", err)
 	}
 }
+
+// expiring returns an engine whose session the test can let expire by
+// cutting it off (p.cut), and a second engine that stays connected.
+func expiring(t *testing.T) (a, b *engine.Engine, p *partition) {
+	p = &partition{}
+	a = startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
+	b = startEngine(t, engine.Config{})
+	return a, b, p
+}
+
+// lostBeforeOthersGet cuts off the session of held, has other acquire what
+// held holds (it is granted once that session expires), and checks that
+// held saw Lost() before that grant. It then reconnects and releases.
+func lostBeforeOthersGet(t *testing.T, p *partition, held *lock.Lease, other func() (*lock.Lease, error)) {
+	t.Helper()
+	p.cut()
+	got, err := other()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closed(held.Lost()) {
+		t.Fatal("another client was granted the lock before its holder saw Lost()")
+	}
+	p.heal()
+	if err := got.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

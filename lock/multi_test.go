@@ -146,9 +146,7 @@ func TestMultiLockRejectsBadInput(t *testing.T) {
 
 func TestMultiLeaseLostOnExpiry(t *testing.T) {
 	ctx := context.Background()
-	var p partition
-	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
-	b := startEngine(t, engine.Config{})
+	a, b, p := expiring(t)
 	root := lockRoot(t)
 	m, err := lock.NewMultiLock(lock.NewMutex(a, root+"/m1"), lock.NewMutex(a, root+"/m2"))
 	if err != nil {
@@ -159,18 +157,9 @@ func TestMultiLeaseLostOnExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := ml.Lost()
-	p.cut()
-	lb, err := lock.NewMutex(b, root+"/m2").Lock(ctx) // granted once a's session expires
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !closed(ml.Leases()[1].Lost()) {
-		t.Fatal("a part was granted elsewhere before its lease saw Lost()")
-	}
+	lostBeforeOthersGet(t, p, ml.Leases()[1], func() (*lock.Lease, error) { return lock.NewMutex(b, root+"/m2").Lock(ctx) })
 	waitClosed(t, "the multi-lease's Lost follows its part's", lost)
 	if err := ml.Release(ctx); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("release of a lost multi-lease: %v, want ErrLost", err)
 	}
-	p.heal()
-	lb.Release(ctx)
 }

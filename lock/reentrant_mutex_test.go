@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -102,9 +101,7 @@ func TestReentrantMutexBadOwnersAndTry(t *testing.T) {
 
 func TestReentrantMutexLostOnExpiry(t *testing.T) {
 	ctx := context.Background()
-	var p partition
-	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
-	b := startEngine(t, engine.Config{})
+	a, b, p := expiring(t)
 	path := lockRoot(t) + "/expire"
 	r := lock.NewReentrantMutex(a, path)
 	l, err := r.Lock(ctx, "owner")
@@ -112,22 +109,13 @@ func TestReentrantMutexLostOnExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Lock(ctx, "owner")
-	p.cut()
-	lb, err := lock.NewMutex(b, path).Lock(ctx) // granted once a's session expires
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !closed(l.Lost()) {
-		t.Fatal("another client got the lock before its holder saw Lost()")
-	}
+	lostBeforeOthersGet(t, p, l, func() (*lock.Lease, error) { return lock.NewMutex(b, path).Lock(ctx) })
 	if err := r.Release(ctx, "owner"); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("release of a lost hold: %v, want ErrLost", err)
 	}
 	if n := r.Count("owner"); n != 0 {
 		t.Fatalf("count %d after the loss, want 0", n)
 	}
-	p.heal()
-	lb.Release(ctx)
 }
 
 // Children of the lock path that no client names are ignored: the lock

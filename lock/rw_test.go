@@ -234,23 +234,11 @@ func TestRWMutexTryAndCancelLeaveNoNode(t *testing.T) {
 
 func TestRWMutexReadLeaseLostOnExpiry(t *testing.T) {
 	ctx := context.Background()
-	var p partition
-	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
-	b := startEngine(t, engine.Config{})
+	a, b, p := expiring(t)
 	path := lockRoot(t) + "/expire"
-
 	r, err := lock.NewRWMutex(a, path).Reader().Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cut()
-	w, err := lock.NewRWMutex(b, path).Writer().Lock(ctx) // granted once a's session expires
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !closed(r.Lost()) {
-		t.Fatal("a writer was granted before the reader saw Lost()")
-	}
-	p.heal()
-	w.Release(ctx)
+	lostBeforeOthersGet(t, p, r, func() (*lock.Lease, error) { return lock.NewRWMutex(b, path).Writer().Lock(ctx) })
 }

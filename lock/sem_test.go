@@ -149,25 +149,13 @@ func TestSemaphoreTryCancelAndBadInput(t *testing.T) {
 
 func TestSemaphoreLeaseLostOnExpiry(t *testing.T) {
 	ctx := context.Background()
-	var p partition
-	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
-	b := startEngine(t, engine.Config{})
+	a, b, p := expiring(t)
 	path := lockRoot(t) + "/expire"
-
 	la, err := lock.NewSemaphoreMutex(a, path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cut()
-	lb, err := lock.NewSemaphoreMutex(b, path).Lock(ctx) // granted once a's session expires
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !closed(la.Lost()) {
-		t.Fatal("another client got the lease before its holder saw Lost()")
-	}
-	p.heal()
-	lb.Release(ctx)
+	lostBeforeOthersGet(t, p, la, func() (*lock.Lease, error) { return lock.NewSemaphoreMutex(b, path).Lock(ctx) })
 }
 
 // Acquirers queue fairly on the semaphore's mutex: with every lease taken,
