@@ -579,7 +579,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 	case effGrant:
 		en.attempts = 0
 		e.detach(en)
-		en.lease = newLease(e, en.id, en.c.lockPath, en.c.node, ef.token)
+		en.lease = newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
 		e.holders[en.c.nodePath()] = en.id
 		if !en.acquired.resolve(en.lease, nil) {
 			// Unreachable: the machine resolves once. Give the node back.

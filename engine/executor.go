@@ -7,7 +7,6 @@ import (
 	"path"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/turnstile-go/turnstile/events"
@@ -100,7 +99,7 @@ func (e *Engine) start(o op) {
 }
 
 func (e *Engine) exec(o op) events.OpDone {
-	done := events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Sent: time.Now()}
+	done := events.OpDone{Op: o.kind, Contender: o.id, Path: o.path}
 	e.count.n[o.kind].Add(1)
 	switch o.kind {
 	case events.OpCreate:

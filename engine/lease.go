@@ -17,24 +17,22 @@ type Lease struct {
 
 	releasing atomic.Bool
 
-	mu         sync.Mutex
-	lost       chan struct{}
-	lostErr    error
-	suspended  chan struct{} // closed while the session is disconnected
-	revoked    chan struct{}
-	wasRevoked bool
+	mu        sync.Mutex
+	lost      signal
+	lostErr   error
+	suspended signal // fired while the session is disconnected
+	revoked   signal
 }
 
 func newLease(e *Engine, id uint64, path, node string, token int64) *Lease {
-	return &Lease{eng: e, id: id, path: path, node: node, token: token,
-		lost: make(chan struct{}), suspended: make(chan struct{}), revoked: make(chan struct{})}
+	return &Lease{eng: e, id: id, path: path, node: node, token: token}
 }
 
 // Path is the lock path.
 func (l *Lease) Path() string { return l.path }
 
 // Node is the full path of the lease's own znode.
-func (l *Lease) Node() string { return l.path + "/" + l.node }
+func (l *Lease) Node() string { return l.node }
 
 // Token is the fencing token of this grant. Successive grants of one lock
 // path carry strictly increasing tokens, across sessions, reconnects and
@@ -56,7 +54,11 @@ func (l *Lease) Token() int64 { return l.token }
 // expired, or was disconnected long enough that the server may expire it
 // (last contact + session timeout - margin), or the engine closed. The
 // holder must stop touching the guarded resource at once.
-func (l *Lease) Lost() <-chan struct{} { return l.lost }
+func (l *Lease) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost.wait()
+}
 
 // Err is nil while the lease is not lost, and then why it was lost (errors.Is
 // finds ErrLost, and ErrSessionExpired or ErrClosed where they are the cause).
@@ -72,7 +74,7 @@ func (l *Lease) Err() error {
 func (l *Lease) Suspended() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.suspended
+	return l.suspended.wait()
 }
 
 // Release gives the lock up and deletes the lease's node. It returns once
@@ -103,21 +105,22 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 // Revoked is closed when someone asked this holder to let go (lock.Revoke,
 // or Curator's Revoker). Only revocable leases are told; letting go is up to
 // the holder. It never closes for a lease acquired without revocation.
-func (l *Lease) Revoked() <-chan struct{} { return l.revoked }
+func (l *Lease) Revoked() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.revoked.wait()
+}
 
 func (l *Lease) markRevoked() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.wasRevoked {
-		l.wasRevoked = true
-		close(l.revoked)
-	}
+	l.revoked.fire()
 }
 
 func (l *Lease) revokeRequested() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.wasRevoked
+	return l.revoked.fired
 }
 
 func (l *Lease) markLost(err error) {
@@ -127,20 +130,43 @@ func (l *Lease) markLost(err error) {
 		return
 	}
 	l.lostErr = &lostError{cause: err}
-	close(l.lost)
+	l.lost.fire()
 }
 
 func (l *Lease) setSuspended(on bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	select {
-	case <-l.suspended:
-		if !on {
-			l.suspended = make(chan struct{})
+	switch {
+	case on:
+		l.suspended.fire()
+	case l.suspended.fired:
+		l.suspended = signal{} // a new, open one for the next suspension
+	}
+}
+
+// signal is a channel closed once something happened, made only when
+// someone asks for it: most leases are never asked.
+type signal struct {
+	ch    chan struct{}
+	fired bool
+}
+
+func (s *signal) wait() <-chan struct{} {
+	if s.ch == nil {
+		if s.fired {
+			return closed
 		}
-	default:
-		if on {
-			close(l.suspended)
-		}
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) fire() {
+	if s.fired {
+		return
+	}
+	s.fired = true
+	if s.ch != nil {
+		close(s.ch)
 	}
 }

@@ -134,7 +134,6 @@ type OpDone struct {
 	Pzxid     int64  // OpList: the parent's pzxid at the time of the listing
 	Zxid      int64  // OpDelete: the greatest zxid the client had read once the reply came
 	Err       error
-	Sent      time.Time // when the request was handed to the client
 }
 
 // Command is a request from a user of the engine. Its payload is the
