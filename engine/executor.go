@@ -91,11 +91,16 @@ func (e *Engine) pump() {
 }
 
 func (e *Engine) start(o op) {
-	e.wg.Go(func() {
-		done := e.exec(o)
-		e.sem.Release(1)
-		e.inbox.Put(done)
-	})
+	e.wg.Add(1)
+	go e.run(o)
+}
+
+// run carries out one request on its own goroutine and posts its outcome.
+func (e *Engine) run(o op) {
+	defer e.wg.Done()
+	done := e.exec(o)
+	e.sem.Release(1)
+	e.inbox.Put(done)
 }
 
 func (e *Engine) exec(o op) events.OpDone {
