@@ -103,6 +103,8 @@ type Engine struct {
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	deleted    deletion            // the delete reply being handled
 	backlog    []op
+	writes     []op // creates and deletes waiting to be sent
+	writing    int  // write requests in flight
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
 	lostTimer  uint64 // timer id of the session-trust deadline, 0 if none
@@ -400,6 +402,8 @@ func (e *Engine) handleCommand(cmd any) {
 		}
 		en.released = cmd.fut
 		e.step(en, input{kind: inRelease})
+	case writeDone:
+		e.writing--
 	case closeCmd:
 		e.closing = true
 		e.closeTimer = e.after(e.cfg.CloseTimeout)

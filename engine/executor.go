@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"path"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -19,11 +21,13 @@ import (
 
 // op is one request to send.
 type op struct {
+	batch []op // creates and deletes sent as one multi request; nothing else set
 	kind  events.OpKind
 	id    uint64 // the contender; 0 for shared listings
 	path  string
 	data  []byte
 	fixed bool // OpCreate: a non-sequential node
+	write bool // counted in the engine's writes in flight
 }
 
 // Stats counts the requests the engine sent to ZooKeeper, by kind.
@@ -39,16 +43,22 @@ type Stats struct {
 	// LocalWatches counts waits on a node of this same engine, which need
 	// no request: the node's owner reports its deletion. Not in Requests.
 	LocalWatches uint64
+	// Multis is the number of multi requests that carried creates and
+	// deletes issued together; Batched is how many of the Creates and
+	// Deletes went inside them.
+	Multis, Batched uint64
 }
 
 // Requests is the total number of requests.
 func (s Stats) Requests() uint64 {
-	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches
+	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis
 }
 
 type counters struct {
 	n            [events.NumOpKinds]atomic.Uint64
 	localWatches atomic.Uint64
+	multis       atomic.Uint64 // multi requests sent
+	batched      atomic.Uint64 // creates and deletes sent inside them
 }
 
 func (c *counters) snapshot() Stats {
@@ -60,13 +70,50 @@ func (c *counters) snapshot() Stats {
 		RevokeWatches: c.n[events.OpRevokeWatch].Load(),
 		LocalWatches:  c.localWatches.Load(),
 		Deletes:       c.n[events.OpDelete].Load(),
+		Multis:        c.multis.Load(),
+		Batched:       c.batched.Load(),
 	}
 }
 
 var openACL = zk.WorldACL(zk.PermAll)
 
-// submit sends o now if the in-flight bound allows, or queues it.
+// submit sends o now if the in-flight bound allows, or queues it. Creates
+// and deletes go out at most maxWrites requests at a time: those issued
+// while the server is busy with earlier ones wait and then go together as
+// one multi request, one proposal and one log write on the server instead
+// of one each (group commit). An idle engine sends a write at once.
 func (e *Engine) submit(o op) {
+	if o.kind == events.OpCreate || o.kind == events.OpDelete {
+		e.writes = append(e.writes, o)
+		return
+	}
+	e.send(o)
+}
+
+const (
+	maxBatch  = 64 // creates and deletes in one multi request
+	maxWrites = 2  // write requests in flight at once
+)
+
+func (e *Engine) flushWrites() {
+	for len(e.writes) > 0 && e.writing < maxWrites {
+		n := min(len(e.writes), maxBatch)
+		if n == 1 {
+			e.send(op{batch: nil, kind: e.writes[0].kind, id: e.writes[0].id, path: e.writes[0].path,
+				data: e.writes[0].data, fixed: e.writes[0].fixed, write: true})
+		} else {
+			e.send(op{batch: slices.Clone(e.writes[:n]), write: true})
+		}
+		e.writing++
+		clear(e.writes[:n])
+		e.writes = e.writes[n:]
+	}
+	if len(e.writes) == 0 {
+		e.writes = nil
+	}
+}
+
+func (e *Engine) send(o op) {
 	if len(e.backlog) == 0 && e.sem.TryAcquire(1) {
 		e.start(o)
 		return
@@ -74,8 +121,10 @@ func (e *Engine) submit(o op) {
 	e.backlog = append(e.backlog, o)
 }
 
-// pump starts queued requests while the bound allows.
+// pump sends the turn's creates and deletes, then starts queued requests
+// while the bound allows.
 func (e *Engine) pump() {
+	e.flushWrites()
 	n := 0
 	for n < len(e.backlog) && e.sem.TryAcquire(1) {
 		e.start(e.backlog[n])
@@ -98,9 +147,74 @@ func (e *Engine) start(o op) {
 // run carries out one request on its own goroutine and posts its outcome.
 func (e *Engine) run(o op) {
 	defer e.wg.Done()
-	done := e.exec(o)
+	var dones []events.OpDone
+	if o.batch != nil {
+		dones = e.execBatch(o.batch)
+	} else {
+		dones = []events.OpDone{e.exec(o)}
+	}
 	e.sem.Release(1)
-	e.inbox.Put(done)
+	for _, d := range dones {
+		e.inbox.Put(d)
+	}
+	if o.write {
+		e.inbox.Put(events.Command{Payload: writeDone{}})
+	}
+}
+
+// writeDone tells the loop that a write request came back.
+type writeDone struct{}
+
+// execBatch sends creates and deletes as one multi request and reports
+// each as if sent alone. A multi is all or nothing: when one of them is
+// refused (a lock path not created yet, a node already gone), the others
+// were not applied either, and each is sent again on its own.
+func (e *Engine) execBatch(batch []op) []events.OpDone {
+	reqs := make([]any, len(batch))
+	for i, o := range batch {
+		e.count.n[o.kind].Add(1)
+		switch o.kind {
+		case events.OpCreate:
+			flags := int32(zk.FlagEphemeralSequential)
+			if o.fixed {
+				flags = zk.FlagEphemeral
+			}
+			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: openACL, Flags: flags}
+		case events.OpDelete:
+			reqs[i] = &zk.DeleteRequest{Path: o.path, Version: -1}
+		}
+	}
+	e.count.multis.Add(1)
+	e.count.batched.Add(uint64(len(batch)))
+	res, err := e.conn.Multi(reqs...)
+	zxid := e.lastZxid.Load() // at least the multi's, read after its reply
+	dones := make([]events.OpDone, len(batch))
+	switch {
+	case err == nil && len(res) == len(batch):
+		for i, o := range batch {
+			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Err: res[i].Error}
+			if o.kind == events.OpCreate {
+				dones[i].Name = path.Base(res[i].String)
+			} else {
+				dones[i].Zxid = zxid
+			}
+		}
+	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing && len(res) == len(batch):
+		// Refused as a whole: send each on its own, all at once.
+		var wg sync.WaitGroup
+		for i, o := range batch {
+			wg.Go(func() { dones[i] = e.exec(o) })
+		}
+		wg.Wait()
+	default:
+		if err == nil {
+			err = zk.ErrConnectionClosed // a reply that does not match the request
+		}
+		for i, o := range batch {
+			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Err: err}
+		}
+	}
+	return dones
 }
 
 func (e *Engine) exec(o op) events.OpDone {

@@ -41,7 +41,9 @@ func BenchmarkMutexUncontended(b *testing.B) {
 			}
 		}
 	})
-	b.ReportMetric(float64(eng.Stats().Requests())/float64(b.N), "requests/op")
+	s := eng.Stats()
+	b.ReportMetric(float64(s.Requests())/float64(b.N), "requests/op")
+	b.ReportMetric(float64(s.Batched)/float64(b.N), "batched/op")
 }
 
 func BenchmarkBareRequests(b *testing.B) {

@@ -447,6 +447,51 @@ func TestLocalHandoffSkipsTheListing(t *testing.T) {
 	}
 }
 
+// Creates and deletes issued while earlier ones are in flight go out
+// together as multi requests, and every acquisition still gets its own
+// node and lease.
+func TestConcurrentWritesGoOutTogether(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	root := lockRoot(t)
+	ctx := context.Background()
+	const n = 50
+	for i := range n { // the paths exist from here on
+		l, err := lock.NewMutex(eng, fmt.Sprintf("%s/p%d", root, i)).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+	}
+	before := eng.Stats()
+	errs := make(chan error, n)
+	for i := range n {
+		lock.NewMutex(eng, fmt.Sprintf("%s/p%d", root, i)).Acquire(ctx).Then(func(l *lock.Lease, err error) {
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			errs <- err
+		})
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := eng.Stats()
+	multis, batched := after.Multis-before.Multis, after.Batched-before.Batched
+	ops := (after.Creates - before.Creates) + (after.Deletes - before.Deletes)
+	t.Logf("%d creates and deletes, %d of them in %d multi requests; %d requests in all",
+		ops, batched, multis, after.Requests()-before.Requests())
+	if ops != 2*n {
+		t.Fatalf("%d creates and deletes for %d cycles, want %d", ops, n, 2*n)
+	}
+	if multis == 0 || batched <= multis {
+		t.Fatalf("%d multi requests carrying %d writes: concurrent writes were not sent together", multis, batched)
+	}
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
+
 func TestLockerAdapter(t *testing.T) {
 	eng := startEngine(t, engine.Config{})
 	m := lock.NewMutex(eng, lockRoot(t)+"/locker")

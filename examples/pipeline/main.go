@@ -109,9 +109,10 @@ func run(locks, paths int, hold time.Duration) error {
 	reqs := st.Requests() - before.Requests()
 	fmt.Printf("done: %d granted, %d released, %d failed in %v (%.0f locks/s)\n",
 		granted.Load(), released.Load(), failed.Load(), elapsed.Round(time.Millisecond), float64(granted.Load())/elapsed.Seconds())
-	fmt.Printf("ZooKeeper requests: %d (%.2f per lock: creates %d, lists %d, watches %d, deletes %d, parent creates %d)\n",
-		reqs, float64(reqs)/float64(locks), st.Creates-before.Creates, st.Lists-before.Lists,
-		st.Watches-before.Watches, st.Deletes-before.Deletes, st.ParentCreates-before.ParentCreates)
+	fmt.Printf("ZooKeeper requests: %d (%.2f per lock)\n", reqs, float64(reqs)/float64(locks))
+	fmt.Printf("operations: creates %d, deletes %d (%d of them sent together in %d multi requests), lists %d, watches %d, parent creates %d\n",
+		st.Creates-before.Creates, st.Deletes-before.Deletes, st.Batched-before.Batched, st.Multis-before.Multis,
+		st.Lists-before.Lists, st.Watches-before.Watches, st.ParentCreates-before.ParentCreates)
 	fmt.Printf("peak goroutines: %d\n", peak.Load())
 	if failed.Load() > 0 {
 		return fmt.Errorf("%d acquisitions or releases failed", failed.Load())
