@@ -579,7 +579,14 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 		e.submit(op{kind: kind, id: en.id, path: ef.path})
 	case effDelete:
-		e.submit(op{kind: events.OpDelete, id: en.id, path: ef.path})
+		o := op{kind: events.OpDelete, id: en.id, path: ef.path}
+		if en.c.granted && e.localWatch[ef.path] != nil {
+			// A holder lets go and a waiter of ours is next: the lock is
+			// idle until this delete is answered, so it waits for nothing.
+			e.send(o)
+			return
+		}
+		e.submit(o)
 	case effGrant:
 		en.attempts = 0
 		e.detach(en)
