@@ -327,7 +327,7 @@ func (c *contender) unstale() []effect {
 	if c.cancelled {
 		return c.cleanup()
 	}
-	if c.failExp {
+	if c.failExp || c.fixedSeq != "" {
 		return c.fail(ErrSessionExpired)
 	}
 	return c.create()
@@ -344,6 +344,12 @@ func (c *contender) onCreated(in input) []effect {
 	switch in.outcome {
 	case outOK:
 		c.setNode(in.name)
+		if c.stale && c.fixedSeq != "" {
+			// Made under a new session with the old session's number: it
+			// would jump the queue. Remove it and give up.
+			c.stale = false
+			return c.fail(ErrSessionExpired)
+		}
 		c.stale = false // the listing below tells whether this node lives
 		if c.cancelled {
 			return c.cleanup()
@@ -357,6 +363,12 @@ func (c *contender) onCreated(in input) []effect {
 		return []effect{{kind: effCreateParents, path: c.lockPath}}
 	case outConnLoss:
 		c.recovering = true
+		if c.stale && c.fixedSeq != "" {
+			// Whatever this made, it made in a new session with the old
+			// session's number: find it, remove it, give up.
+			c.stale = false
+			return c.fail(ErrSessionExpired)
+		}
 		c.stale = false // recovery lists under whatever session comes next
 		return c.park(retryRecover)
 	case outClosing:
@@ -432,6 +444,12 @@ func (c *contender) onListed(in input) []effect {
 			c.clearNode()
 			c.wouldBlock = true
 			return c.finish()
+		}
+		if c.fixedSeq != "" {
+			// A node with a borrowed number keeps its place only while it
+			// exists: it is never made again.
+			c.clearNode()
+			return c.fail(fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost))
 		}
 		return c.create()
 	case d.Holds:
@@ -649,7 +667,9 @@ func (c *contender) onExpired() []effect {
 	if c.cancelled {
 		return c.finish()
 	}
-	if c.failExp {
+	if c.failExp || c.fixedSeq != "" {
+		// A node with a borrowed number cannot be made again in a new
+		// session: it would jump the queue.
 		return c.fail(ErrSessionExpired)
 	}
 	// Re-enqueue under the new session; the create waits in the client until

@@ -524,3 +524,36 @@ func TestHandoffAfterCancelIsIgnored(t *testing.T) {
 	s.step(input{kind: inHandoff, pzxid: 120})
 	s.phase(phaseDeleting)
 }
+
+// A node with a borrowed sequence number (a downgrade) is never made again:
+// in a new session it would jump the queue.
+func TestFixedSequenceNeverRecreated(t *testing.T) {
+	fixed := func(s *script) {
+		s.c.fixedSeq = "0000000005"
+		s.step(input{kind: inStart}, effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
+	}
+	t.Run("expiry while waiting", func(t *testing.T) {
+		s := newScript(t)
+		fixed(s)
+		s.step(created("_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), list)
+		s.step(listed(100, other(4), "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), watch(other(4)))
+		s.step(reply(inWatchSet, outOK))
+		s.step(input{kind: inExpired}, fail(ErrSessionExpired), done)
+	})
+	t.Run("create answered after expiry", func(t *testing.T) {
+		s := newScript(t)
+		fixed(s)
+		s.step(input{kind: inExpired})
+		name := "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"
+		s.step(created(name), fail(ErrSessionExpired), del(name))
+	})
+	t.Run("node gone", func(t *testing.T) {
+		s := newScript(t)
+		fixed(s)
+		s.step(created("_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), list)
+		effs := s.c.step(listed(100, other(4)))
+		if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrLost) || effs[1] != done {
+			t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
+		}
+	})
+}

@@ -31,6 +31,9 @@ func newLease(e *Engine, id uint64, path, node string, token int64) *Lease {
 // Path is the lock path.
 func (l *Lease) Path() string { return l.path }
 
+// Engine is the engine whose session holds the lease.
+func (l *Lease) Engine() *Engine { return l.eng }
+
 // Node is the full path of the lease's own znode.
 func (l *Lease) Node() string { return l.node }
 

@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine"
@@ -60,4 +61,36 @@ func ExampleRWMutex_Downgrade() {
 	// downgraded: <nil>
 	// write lease released: <nil>
 	// read lease released: <nil>
+}
+
+// An RWMutex value is one owner: while it holds a read lease, its own
+// writer is refused at once (waiting would be waiting for itself). Code
+// that writes independently of this reader takes another owner with Owner;
+// it waits for the reader like any other writer.
+func ExampleRWMutex_Owner() {
+	ctx := context.Background()
+	eng, err := engine.Start(ctx, engine.Config{Servers: zkServers()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close()
+
+	rw := lock.NewRWMutex(eng, "/examples/owner")
+	r, err := rw.Reader().Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = rw.Writer().Lock(ctx)
+	fmt.Println("upgrade refused:", errors.Is(err, lock.ErrUpgrade))
+
+	other := rw.Owner().Writer().Acquire(ctx) // waits for the reader
+	r.Release(ctx)
+	w, err := other.Wait(ctx)
+	fmt.Println("other owner writes after the reader:", err)
+	w.Release(ctx)
+	// Output:
+	// upgrade refused: true
+	// other owner writes after the reader: <nil>
 }

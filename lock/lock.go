@@ -86,10 +86,10 @@ func (o options) data() []byte {
 // wait blocks until f resolves. The engine resolves an acquisition's future
 // when the context given to Acquire ends, so waiting on ctx as well would
 // only risk dropping a lease granted at the same moment.
-func wait(f *engine.Future[*Lease]) (*Lease, error) {
+func wait[T any](f *engine.Future[T]) (T, error) {
 	<-f.Done()
-	l, err, _ := f.Result()
-	return l, err
+	v, err, _ := f.Result()
+	return v, err
 }
 
 // blockingAcquire is the shared body of every recipe's Lock and TryAcquire.

@@ -70,7 +70,7 @@ func (m *MultiLock) Acquire(ctx context.Context) *engine.Future[*MultiLease] {
 
 // Lock blocks until every part is held or the acquisition fails.
 func (m *MultiLock) Lock(ctx context.Context) (*MultiLease, error) {
-	return waitMulti(m.Acquire(ctx))
+	return wait(m.Acquire(ctx))
 }
 
 type tryAcquirer interface {
@@ -91,7 +91,7 @@ func (m *MultiLock) TryAcquire(ctx context.Context) (*MultiLease, error) {
 		set(p.(tryAcquirer).TryAcquire(ctx))
 		return g
 	}, resolve)
-	return waitMulti(f)
+	return wait(f)
 }
 
 // next acquires part len(taken), then the rest; on a failure it releases
@@ -112,12 +112,6 @@ func (m *MultiLock) next(ctx context.Context, taken []*Lease, get func(Acquirer)
 		}
 		m.next(ctx, append(taken, l), get, resolve)
 	})
-}
-
-func waitMulti(f *engine.Future[*MultiLease]) (*MultiLease, error) {
-	<-f.Done()
-	l, err, _ := f.Result()
-	return l, err
 }
 
 // MultiLease is every part of a MultiLock, held.

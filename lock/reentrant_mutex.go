@@ -48,7 +48,9 @@ func (r *ReentrantMutex) Path() string { return r.m.path }
 // Acquire asks for the lock on behalf of owner and returns at once. If owner
 // holds it, the future is resolved already with the same lease and the
 // count goes up. If owner's earlier acquisition is still pending, this one
-// joins it (and ctx does not cancel it: the first acquisition's does).
+// joins it: it resolves with it, or with its own ctx's error (giving its
+// count back) if ctx ends first. Only the first acquisition's ctx cancels
+// the acquisition itself.
 func (r *ReentrantMutex) Acquire(ctx context.Context, owner any) *engine.Future[*Lease] {
 	return r.acquire(ctx, owner, false)
 }
@@ -59,7 +61,8 @@ func (r *ReentrantMutex) Lock(ctx context.Context, owner any) (*Lease, error) {
 }
 
 // TryAcquire takes the lock for owner if owner holds it already, or if no
-// one else holds or waits; otherwise it fails with ErrWouldBlock.
+// one else holds or waits; otherwise (owner's own acquisition still
+// waiting included) it fails with ErrWouldBlock.
 func (r *ReentrantMutex) TryAcquire(ctx context.Context, owner any) (*Lease, error) {
 	return wait(r.acquire(ctx, owner, true))
 }
@@ -72,9 +75,14 @@ func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engi
 	defer r.mu.Unlock()
 	if h := r.owners[owner]; h != nil {
 		l, err, done := h.fut.Result()
-		if !done || (err == nil && l.Held()) {
+		switch {
+		case done && err == nil && l.Held():
 			h.count++
 			return h.fut
+		case !done && try:
+			return failed(ErrWouldBlock) // the owner itself is still waiting
+		case !done:
+			return r.join(ctx, owner, h)
 		}
 		delete(r.owners, owner) // failed or lost: start again
 	}
@@ -91,6 +99,28 @@ func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engi
 		}
 	})
 	return fut
+}
+
+// join counts one more acquisition on owner's pending one. It resolves with
+// that one, or with ctx's error when ctx ends first, giving its count back.
+// Called with r.mu held.
+func (r *ReentrantMutex) join(ctx context.Context, owner any, h *hold) *engine.Future[*Lease] {
+	h.count++
+	f, resolve := engine.NewPromise[*Lease]()
+	stop := context.AfterFunc(ctx, func() {
+		if resolve(nil, context.Cause(ctx)) {
+			r.mu.Lock()
+			if r.owners[owner] == h {
+				h.count--
+			}
+			r.mu.Unlock()
+		}
+	})
+	h.fut.Then(func(l *Lease, err error) {
+		stop()
+		resolve(l, err)
+	})
+	return f
 }
 
 // Release gives back one acquisition of owner; the last one releases the

@@ -111,9 +111,7 @@ func (w *WriteLock) TryAcquire(ctx context.Context) (*Lease, error) {
 
 func (rw *RWMutex) acquireWrite(ctx context.Context, try bool) *engine.Future[*Lease] {
 	if rw.holdsRead() {
-		f, resolve := engine.NewPromise[*Lease]()
-		resolve(nil, fmt.Errorf("%w (lock %s)", ErrUpgrade, rw.path))
-		return f
+		return failed(fmt.Errorf("%w (lock %s)", ErrUpgrade, rw.path))
 	}
 	return rw.eng.Acquire(ctx, rw.opts.request(rw.path, queue.WritePrefix, decideWrite, rw.data, try))
 }
@@ -125,7 +123,7 @@ func (rw *RWMutex) acquireRead(ctx context.Context, req engine.Request) *engine.
 	rw.eng.Acquire(ctx, req).Then(func(l *Lease, err error) {
 		if err == nil {
 			rw.mu.Lock()
-			rw.reads = append(rw.reads, l)
+			rw.reads = append(slices.DeleteFunc(rw.reads, released), l)
 			rw.mu.Unlock()
 		}
 		resolve(l, err)
@@ -136,9 +134,11 @@ func (rw *RWMutex) acquireRead(ctx context.Context, req engine.Request) *engine.
 func (rw *RWMutex) holdsRead() bool {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	rw.reads = slices.DeleteFunc(rw.reads, func(l *Lease) bool { return !l.Held() })
+	rw.reads = slices.DeleteFunc(rw.reads, released)
 	return len(rw.reads) > 0
 }
+
+func released(l *Lease) bool { return !l.Held() }
 
 // Downgrade takes a read lease in the place of w, a held write lease of this
 // lock, as Curator 5.5 does (CURATOR-621): the read node is created with the
@@ -146,17 +146,14 @@ func (rw *RWMutex) holdsRead() bool {
 // queued behind still wait for the read lease. The caller must release w
 // once the read lease is granted; until then both are held.
 func (rw *RWMutex) Downgrade(ctx context.Context, w *Lease) *engine.Future[*Lease] {
-	fail := func(err error) *engine.Future[*Lease] {
-		f, resolve := engine.NewPromise[*Lease]()
-		resolve(nil, err)
-		return f
-	}
-	if w == nil || !w.Held() || w.Path() != rw.path {
-		return fail(ErrNotWriteLease)
+	if w == nil || !w.Held() || w.Path() != rw.path || w.Engine() != rw.eng {
+		// Another engine's lease lives in another session, which may
+		// expire on its own and leave the read node without its place.
+		return failed(ErrNotWriteLease)
 	}
 	n, ok := queue.Parse(path.Base(w.Node()))
 	if !ok || n.Kind != queue.KindWrite {
-		return fail(ErrNotWriteLease)
+		return failed(ErrNotWriteLease)
 	}
 	req := rw.opts.request(rw.path, queue.ReadPrefix, decideRead, rw.data, false)
 	req.Seq = queue.FormatSeq(n.Seq)

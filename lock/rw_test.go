@@ -242,3 +242,267 @@ func TestRWMutexReadLeaseLostOnExpiry(t *testing.T) {
 	}
 	lostBeforeOthersGet(t, p, r, func() (*lock.Lease, error) { return lock.NewRWMutex(b, path).Writer().Lock(ctx) })
 }
+
+// Checks of RWMutex beyond rw_test.go: every reader holds at once, a
+// cancelled writer lets the readers behind it in, a downgrade admits the
+// readers queued behind the writer but no writer, and the no-upgrade rule
+// is per handle, immediate on every entry point, and ends with the read
+// lease (released or lost).
+
+// Readers share: six readers over two sessions all hold at the same time.
+func TestRWMutexAllReadersHoldAtOnce(t *testing.T) {
+	a := startEngine(t, engine.Config{})
+	b := startEngine(t, engine.Config{})
+	path := lockRoot(t) + "/many"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const n = 6
+	var held sync.WaitGroup // every reader holds
+	held.Add(n)
+	all := make(chan struct{}) // closed once all held together
+	var wg sync.WaitGroup
+	for i := range n {
+		eng := a
+		if i%2 == 1 {
+			eng = b
+		}
+		wg.Go(func() {
+			l, err := lock.NewRWMutex(eng, path).Reader().Lock(ctx)
+			if err != nil {
+				t.Error(err)
+				held.Done()
+				return
+			}
+			held.Done()
+			// Keep holding until every other reader holds too: if readers
+			// excluded each other, this would never end (ctx bounds it).
+			select {
+			case <-all:
+			case <-ctx.Done():
+				t.Error("readers never held together")
+			}
+			l.Release(context.Background())
+		})
+	}
+	held.Wait()
+	close(all)
+	wg.Wait()
+}
+
+// A waiting writer that gives up lets the readers queued behind it in at
+// once, beside the reader ahead: nothing stays stuck on the writer's node.
+func TestRWMutexCancelledWriterLetsReadersIn(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	root := lockRoot(t)
+	path := root + "/cancel"
+	ctx := context.Background()
+
+	r1, err := lock.NewRWMutex(eng, path).Reader().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	before := eng.Stats()
+	w := lock.NewRWMutex(eng, path).Writer().Acquire(wctx)
+	queued(t, eng, before, 1)
+	before = eng.Stats()
+	r2 := lock.NewRWMutex(eng, path).Reader().Acquire(ctx)
+	queued(t, eng, before, 1)
+
+	cancel()
+	if _, err := w.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled writer: %v", err)
+	}
+	l2, err := r2.Wait(ctx)
+	if err != nil {
+		t.Fatalf("reader behind the cancelled writer: %v", err)
+	}
+	if !r1.Held() || !l2.Held() {
+		t.Fatal("both readers should hold")
+	}
+	if n := lockNodes(t, conn, root); n != 2 {
+		t.Fatalf("%d nodes with two readers holding, want 2 (the writer's is gone)", n)
+	}
+	r1.Release(ctx)
+	l2.Release(ctx)
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
+
+// Writer W1 holds; reader R2 and writer W3 queue behind it. W1 downgrades
+// and lets go: R2 now reads beside the downgraded reader, W3 still waits
+// for both.
+func TestRWMutexDowngradeAdmitsReadersNotWriters(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	other := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	root := lockRoot(t)
+	rw := lock.NewRWMutex(eng, root+"/down")
+	ctx := context.Background()
+
+	w1, err := rw.Writer().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := other.Stats()
+	r2 := lock.NewRWMutex(other, rw.Path()).Reader().Acquire(ctx)
+	queued(t, other, before, 1)
+	before = other.Stats()
+	w3 := lock.NewRWMutex(other, rw.Path()).Writer().Acquire(ctx)
+	queued(t, other, before, 1)
+
+	r1, err := rw.Downgrade(ctx, w1).Wait(ctx)
+	if err != nil {
+		t.Fatalf("downgrade: %v", err)
+	}
+	if err := w1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := r2.Wait(ctx)
+	if err != nil {
+		t.Fatalf("reader queued behind the downgraded writer: %v", err)
+	}
+	if !pending(w3) {
+		t.Fatal("a queued writer got in beside readers")
+	}
+	before = other.Stats()
+	l2.Release(ctx)
+	// W3 looks again and must go on waiting, for the downgraded reader.
+	queued(t, other, before, 1)
+	if !pending(w3) {
+		t.Fatal("a queued writer got in while the downgraded read lease is held")
+	}
+	r1.Release(ctx)
+	l3, err := w3.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l3.Release(ctx)
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
+
+// Downgrade refuses, at once and without a request, anything but a held
+// write lease of its own path.
+func TestRWMutexDowngradeRejectsOtherLeases(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	root := lockRoot(t)
+	rw := lock.NewRWMutex(eng, root+"/a")
+	ctx := context.Background()
+
+	elsewhere, err := lock.NewRWMutex(eng, root+"/b").Writer().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elsewhere.Release(ctx)
+	mutexLease, err := lock.NewMutex(eng, root+"/c").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mutexLease.Release(ctx)
+
+	before := eng.Stats().Requests()
+	for name, l := range map[string]*lock.Lease{
+		"nil":                     nil,
+		"write lease, other path": elsewhere,
+		"mutex lease":             mutexLease,
+	} {
+		f := rw.Downgrade(ctx, l)
+		_, err, done := f.Result()
+		if !done {
+			t.Fatalf("%s: Downgrade did not resolve at once", name)
+		}
+		if !errors.Is(err, lock.ErrNotWriteLease) {
+			t.Fatalf("%s: %v, want ErrNotWriteLease", name, err)
+		}
+	}
+	if n := eng.Stats().Requests() - before; n != 0 {
+		t.Fatalf("refused downgrades sent %d requests", n)
+	}
+}
+
+// The no-upgrade rule: while a handle holds a read lease, its Writer fails
+// at once on every entry point, with no request and no node. Another handle
+// on the same path is another owner and queues as usual. A read lease taken
+// by Downgrade counts too.
+func TestRWMutexUpgradeRefusedAtOncePerHandle(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	root := lockRoot(t)
+	rw := lock.NewRWMutex(eng, root+"/up")
+	ctx := context.Background()
+
+	r, err := rw.Reader().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := eng.Stats().Requests()
+	f := rw.Writer().Acquire(ctx)
+	if _, err, done := f.Result(); !done || !errors.Is(err, lock.ErrUpgrade) {
+		t.Fatalf("Acquire: resolved=%v err=%v, want ErrUpgrade at once", done, err)
+	}
+	if _, err := rw.Writer().TryAcquire(ctx); !errors.Is(err, lock.ErrUpgrade) {
+		t.Fatalf("TryAcquire: %v, want ErrUpgrade", err)
+	}
+	if _, err := rw.Writer().Lock(ctx); !errors.Is(err, lock.ErrUpgrade) {
+		t.Fatalf("Lock: %v, want ErrUpgrade", err)
+	}
+	if n := eng.Stats().Requests() - before; n != 0 {
+		t.Fatalf("refused upgrades sent %d requests", n)
+	}
+	if n := lockNodes(t, conn, root); n != 1 {
+		t.Fatalf("%d nodes, want only the reader's", n)
+	}
+
+	// Another owner of the same lock is not refused: it would wait.
+	if _, err := rw.Owner().Writer().TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+		t.Fatalf("another handle's try-write beside a reader: %v, want ErrWouldBlock", err)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A downgraded read lease holds the handle's writer back just the same.
+	w, err := rw.Writer().Lock(ctx)
+	if err != nil {
+		t.Fatalf("write lock once the read lease is released: %v", err)
+	}
+	down, err := rw.Downgrade(ctx, w).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Release(ctx)
+	if _, err := rw.Writer().TryAcquire(ctx); !errors.Is(err, lock.ErrUpgrade) {
+		t.Fatalf("write after a downgrade, read lease held: %v, want ErrUpgrade", err)
+	}
+	down.Release(ctx)
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
+}
+
+// A read lease lost with its session no longer holds the handle's writer
+// back: once the engine has a new session, the handle may write.
+func TestRWMutexUpgradeRuleEndsWithLostReadLease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b, p := expiring(t)
+	path := lockRoot(t) + "/lost"
+	rw := lock.NewRWMutex(a, path)
+	r, err := rw.Reader().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostBeforeOthersGet(t, p, r, func() (*lock.Lease, error) { return lock.NewRWMutex(b, path).Writer().Lock(ctx) })
+	if r.Held() || !errors.Is(r.Err(), lock.ErrLost) {
+		t.Fatalf("lost read lease: held=%v err=%v", r.Held(), r.Err())
+	}
+	w, err := rw.Writer().Lock(ctx)
+	if err != nil {
+		t.Fatalf("write lock after the read lease was lost: %v, want a grant", err)
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx); !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("release of the lost read lease: %v, want ErrLost", err)
+	}
+}
