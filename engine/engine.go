@@ -98,7 +98,6 @@ type Engine struct {
 	listings   map[string]*listing // lock path → shared listing
 	parents    map[string][]uint64 // lock path → contenders awaiting its creation
 	revokers   map[string]uint64   // held node path → its revocable contender
-	holders    map[string]uint64   // held node path → its contender
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	deleted    deletion            // the delete reply being handled
@@ -196,7 +195,6 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		listings:   make(map[string]*listing),
 		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
-		holders:    make(map[string]uint64),
 		nodes:      make(map[string]uint64),
 		localWatch: make(map[string][]uint64),
 		timers:     make(map[uint64]*time.Timer),
@@ -445,8 +443,9 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 	if d.Op == events.OpDelete {
 		// A holder's node deleted by our own request: the waiter next in
 		// line behind it, if ours, is granted on this reply (see gone).
+		en := e.contenders[d.Contender]
 		e.deleted = deletion{path: d.Path, ok: in.outcome == outOK,
-			held: e.holders[d.Path] == d.Contender && d.Contender != 0, zxid: d.Zxid}
+			held: en != nil && en.c.granted && en.c.full == d.Path, zxid: d.Zxid}
 		defer func() { e.deleted = deletion{} }()
 	}
 	if en := e.contenders[d.Contender]; en != nil {
@@ -591,7 +590,6 @@ func (e *Engine) apply(en *entry, ef effect) {
 		en.attempts = 0
 		e.detach(en)
 		en.lease = newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
-		e.holders[en.c.nodePath()] = en.id
 		if !en.acquired.resolve(en.lease, nil) {
 			// Unreachable: the machine resolves once. Give the node back.
 			e.step(en, input{kind: inRelease})
@@ -632,11 +630,6 @@ func (e *Engine) apply(en *entry, ef effect) {
 		e.unwatch(en)
 		if en.c.node != "" {
 			e.gone(en.c.nodePath()) // forgotten, whether or not it still exists
-		}
-		if en.lease != nil {
-			if id := e.holders[en.lease.Node()]; id == en.id {
-				delete(e.holders, en.lease.Node())
-			}
 		}
 		if en.revokeWatch {
 			if node := en.lease.Node(); e.revokers[node] == en.id {
