@@ -30,6 +30,15 @@ type op struct {
 	write bool // counted in the engine's writes in flight
 }
 
+// createFlags: lock nodes are ephemeral and sequential, but for a node
+// with a borrowed number.
+func (o op) createFlags() int32 {
+	if o.fixed {
+		return zk.FlagEphemeral
+	}
+	return zk.FlagEphemeralSequential
+}
+
 // Stats counts the requests the engine sent to ZooKeeper, by kind.
 type Stats struct {
 	Creates       uint64 // ephemeral sequential creates
@@ -175,11 +184,7 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 		e.count.n[o.kind].Add(1)
 		switch o.kind {
 		case events.OpCreate:
-			flags := int32(zk.FlagEphemeralSequential)
-			if o.fixed {
-				flags = zk.FlagEphemeral
-			}
-			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: openACL, Flags: flags}
+			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: openACL, Flags: o.createFlags()}
 		case events.OpDelete:
 			reqs[i] = &zk.DeleteRequest{Path: o.path, Version: -1}
 		}
@@ -222,11 +227,7 @@ func (e *Engine) exec(o op) events.OpDone {
 	e.count.n[o.kind].Add(1)
 	switch o.kind {
 	case events.OpCreate:
-		flags := int32(zk.FlagEphemeralSequential)
-		if o.fixed {
-			flags = zk.FlagEphemeral
-		}
-		created, err := e.conn.Create(o.path, o.data, flags, openACL)
+		created, err := e.conn.Create(o.path, o.data, o.createFlags(), openACL)
 		done.Name, done.Err = path.Base(created), err
 	case events.OpCreateParents:
 		done.Err = e.ensurePath(o.path)
