@@ -107,12 +107,12 @@ const (
 func (e *Engine) flushWrites() {
 	for len(e.writes) > 0 && e.writing < maxWrites {
 		n := min(len(e.writes), maxBatch)
+		o := op{batch: slices.Clone(e.writes[:n])}
 		if n == 1 {
-			e.send(op{batch: nil, kind: e.writes[0].kind, id: e.writes[0].id, path: e.writes[0].path,
-				data: e.writes[0].data, fixed: e.writes[0].fixed, write: true})
-		} else {
-			e.send(op{batch: slices.Clone(e.writes[:n]), write: true})
+			o = e.writes[0]
 		}
+		o.write = true
+		e.send(o)
 		e.writing++
 		clear(e.writes[:n])
 		e.writes = e.writes[n:]
