@@ -44,7 +44,9 @@ type Decision struct {
 }
 
 // Decider is a recipe: from the lock path's children, does self hold, and
-// if not, which one child must it wait for.
+// if not, which one child must it wait for. It runs on the loop goroutine,
+// must be quick, and must not change children: one listing is shared by
+// every contender of the path.
 type Decider func(children []string, self string) Decision
 
 // Request describes one acquisition.
