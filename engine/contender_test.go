@@ -350,17 +350,6 @@ func TestUntrustedSessionBlocksGrant(t *testing.T) {
 	s.step(listed(102, node(1, 5)), grant(102))
 }
 
-// A session that stops being trusted while connected (a silent server, a
-// stalled loop) blocks grants the same way, and a held lease is lost.
-func TestUntrustedWhileConnected(t *testing.T) {
-	s := newScript(t)
-	s.toHeld()
-	s.step(input{kind: inUntrusted}, effect{kind: effLost, err: ErrLost}, park)
-	s.step(input{kind: inTrusted})
-	s.step(input{kind: inRetry}, del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done) // no release result: it was lost
-}
-
 // The engine refuses a grant when the watchdog lapsed after the loop last
 // heard from it: the contender waits again, unresolved, and is granted
 // once the session is trusted.
