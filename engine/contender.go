@@ -69,12 +69,14 @@ const (
 	inDisconnected           // connection dropped, session may live
 	inReconnected            // connection back, same session
 	inExpired                // the session is gone, and with it our node
-	inUntrusted              // disconnected so long the server may already have expired us
+	inUntrusted              // the server may already have expired us: no word from it for too long
 	inRetry                  // time to retry what a connection loss interrupted
 	inHandoff                // the node we wait for was released by our engine; pzxid is the token
+	inTrusted                // the same session answers again, in time
+	inRefused                // the grant just made was refused: the session stopped being trusted first
 )
 
-var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff"}
+var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused"}
 
 func (k inputKind) String() string { return inputNames[k] }
 
@@ -113,11 +115,12 @@ var effectNames = [...]string{"create", "create-parents", "list", "watch", "dele
 func (k effectKind) String() string { return effectNames[k] }
 
 type effect struct {
-	kind     effectKind
-	path     string
-	token    int64
-	err      error
-	children bool // effWatch: watch path's children, not its data
+	kind      effectKind
+	path      string
+	token     int64
+	err       error
+	children  bool // effWatch: watch path's children, not its data
+	suspended bool // effGrant: the connection is down, so the lease starts suspended
 }
 
 func (e effect) String() string {
@@ -126,6 +129,8 @@ func (e effect) String() string {
 		return e.kind.String() + " " + e.path
 	case e.err != nil:
 		return e.kind.String() + ": " + e.err.Error()
+	case e.kind == effGrant && e.suspended:
+		return fmt.Sprintf("grant token=%d suspended", e.token)
 	case e.kind == effGrant:
 		return fmt.Sprintf("grant token=%d", e.token)
 	}
@@ -169,7 +174,7 @@ type contender struct {
 	next       bool        // the watched node holds and only it is ahead of us
 	stale      bool        // the session expired while a request was in flight: its reply proves nothing
 	connected  bool        // the session is connected, as far as the inputs told
-	untrusted  bool        // the session may be expired server-side
+	untrusted  bool        // the server may have expired the session: grant no one (only the watchdog's inputs change it)
 	lost       bool        // the lease was declared lost
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
 }
@@ -241,6 +246,11 @@ func (c *contender) step(in input) []effect {
 		return c.onExpired()
 	case inUntrusted:
 		return c.onUntrusted()
+	case inTrusted:
+		c.untrusted = false
+		return nil
+	case inRefused:
+		return c.onRefused()
 	case inRetry:
 		return c.onRetry()
 	case inHandoff:
@@ -470,20 +480,31 @@ func (c *contender) onListed(in input) []effect {
 	return []effect{{kind: effWatch, path: c.watch}}
 }
 
+// grant admits us, unless the session is untrusted. The engine may still
+// refuse the grant (inRefused) when the watchdog lapsed after the loop last
+// heard from it, so the grant is one effect, applied whole or not at all.
 func (c *contender) grant(token int64) []effect {
 	if c.untrusted {
 		// The listing was answered, but the session may already be
-		// expired: ask again once the connection is back.
+		// expired: ask again once it is trusted.
 		return c.park(retryList)
 	}
 	c.phase = phaseHeld
 	c.granted = true
 	c.resolved = true
-	effs := []effect{{kind: effGrant, token: token}}
-	if !c.connected {
-		effs = append(effs, effect{kind: effSuspend})
+	return []effect{{kind: effGrant, token: token, suspended: !c.connected}}
+}
+
+// onRefused undoes the grant just made: the session stopped being trusted
+// before the lease was handed out, so we wait, unresolved, as before it.
+func (c *contender) onRefused() []effect {
+	if c.phase != phaseHeld || c.lost {
+		return nil
 	}
-	return effs
+	c.untrusted = true
+	c.granted = false
+	c.resolved = false
+	return c.park(retryList)
 }
 
 func (c *contender) onWatchSet(in input) []effect {
@@ -620,7 +641,6 @@ func (c *contender) onCancel(in input) []effect {
 
 func (c *contender) onReconnected() []effect {
 	c.connected = true
-	c.untrusted = false
 	switch c.phase {
 	case phaseHeld:
 		if !c.lost {
@@ -638,7 +658,6 @@ func (c *contender) onReconnected() []effect {
 
 func (c *contender) onExpired() []effect {
 	c.connected = false
-	c.untrusted = false
 	if c.granted {
 		switch {
 		case c.phase == phaseHeld:

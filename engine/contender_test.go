@@ -342,8 +342,41 @@ func TestUntrustedSessionBlocksGrant(t *testing.T) {
 	s.step(input{kind: inDisconnected})
 	s.step(input{kind: inUntrusted})
 	s.step(listed(100, node(1, 5)), park)
+	// Reconnecting is not being trusted: only the watchdog says so.
 	s.step(input{kind: inReconnected}, list)
-	s.step(listed(101, node(1, 5)), grant(101))
+	s.step(listed(101, node(1, 5)), park)
+	s.step(input{kind: inTrusted})
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(102, node(1, 5)), grant(102))
+}
+
+// The engine refuses a grant when the watchdog lapsed after the loop last
+// heard from it: the contender waits again, unresolved, and is granted
+// once the session is trusted.
+func TestRefusedGrantWaitsForTrust(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, node(1, 5)), grant(100))
+	s.step(input{kind: inRefused}, park)
+	if s.c.resolved || s.c.granted {
+		t.Fatalf("refused grant left resolved=%v granted=%v", s.c.resolved, s.c.granted)
+	}
+	s.step(input{kind: inUntrusted}) // the lapse the loop hears of next
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(101, node(1, 5)), park)
+	s.step(input{kind: inTrusted})
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(102, node(1, 5)), grant(102))
+
+	// A refusal of a handoff likewise.
+	s = newScript(t)
+	s.c.decide = nextDecide
+	s.toWaiting()
+	s.step(input{kind: inHandoff, pzxid: 7}, grant(7))
+	s.step(input{kind: inRefused}, park)
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(101, node(1, 5)), park)
 }
 
 func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
@@ -351,7 +384,7 @@ func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
 	s.step(input{kind: inStart}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(input{kind: inDisconnected})
-	s.step(listed(100, node(1, 5)), grant(100), effect{kind: effSuspend})
+	s.step(listed(100, node(1, 5)), effect{kind: effGrant, token: 100, suspended: true})
 }
 
 func TestNodeDeletedByOthersRequeues(t *testing.T) {
@@ -416,7 +449,7 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		{kind: inWatchFired}, reply(inDeleted, outOK), reply(inDeleted, outConnLoss), {kind: inRelease},
 		{kind: inCancel, err: context.Canceled}, {kind: inCancel, err: ErrClosed, closing: true},
 		{kind: inDisconnected}, {kind: inReconnected}, {kind: inExpired}, {kind: inUntrusted}, {kind: inRetry},
-		listed(2, node(2, 6)), created(node(2, 6)), {kind: inHandoff, pzxid: 3},
+		listed(2, node(2, 6)), created(node(2, 6)), {kind: inHandoff, pzxid: 3}, {kind: inTrusted}, {kind: inRefused},
 	}
 	// A small deterministic walk: every sequence of up to 4 inputs after start.
 	var walk func(prefix []int)
@@ -425,11 +458,22 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		s := newScript(t)
 		s.c.decide = nextDecide // handoffs grant
 		resolved := 0
+		granted := false // the last step granted
 		for _, i := range prefix {
+			if inputs[i].kind == inRefused {
+				// The engine refuses only the grant it was just handed,
+				// which then never resolved anything.
+				if !granted {
+					continue
+				}
+				resolved--
+			}
+			granted = false
 			for _, ef := range s.c.step(inputs[i]) {
 				if ef.kind == effGrant || ef.kind == effFail {
 					resolved++
 				}
+				granted = granted || ef.kind == effGrant
 			}
 		}
 		count++

@@ -80,9 +80,8 @@ type Engine struct {
 	sem   *semaphore.Weighted
 	count counters
 
-	lastRead   atomic.Int64 // unix nanos of the last byte read from a server
-	negotiated atomic.Int64 // the session timeout the server granted, nanos
-	lastZxid   atomic.Int64 // the greatest zxid seen in a reply header
+	trust    *sessionTrust // until when the server cannot have expired the session
+	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
 
 	wg        sync.WaitGroup // every goroutine the engine starts, but the loop
 	loopDone  chan struct{}
@@ -108,13 +107,15 @@ type Engine struct {
 	writing    int  // write requests in flight
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
-	lostTimer  uint64 // timer id of the session-trust deadline, 0 if none
 	closeTimer uint64
 	session    int64
 	connected  bool
-	everReady  bool
-	closing    bool
-	retryAt    map[uint64]uint64 // timer id → contender to retry
+	// untrusted: the watchdog (trust) last said the server may have
+	// expired the session; contenders are told so as they are made.
+	untrusted bool
+	everReady bool
+	closing   bool
+	retryAt   map[uint64]uint64 // timer id → contender to retry
 	// Revocable holders whose revocation watch failed on a connection loss.
 	retryRevoke []uint64
 }
@@ -176,6 +177,10 @@ type releaseCmd struct {
 
 type closeCmd struct{}
 
+// trustChanged: the watchdog found that the server may have expired the
+// session (lapsed), or that it answers the same session again.
+type trustChanged struct{ lapsed bool }
+
 // Start connects to ZooKeeper and starts the loop. It returns once a session
 // is established, or fails with ErrUnreachable when no server answers
 // within cfg.ConnectTimeout (or ctx ends).
@@ -201,7 +206,11 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		localWatch: make(map[string][]uint64),
 		timers:     make(map[uint64]*time.Timer),
 		retryAt:    make(map[uint64]uint64),
+		untrusted:  true, // until the first session's handshake is answered
 	}
+	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
+		e.inbox.Put(events.Command{Payload: trustChanged{lapsed: lapsed}})
+	})
 	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(e.onZKEvent),
 		zk.WithDialer(e.dial),
@@ -374,6 +383,7 @@ func (e *Engine) handleCommand(cmd any) {
 		en.c.tryOnly = cmd.req.TryOnly
 		en.c.failExp = e.cfg.FailOnExpiry
 		en.c.connected = e.connected
+		en.c.untrusted = e.untrusted
 		e.contenders[en.id] = en
 		e.attach(en, cmd.ctx)
 		e.step(en, input{kind: inStart})
@@ -404,6 +414,8 @@ func (e *Engine) handleCommand(cmd any) {
 		e.step(en, input{kind: inRelease})
 	case writeDone:
 		e.writing--
+	case trustChanged:
+		e.handleTrust(cmd)
 	case closeCmd:
 		e.closing = true
 		e.closeTimer = e.after(e.cfg.CloseTimeout)
@@ -590,14 +602,25 @@ func (e *Engine) apply(en *entry, ef effect) {
 		e.submit(o)
 	case effGrant:
 		en.attempts = 0
+		lease := newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
+		if !e.trust.admit(lease) {
+			// The watchdog found the session untrusted after the loop last
+			// heard from it: no one may be granted now.
+			e.step(en, input{kind: inRefused})
+			return
+		}
 		e.detach(en)
-		en.lease = newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
+		en.lease = lease
 		if !en.acquired.resolve(en.lease, nil) {
 			// Unreachable: the machine resolves once. Give the node back.
 			e.step(en, input{kind: inRelease})
 			return
 		}
 		e.report(events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
+		if ef.suspended {
+			en.lease.setSuspended(true)
+			e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
+		}
 		if en.revocable {
 			e.watchRevoke(en)
 		}
@@ -621,6 +644,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 		en.lease.setSuspended(false)
 		e.report(events.Report{Kind: events.Resumed, Path: en.c.lockPath})
 	case effLost:
+		e.trust.forget(en.lease)
 		en.lease.markLost(ef.err)
 		if en.released != nil {
 			en.released.resolve(struct{}{}, en.lease.Err())
@@ -639,6 +663,9 @@ func (e *Engine) apply(en *entry, ef effect) {
 			}
 		}
 		e.detach(en)
+		if en.lease != nil {
+			e.trust.forget(en.lease)
+		}
 		if en.released != nil {
 			// A release that raced a loss ends with the loss.
 			en.released.resolve(struct{}{}, en.lease.Err())
@@ -773,28 +800,12 @@ func (e *Engine) after(d time.Duration) uint64 {
 	return id
 }
 
-func (e *Engine) cancelTimer(id uint64) {
-	if t := e.timers[id]; t != nil {
-		t.Stop()
-		delete(e.timers, id)
-	}
-	delete(e.retryAt, id)
-}
-
 func (e *Engine) handleTimer(id uint64) {
 	if _, ok := e.timers[id]; !ok {
 		return // cancelled
 	}
 	delete(e.timers, id)
 	switch id {
-	case e.lostTimer:
-		e.lostTimer = 0
-		if !e.connected {
-			e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
-			for _, en := range e.contenders {
-				e.step(en, input{kind: inUntrusted})
-			}
-		}
 	case e.closeTimer:
 		e.closeTimer = 0
 		for _, en := range e.contenders {
@@ -816,10 +827,6 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		expired := e.session != 0 && id != e.session
 		e.session = id
 		e.connected = true
-		if e.lostTimer != 0 {
-			e.cancelTimer(e.lostTimer)
-			e.lostTimer = 0
-		}
 		if !e.everReady {
 			e.everReady = true
 			close(e.ready)
@@ -843,7 +850,6 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		}
 		e.connected = false
 		e.log.Info("session disconnected", "session", fmt.Sprintf("%#x", e.session))
-		e.lostTimer = e.after(time.Until(e.trustDeadline()))
 		for _, en := range e.contenders {
 			e.step(en, input{kind: inDisconnected})
 		}
@@ -871,17 +877,22 @@ func (e *Engine) expire() {
 	}
 }
 
-// trustDeadline is when the server might expire the session: the last time
-// anything was read from a server, plus the session timeout, less the
-// margin. Reads include the client's pings, so an idle but healthy session
-// keeps it fresh.
-func (e *Engine) trustDeadline() time.Time {
-	timeout := e.cfg.SessionTimeout
-	if n := time.Duration(e.negotiated.Load()); n > 0 && n < timeout {
-		timeout = n
+// handleTrust steps every contender as the watchdog saw the session: when
+// it lapsed, held leases are already lost (the watchdog closed their Lost
+// channels) and their machines park the deletion of their nodes; no waiter
+// is granted until answers resume.
+func (e *Engine) handleTrust(c trustChanged) {
+	e.untrusted = c.lapsed
+	kind := inTrusted
+	if c.lapsed {
+		kind = inUntrusted
+		e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
+	} else if e.everReady {
+		e.log.Info("session trusted again", "session", fmt.Sprintf("%#x", e.session))
 	}
-	last := time.Unix(0, e.lastRead.Load())
-	return last.Add(timeout - e.cfg.LostMargin)
+	for _, en := range e.contenders {
+		e.step(en, input{kind: kind})
+	}
 }
 
 // shutdown closes the session and stops every timer; the loop then exits.
@@ -889,6 +900,7 @@ func (e *Engine) shutdown() {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	e.trust.stop()
 	for id, t := range e.timers {
 		t.Stop()
 		delete(e.timers, id)
