@@ -58,9 +58,9 @@ const (
 	Ephemeral            Mode = 1
 	PersistentSequential Mode = 2
 	EphemeralSequential  Mode = 3
-	// Container makes a container node only when sent with OpCreateContainer.
-	// Sent with OpCreate (as go-zookeeper's Create and every create inside a
-	// Multi do) the server applies a plain create transaction, whose node is
+	// Container makes a container node when sent with OpCreateContainer, or
+	// inside a multi. Sent alone with OpCreate (as go-zookeeper's Create
+	// does) the server applies a plain create transaction, whose node is
 	// persistent: DataTree takes the owner from CreateTxn.ephemeral, which a
 	// container mode leaves false.
 	Container Mode = 4

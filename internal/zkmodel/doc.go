@@ -41,11 +41,13 @@
 // # What it models
 //
 //   - The znode tree: persistent, ephemeral, sequential (the parent's
-//     cversion as a %010d suffix) and container nodes; czxid, mzxid, pzxid,
-//     version, cversion, ephemeralOwner, numChildren and data, updated as
-//     DataTree updates them, including its quirks: deletes do not raise the
-//     parent's cversion; a cversion stuck at math.MaxInt32; a container mode
-//     sent with a plain create makes a persistent node.
+//     stored count of creates as a %010d suffix) and container nodes;
+//     czxid, mzxid, pzxid, version, cversion, ephemeralOwner, numChildren
+//     and data, stored as DataTree stores them and reported as
+//     DataNode.copyStat reports them, quirks included: the stored cversion
+//     counts creates only and stops at math.MaxInt32, clients see
+//     2×creates − numChildren; a container reports ephemeralOwner 0; a
+//     container mode sent with a plain create makes a persistent node.
 //   - One global zxid: every write request takes one, whether it succeeds
 //     or not, as do session creation and session close or expiry; a multi
 //     takes one for all its operations; reads, sync and pings take none.

@@ -13,6 +13,8 @@ const (
 	// OpCreateContainer is createContainer (opcode 19): the node is a
 	// container whatever Mode says, with a sequence suffix if Mode is
 	// sequential. go-zookeeper refuses any mode but Container before sending.
+	// The reply carries the new node's stat as well (create2's reply), which
+	// go-zookeeper does not read. Inside a multi, see Model.multi.
 	OpCreateContainer
 	// OpDelete deletes Path if its version is Version (-1: any version).
 	OpDelete
@@ -88,21 +90,25 @@ type Stat struct {
 	Pzxid int64
 	// Version counts setData on the node.
 	Version int32
-	// Cversion counts the children ever created under the node; deletes do
-	// not count (DataTree.deleteNode leaves it alone). It is an int32 that
-	// the server only ever raises: at math.MaxInt32 it stays put.
+	// Cversion counts the changes to the node's children as the server
+	// reports them: 2×creates − NumChildren, where creates is the count it
+	// stores, of children ever created (a delete does not lower it; it is
+	// an int32 that the server only ever raises, so at math.MaxInt32 it
+	// stays put). Sequential names are formatted from creates, not from
+	// Cversion.
 	Cversion int32
-	// EphemeralOwner is the owning session of an ephemeral node,
-	// ContainerOwner for a container, 0 for a persistent node.
+	// EphemeralOwner is the owning session of an ephemeral node; 0 for a
+	// persistent node and for a container (the server stores a marker for
+	// a container but reports 0).
 	EphemeralOwner int64
 	DataLength     int32
 	NumChildren    int32
 }
 
-// ContainerOwner is the EphemeralOwner the server gives container nodes
+// containerOwner is the owner the server stores for container nodes
 // (EphemeralType.CONTAINER_EPHEMERAL_OWNER, Long.MIN_VALUE). The server never
 // hands out this value as a session id.
-const ContainerOwner int64 = -1 << 63
+const containerOwner int64 = -1 << 63
 
 // Reply answers one Request.
 type Reply struct {
@@ -117,7 +123,7 @@ type Reply struct {
 	// returns; the header of a multi's reply itself carries OK.
 	Err      Code
 	Path     string   // OpCreate, OpCreateContainer: the created path; OpSync: Path
-	Stat     Stat     // OpExists, OpGetData, OpGetChildren (the parent's), OpSetData
+	Stat     Stat     // OpExists, OpGetData, OpGetChildren (the parent's), OpSetData, OpCreateContainer (the new node's)
 	Data     []byte   // OpGetData
 	Children []string // OpGetChildren, sorted (the server's order is its HashSet's)
 	Results  []OpResult
@@ -129,10 +135,12 @@ type Reply struct {
 // RuntimeInconsistency for the operations after it (never tried). An error
 // result carries no path and no stat.
 type OpResult struct {
-	Op   OpKind // the operation as requested
+	// Op is the operation as the server took it: the requested one, but
+	// that a create's kind follows its mode (see Model.multi).
+	Op   OpKind
 	Err  Code
 	Path string // a successful create's path
-	Stat Stat   // a successful setData's stat
+	Stat Stat   // a successful setData's or createContainer's stat
 }
 
 // Event is a watch notification. The wire carries no zxid for it (ZooKeeper

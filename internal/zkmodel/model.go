@@ -32,6 +32,13 @@ type Config struct {
 	// timeout. Defaults, as the server's: 2×TickTime and 20×TickTime.
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
+	// EndOrder, if set, puts in order the paths of the ephemerals a
+	// session's close or expiry deletes (they come sorted); the deletions,
+	// and the watch events they fire, follow that order. The server's order
+	// is that of a Java HashSet, which no client can rely on, so a
+	// simulator may permute the paths here (from its own seeded choices) to
+	// explore the orders. It must return a permutation of paths.
+	EndOrder func(paths []string) []string
 }
 
 func (c Config) withDefaults() Config {

@@ -112,12 +112,14 @@ func TestSequentialNamesComeFromTheParentsCversion(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("names %q, want %q", names, want)
 	}
-	if before.Cversion != 3 || before.Pzxid != deleted || before.NumChildren != 2 {
-		t.Fatalf("after the delete: %+v, want cversion 3, pzxid %d (the delete's), 2 children", before, deleted)
+	// Clients see changes (3 creates, 1 delete), the names count creates.
+	if before.Cversion != 4 || before.Pzxid != deleted || before.NumChildren != 2 {
+		t.Fatalf("after the delete: %+v, want cversion 4, pzxid %d (the delete's), 2 children", before, deleted)
 	}
 	after := f.stat("/q")
-	if after.Cversion != 4 || after.Pzxid != f.m.Zxid() || after.NumChildren != 3 {
-		t.Fatalf("after the create: %+v, want cversion 4, pzxid %d, 3 children", after, f.m.Zxid())
+	if after.Cversion != 5 || after.Pzxid != f.m.Zxid() || after.NumChildren != 3 || f.m.StoredCversion("/q") != 4 {
+		t.Fatalf("after the create: %+v (stored %d), want cversion 5 (stored 4), pzxid %d, 3 children",
+			after, f.m.StoredCversion("/q"), f.m.Zxid())
 	}
 	if got := f.stat(names[0]).EphemeralOwner; got != int64(s) {
 		t.Fatalf("ephemeralOwner %d, want the session %d", got, s)
@@ -135,7 +137,7 @@ func TestSequenceSuffixFormatsLikeJava(t *testing.T) {
 	}
 }
 
-// At math.MaxInt32 the tree's cversion stops (DataTree raises it only to a
+// At math.MaxInt32 the tree's stored cversion stops (DataTree raises it only to a
 // greater value), so single creates repeat the last name, while within one
 // multi the server's prepared view wraps and names a node "-2147483648".
 func TestCversionOverflow(t *testing.T) {
@@ -149,9 +151,12 @@ func TestCversionOverflow(t *testing.T) {
 	if got := f.ok(s, create("/q/n-", zkmodel.PersistentSequential)).Path; got != "/q/n-2147483647" {
 		t.Fatalf("name %q", got)
 	}
-	stuck := f.stat("/q")
-	if stuck.Cversion != math.MaxInt32 {
-		t.Fatalf("cversion %d", stuck.Cversion)
+	if stored := f.m.StoredCversion("/q"); stored != math.MaxInt32 {
+		t.Fatalf("stored cversion %d", stored)
+	}
+	// Reported as 2×MaxInt32 − 2 children, in int32: -4.
+	if got := f.stat("/q").Cversion; got != -4 {
+		t.Fatalf("reported cversion %d, want -4", got)
 	}
 	rep, _ := f.do(s, create("/q/n-", zkmodel.PersistentSequential))
 	if rep.Err != zkmodel.NodeExists {
@@ -166,8 +171,9 @@ func TestCversionOverflow(t *testing.T) {
 	if rep.Results[0].Path != "/q/n-2147483647" || rep.Results[1].Path != "/q/n--2147483648" {
 		t.Fatalf("multi names %q, %q", rep.Results[0].Path, rep.Results[1].Path)
 	}
-	if st := f.stat("/q"); st.Cversion != math.MaxInt32 || st.Pzxid != pzxid || st.NumChildren != 3 {
-		t.Fatalf("after the multi: %+v, want cversion stuck, pzxid %d unchanged, 3 children", st, pzxid)
+	if st := f.stat("/q"); f.m.StoredCversion("/q") != math.MaxInt32 || st.Pzxid != pzxid || st.NumChildren != 3 {
+		t.Fatalf("after the multi: %+v (stored cversion %d), want it stuck, pzxid %d unchanged, 3 children",
+			st, f.m.StoredCversion("/q"), pzxid)
 	}
 }
 
@@ -215,11 +221,11 @@ func TestCreateModesAndErrors(t *testing.T) {
 			t.Errorf("%v %s: reply zxid %d, want %d", tc.req.Op, tc.req.Path, rep.Zxid, wantZxid)
 		}
 	}
-	if got := f.stat("/c").EphemeralOwner; got != zkmodel.ContainerOwner {
-		t.Errorf("createContainer: owner %d, want ContainerOwner", got)
+	if got := f.stat("/c").EphemeralOwner; got != 0 || !f.m.IsContainer("/c") {
+		t.Errorf("createContainer: reported owner %d, container %v; want 0, a container", got, f.m.IsContainer("/c"))
 	}
-	if got := f.stat("/plain").EphemeralOwner; got != 0 {
-		t.Errorf("create with the container mode: owner %d, want 0 (a persistent node)", got)
+	if f.m.IsContainer("/plain") {
+		t.Errorf("create with the container mode made a container, want a persistent node")
 	}
 }
 
@@ -670,5 +676,42 @@ func TestCloseDeletesEphemeralsThenClosesTheConnection(t *testing.T) {
 	}
 	if info, _ := f.m.Session(s); info.State != zkmodel.Closed {
 		t.Fatalf("state %v", info.State)
+	}
+}
+
+// Config.EndOrder decides the order in which a session's end deletes its
+// ephemerals, and so the order of the events a watcher sees; without it
+// the order is the paths'.
+func TestEndOrderIsTheCallersChoice(t *testing.T) {
+	paths := []string{"/a", "/b", "/c"}
+	for name, order := range map[string]func([]string) []string{
+		"default":  nil,
+		"reversed": func(p []string) []string { slices.Reverse(p); return p },
+		// Repeats and strangers are ignored, and what is left out comes last.
+		"sloppy": func([]string) []string { return []string{"/c", "/c", "/nope"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.m = zkmodel.New(zkmodel.Config{TickTime: time.Second, EndOrder: order}, epoch)
+			s := f.connect(10 * time.Second)
+			w := f.connect(10 * time.Second)
+			for _, p := range paths {
+				f.ok(s, create(p, zkmodel.Ephemeral))
+				f.ok(w, zkmodel.Request{Op: zkmodel.OpExists, Path: p, Watch: true})
+			}
+			if err := f.m.Close(f.now, s, 1); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range events(t, drain(f.m, w)) {
+				got = append(got, e.Path)
+			}
+			want := map[string][]string{
+				"default": {"/a", "/b", "/c"}, "reversed": {"/c", "/b", "/a"}, "sloppy": {"/c", "/a", "/b"},
+			}[name]
+			if !slices.Equal(got, want) {
+				t.Fatalf("deleted in order %q, want %q", got, want)
+			}
+		})
 	}
 }

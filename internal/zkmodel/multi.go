@@ -13,6 +13,13 @@ package zkmodel
 // code, RuntimeInconsistency for each after it. code is the first code that
 // is not OK, what go-zookeeper's Multi returns as its error.
 //
+// Inside a multi the server decides a create's kind by its mode alone
+// (Op.Create takes its opcode from the flags): a Container mode makes a
+// container, even sent as a plain create (go-zookeeper's Multi always sends
+// plain creates; it then cannot decode the createContainer result and
+// returns ErrAPIError, although the multi was applied), and any other mode
+// a plain create, even sent as createContainer.
+//
 // An operation a multi cannot carry (anything but create, createContainer,
 // delete, setData and check) fails the whole request with MarshallingError
 // and no results, as the server fails to decode it; the zxid is spent all
@@ -27,6 +34,12 @@ func (m *Model) multi(owner SessionID, ops []Request) (results []OpResult, code 
 	results = make([]OpResult, len(ops))
 	failed := -1
 	for i, op := range ops {
+		if op.Op == OpCreate || op.Op == OpCreateContainer {
+			op.Op = OpCreate
+			if op.Mode == Container {
+				op.Op = OpCreateContainer
+			}
+		}
 		if failed >= 0 {
 			results[i] = OpResult{Op: op.Op, Err: RuntimeInconsistency}
 			continue
@@ -42,8 +55,8 @@ func (m *Model) multi(owner SessionID, ops []Request) (results []OpResult, code 
 	}
 	t.rollback()
 	for i := range failed {
-		results[i] = OpResult{Op: ops[i].Op, Err: OK}
+		results[i] = OpResult{Op: results[i].Op, Err: OK}
 	}
-	results[failed] = OpResult{Op: ops[failed].Op, Err: results[failed].Err}
+	results[failed] = OpResult{Op: results[failed].Op, Err: results[failed].Err}
 	return results, results[failed].Err
 }

@@ -9,7 +9,7 @@ import (
 
 // SessionID identifies a session. The model numbers sessions 1, 2, 3, ... in
 // the order they are created (the server derives ids from its own id and its
-// clock), so an id is never 0 (no owner) nor ContainerOwner.
+// clock), so an id is never 0 (no owner) nor containerOwner.
 type SessionID int64
 
 // SessionState is a session's state as the server sees it.
@@ -234,15 +234,25 @@ func (m *Model) expireDue() {
 
 // end is the closeSession transaction, of an expiry or of a client's close:
 // one zxid, with which every ephemeral of the session is deleted, in path
-// order (the server walks a hash set). Their watch events go out at once,
-// also to the dying session while it has a connection (the server closes
-// the connection after it applied the transaction); then the server closes
-// that connection, after the close's reply if there is one.
+// order or in Config.EndOrder's (the server walks a hash set). Their watch
+// events go out at once, also to the dying session while it has a
+// connection (the server closes the connection after it applied the
+// transaction); then the server closes that connection, after the close's
+// reply if there is one.
 func (m *Model) end(s *session, state SessionState, closeReply *Reply) {
 	hadConnection := s.state == Connected
 	t := m.begin()
+	paths := slices.Sorted(maps.Keys(s.ephemerals))
+	if m.cfg.EndOrder != nil {
+		paths = m.cfg.EndOrder(paths)
+	}
+	for _, p := range paths {
+		if _, ok := s.ephemerals[p]; ok { // skip what EndOrder made up or repeated
+			t.deleteNode(p)
+		}
+	}
 	for _, p := range slices.Sorted(maps.Keys(s.ephemerals)) {
-		t.deleteNode(p)
+		t.deleteNode(p) // what an EndOrder left out
 	}
 	t.commit()
 	if hadConnection {

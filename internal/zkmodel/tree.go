@@ -9,31 +9,45 @@ import (
 // node is one znode. The tree is a flat map from path to node, as the
 // server's DataTree is; each node also keeps its children's names.
 type node struct {
-	data     []byte
-	czxid    int64
-	mzxid    int64
-	pzxid    int64
-	version  int32
+	data    []byte
+	czxid   int64
+	mzxid   int64
+	pzxid   int64
+	version int32
+	// cversion is the count the server stores (StatPersisted): children
+	// ever created, never lowered by a delete. Sequential names, the
+	// create guard and the container manager read it; clients see another
+	// number (see stat).
 	cversion int32
-	// owner is the stat's ephemeralOwner: a session id for an ephemeral,
-	// ContainerOwner for a container, 0 for a persistent node.
+	// owner is the stored ephemeralOwner: a session id for an ephemeral,
+	// containerOwner for a container, 0 for a persistent node.
 	owner    int64
 	children map[string]struct{}
 }
 
+// stat is the node's stat as a client receives it, which DataNode.copyStat
+// derives from the stored one: the cversion is translated from a count of
+// creates to a count of changes, 2×cversion − numChildren (every create
+// but those of the children still present had its delete), in int32
+// arithmetic; the ephemeralOwner of a container is 0.
 func (n *node) stat() Stat {
-	return Stat{
+	children := int32(len(n.children))
+	st := Stat{
 		Czxid: n.czxid, Mzxid: n.mzxid, Pzxid: n.pzxid,
-		Version: n.version, Cversion: n.cversion,
-		EphemeralOwner: n.owner,
-		DataLength:     int32(len(n.data)),
-		NumChildren:    int32(len(n.children)),
+		Version:     n.version,
+		Cversion:    2*n.cversion - children,
+		DataLength:  int32(len(n.data)),
+		NumChildren: children,
 	}
+	if n.ephemeral() {
+		st.EphemeralOwner = n.owner
+	}
+	return st
 }
 
 // ephemeral is the server's EphemeralType.NORMAL: an owner that is a session
 // (TTL nodes, the other non-session owners, are not modelled).
-func (n *node) ephemeral() bool { return n.owner != 0 && n.owner != ContainerOwner }
+func (n *node) ephemeral() bool { return n.owner != 0 && n.owner != containerOwner }
 
 func (n *node) sortedChildren() []string {
 	return slices.Sorted(maps.Keys(n.children))
@@ -132,7 +146,7 @@ func (t *txn) create(owner SessionID, req Request) OpResult {
 	var nodeOwner int64
 	switch {
 	case req.Op == OpCreateContainer:
-		nodeOwner = ContainerOwner
+		nodeOwner = containerOwner
 	case req.Mode.ephemeral():
 		nodeOwner = int64(owner)
 	}
@@ -142,6 +156,9 @@ func (t *txn) create(owner SessionID, req Request) OpResult {
 	t.prepCversion[parentPath] = cv + 1
 	t.createNode(p, req.Data, nodeOwner, cv+1)
 	res.Path = p
+	if req.Op == OpCreateContainer {
+		res.Stat = t.m.nodes[p].stat()
+	}
 	return res
 }
 
@@ -287,7 +304,7 @@ func (t *txn) write(owner SessionID, req Request) OpResult {
 // container manager scans, an ephemeral with its session.
 func (m *Model) own(p string, owner int64) {
 	switch {
-	case owner == ContainerOwner:
+	case owner == containerOwner:
 		m.containers[p] = struct{}{}
 	case owner != 0:
 		if s := m.sessions[SessionID(owner)]; s != nil {
@@ -298,7 +315,7 @@ func (m *Model) own(p string, owner int64) {
 
 func (m *Model) disown(p string, owner int64) {
 	switch {
-	case owner == ContainerOwner:
+	case owner == containerOwner:
 		delete(m.containers, p)
 	case owner != 0:
 		if s := m.sessions[SessionID(owner)]; s != nil {
