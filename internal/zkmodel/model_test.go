@@ -2,8 +2,11 @@ package zkmodel_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -713,5 +716,100 @@ func TestEndOrderIsTheCallersChoice(t *testing.T) {
 				t.Fatalf("deleted in order %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// The model makes no choice of its own: the same calls give the same
+// messages, whatever order Go iterates its maps in. Random calls of every
+// kind, run twice from one seed, must produce the same transcript.
+func TestModelIsDeterministic(t *testing.T) {
+	run := func(seed uint64) []string {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		m := zkmodel.New(zkmodel.Config{TickTime: time.Second}, epoch)
+		now := epoch
+		var ids, live []zkmodel.SessionID
+		var out []string
+		paths := []string{"/p", "/p/a", "/p/b", "/p/c", "/p/d", "/p/a/x"}
+		pick := func() string { return paths[rng.IntN(len(paths))] }
+		owner, _ := m.Connect(now, time.Minute)
+		if err := m.Submit(now, owner, create("/p", zkmodel.Persistent)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3000 {
+			now = now.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+			m.Tick(now)
+			live = slices.DeleteFunc(live, func(id zkmodel.SessionID) bool {
+				info, _ := m.Session(id)
+				return info.State == zkmodel.Expired || info.State == zkmodel.Closed
+			})
+			if len(live) < 3 || rng.IntN(50) == 0 {
+				id, _ := m.Connect(now, time.Duration(2+rng.IntN(5))*time.Second)
+				ids, live = append(ids, id), append(live, id)
+			}
+			id := live[rng.IntN(len(live))]
+			var err error
+			switch r := rng.IntN(20); {
+			case r == 0:
+				err = m.Disconnect(now, id)
+			case r == 1:
+				_, err = m.Reconnect(now, id, zkmodel.SetWatches{RelativeZxid: m.Zxid() - 3, Data: []string{pick()}, Child: []string{pick()}})
+			case r == 2:
+				out = append(out, fmt.Sprint(m.ReapContainers(now)))
+			case r == 3:
+				err = m.Ping(now, id)
+			case r == 4:
+				// Every other session watches everything first, so that
+				// the order of the deletions shows.
+				for _, w := range live {
+					for _, p := range append(m.Ephemerals(id), paths...) {
+						if w != id {
+							_ = m.Submit(now, w, zkmodel.Request{Op: zkmodel.OpExists, Path: p, Watch: true})
+						}
+					}
+				}
+				err = m.Close(now, id, int64(i))
+				live = slices.DeleteFunc(live, func(x zkmodel.SessionID) bool { return x == id })
+			default:
+				// Mostly creates and watching reads, so that sessions end
+				// with several watched ephemerals.
+				ops := []zkmodel.OpKind{
+					zkmodel.OpCreate, zkmodel.OpCreate, zkmodel.OpCreate, zkmodel.OpCreateContainer,
+					zkmodel.OpExists, zkmodel.OpGetData, zkmodel.OpGetChildren, zkmodel.OpDelete,
+					zkmodel.OpSetData, zkmodel.OpCheck, zkmodel.OpSync, zkmodel.OpMulti,
+				}
+				modes := []zkmodel.Mode{zkmodel.Ephemeral, zkmodel.EphemeralSequential, zkmodel.EphemeralSequential, zkmodel.Persistent, zkmodel.Container}
+				req := zkmodel.Request{
+					Xid: int64(i), Op: ops[rng.IntN(len(ops))], Path: pick(),
+					Mode: modes[rng.IntN(len(modes))], Version: int32(rng.IntN(3) - 1), Watch: rng.IntN(4) > 0,
+				}
+				if req.Op == zkmodel.OpMulti {
+					req.Ops = []zkmodel.Request{create(pick(), zkmodel.EphemeralSequential), {Op: zkmodel.OpDelete, Path: pick(), Version: -1}}
+				}
+				err = m.Submit(now, id, req)
+			}
+			out = append(out, fmt.Sprint(err))
+			for _, s := range ids {
+				for _, msg := range drain(m, s) {
+					out = append(out, fmt.Sprintf("%d %+v", s, msg))
+				}
+			}
+		}
+		return out
+	}
+	a, b := run(7), run(7)
+	if !slices.Equal(a, b) {
+		i := 0
+		for i < min(len(a), len(b)) && a[i] == b[i] {
+			i++
+		}
+		t.Fatalf("two runs of one seed part at line %d of %d:\n%s\n%s", i, len(a), a[i], b[i])
+	}
+	var replies, events int
+	for _, l := range a {
+		replies += strings.Count(l, "Kind:reply")
+		events += strings.Count(l, "Kind:event")
+	}
+	if replies == 0 || events == 0 {
+		t.Fatalf("the run exercised nothing: %d replies, %d events", replies, events)
 	}
 }
