@@ -398,8 +398,10 @@ func scriptSessionTimeouts(d *differential, p string) {
 	d.do(2, mkExists(p, false))
 }
 
+// The victim's timeout is long enough that a stalled machine does not
+// expire it before the script does.
 func scriptExpiry(d *differential, p string) {
-	d.connect(2 * time.Second)
+	d.connect(4 * time.Second)
 	d.connect(20 * time.Second)
 	d.do(0, mkCreate(p, zkmodel.Persistent, ""))
 	d.do(0, mkCreate(p+"/e0", zkmodel.Ephemeral, ""))

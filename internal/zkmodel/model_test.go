@@ -802,7 +802,13 @@ func TestModelIsDeterministic(t *testing.T) {
 		for i < min(len(a), len(b)) && a[i] == b[i] {
 			i++
 		}
-		t.Fatalf("two runs of one seed part at line %d of %d:\n%s\n%s", i, len(a), a[i], b[i])
+		line := func(l []string) string {
+			if i < len(l) {
+				return l[i]
+			}
+			return "(the end)"
+		}
+		t.Fatalf("two runs of one seed part at line %d:\n%s\n%s", i, line(a), line(b))
 	}
 	var replies, events int
 	for _, l := range a {
