@@ -246,22 +246,14 @@ func (t *txn) deleteNode(p string) {
 		Event{Type: EventNodeChildrenChanged, Path: parentPath})
 }
 
-// setData is the server's setData: a valid path, an existing node, the
-// version; then new data, version+1 and mzxid, and NodeDataChanged.
+// setData is the server's setData: check's checks, then new data,
+// version+1 and mzxid, and NodeDataChanged.
 func (t *txn) setData(req Request) OpResult {
-	res := OpResult{Op: req.Op}
-	n := t.m.nodes[req.Path]
-	switch {
-	case !validPath(req.Path):
-		res.Err = BadArguments
-	case n == nil:
-		res.Err = NoNode
-	case !versionMatches(n.version, req.Version):
-		res.Err = BadVersion
-	}
+	res := t.check(req)
 	if res.Err != OK {
 		return res
 	}
+	n := t.m.nodes[req.Path]
 	oldData, oldVersion, oldMzxid := n.data, n.version, n.mzxid
 	n.data, n.version, n.mzxid = bytes.Clone(req.Data), n.version+1, t.zxid
 	t.undo = append(t.undo, func() { n.data, n.version, n.mzxid = oldData, oldVersion, oldMzxid })

@@ -55,16 +55,22 @@ type SetWatches struct {
 // fills the lists from a map, so a real client sees them in any order.
 func (m *Model) setWatches(s *session, w SetWatches) {
 	event := func(t EventType, p string) { s.push(Message{Kind: MsgEvent, Event: Event{Type: t, Path: p}}) }
-	for _, p := range w.Data {
-		switch n := m.nodes[p]; {
-		case n == nil:
-			event(EventNodeDeleted, p)
-		case n.mzxid > w.RelativeZxid:
-			event(EventNodeDataChanged, p)
-		default:
-			s.dataWatches[p] = struct{}{}
+	// rearm handles data and child watches alike: gone, changed after
+	// RelativeZxid (by the node's zxid that the kind of watch looks at), or
+	// set again.
+	rearm := func(paths []string, changedAt func(*node) int64, changed EventType, set map[string]struct{}) {
+		for _, p := range paths {
+			switch n := m.nodes[p]; {
+			case n == nil:
+				event(EventNodeDeleted, p)
+			case changedAt(n) > w.RelativeZxid:
+				event(changed, p)
+			default:
+				set[p] = struct{}{}
+			}
 		}
 	}
+	rearm(w.Data, func(n *node) int64 { return n.mzxid }, EventNodeDataChanged, s.dataWatches)
 	for _, p := range w.Exist {
 		if m.nodes[p] != nil {
 			event(EventNodeCreated, p)
@@ -72,14 +78,5 @@ func (m *Model) setWatches(s *session, w SetWatches) {
 			s.dataWatches[p] = struct{}{}
 		}
 	}
-	for _, p := range w.Child {
-		switch n := m.nodes[p]; {
-		case n == nil:
-			event(EventNodeDeleted, p)
-		case n.pzxid > w.RelativeZxid:
-			event(EventNodeChildrenChanged, p)
-		default:
-			s.childWatches[p] = struct{}{}
-		}
-	}
+	rearm(w.Child, func(n *node) int64 { return n.pzxid }, EventNodeChildrenChanged, s.childWatches)
 }
