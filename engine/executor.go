@@ -6,7 +6,6 @@ import (
 	"net"
 	"path"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -149,13 +148,11 @@ func (e *Engine) pump() {
 }
 
 func (e *Engine) start(o op) {
-	e.wg.Add(1)
-	go e.run(o)
+	e.rt.goroutine(func() { e.run(o) })
 }
 
 // run carries out one request on its own goroutine and posts its outcome.
 func (e *Engine) run(o op) {
-	defer e.wg.Done()
 	var dones []events.OpDone
 	if o.batch != nil {
 		dones = e.execBatch(o.batch)
@@ -206,11 +203,9 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 		}
 	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing && len(res) == len(batch):
 		// Refused as a whole: send each on its own, all at once.
-		var wg sync.WaitGroup
 		for i, o := range batch {
-			wg.Go(func() { dones[i] = e.exec(o) })
+			dones[i] = e.exec(o)
 		}
-		wg.Wait()
 	default:
 		if err == nil {
 			err = zk.ErrConnectionClosed // a reply that does not match the request
