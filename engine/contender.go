@@ -104,7 +104,7 @@ const (
 	effSuspend                         // the lease's session is disconnected
 	effResume                          // the lease's session is back
 	effLost                            // the lease is lost, with err
-	effPark                            // wait for inRetry
+	effPark                            // wait for inRetry; err: the unexpected refusal to retry, if any
 	effDone                            // terminal: forget the contender
 )
 
@@ -564,13 +564,13 @@ func (c *contender) onDeleted(in input) []effect {
 		c.clearNode()
 		return c.afterDelete()
 	}
-	// The node could not be deleted; it stays until the session ends.
-	err := fmt.Errorf("turnstile: delete %s: %w", c.nodePath(), in.err)
-	c.clearNode()
-	if c.granted && !c.lost {
-		return append([]effect{{kind: effReleased, err: err}}, c.finish()...)
-	}
-	return c.finish()
+	// Refused for a reason of its own. None is expected (the node is ours,
+	// ephemeral, deleted at any version), and giving up would leave it
+	// blocking the lock path for every client until the session ends: try
+	// again after a backoff, for as long as the session lives.
+	effs := c.park(retryDelete)
+	effs[0].err = fmt.Errorf("turnstile: delete %s: %w", c.nodePath(), in.err)
+	return effs
 }
 
 func (c *contender) afterDelete() []effect {

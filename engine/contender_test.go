@@ -557,3 +557,30 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 		}
 	})
 }
+
+// A delete refused for an unexpected reason is never given up: the node
+// would block the lock path for every client until the session ends.
+func TestRefusedDeleteIsRetried(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inRelease}, del(node(1, 5)))
+	refused := errors.New("zk: buffer too small")
+	got := s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark || !errors.Is(got[0].err, refused) {
+		t.Fatalf("refused delete: effects %v, want a park carrying the refusal", got)
+	}
+	s.step(input{kind: inRetry}, del(node(1, 5)))
+	// Gone meanwhile (say the first attempt was applied after all): released.
+	s.step(reply(inDeleted, outNoNode), effect{kind: effReleased}, done)
+
+	// A cancelled waiter's cleanup, likewise.
+	s = newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	got = s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark {
+		t.Fatalf("refused cleanup delete: effects %v, want a park", got)
+	}
+	s.step(input{kind: inRetry}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
+}

@@ -627,6 +627,9 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 		e.report(events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
 	case effPark:
+		if ef.err != nil {
+			e.log.Warn("request refused; retrying", "path", en.c.lockPath, "err", ef.err)
+		}
 		e.park(en)
 	case effDone:
 		e.unwatch(en)

@@ -86,6 +86,35 @@ func (c *counters) snapshot() Stats {
 
 var openACL = zk.WorldACL(zk.PermAll)
 
+// Encoded sizes, in bytes, of the parts of a multi request in ZooKeeper's
+// wire format (jute): an int is 4 bytes, a bool 1, a string or a byte
+// buffer its length as an int and then its bytes, a list its count as an
+// int and then its elements.
+const (
+	multiHeaderSize = 4 + 1 + 4 // each op's header: type, done, error
+	// multiEnvelopeSize: the request header (xid, opcode) and the header
+	// that ends the list of ops.
+	multiEnvelopeSize = 4 + 4 + multiHeaderSize
+)
+
+// openACLSize is the encoded size of openACL: per entry, the permissions,
+// the scheme and the id.
+var openACLSize = func() int {
+	n := 4
+	for _, a := range openACL {
+		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
+	}
+	return n
+}()
+
+// multiOpSize is the encoded size of a create or a delete inside a multi.
+func multiOpSize(o op) int {
+	if o.kind == events.OpCreate {
+		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + openACLSize + 4 // path, data, acl, flags
+	}
+	return multiHeaderSize + 4 + len(o.path) + 4 // path, version
+}
+
 // submit sends o now if the in-flight bound allows, or queues it. Creates
 // and deletes go out at most maxWrites requests at a time: those issued
 // while the server is busy with earlier ones wait and then go together as
@@ -102,11 +131,35 @@ func (e *Engine) submit(o op) {
 const (
 	maxBatch  = 64 // creates and deletes in one multi request
 	maxWrites = 2  // write requests in flight at once
+
+	// maxBatchBytes caps the encoded size of one multi request. A count cap
+	// alone does not bound it: node data is the caller's, up to MaxDataLen
+	// per create. Past the client's 1.5 MiB buffer the multi cannot even be
+	// encoded and fails as a whole; past the server's jute.maxbuffer
+	// (0xfffff bytes by default) the server resets the connection, which
+	// fails every request in flight and suspends every lease. The leader
+	// also forwards a multi to each follower as one proposal under the same
+	// limit, and every request queued behind it waits for its log write.
+	// Group commit gains nothing from size: 64 typical creates (a few
+	// hundred bytes each) weigh about 20 KiB, so the count cap still binds
+	// for them, and an eighth of the server's limit keeps any batch far from
+	// it. A single write larger than this goes alone.
+	maxBatchBytes = 128 << 10
 )
 
+// flushWrites sends the queued creates and deletes, in order, as batches
+// bounded by count and encoded size.
 func (e *Engine) flushWrites() {
 	for len(e.writes) > 0 && e.writing < maxWrites {
-		n := min(len(e.writes), maxBatch)
+		n, size := 1, multiEnvelopeSize+multiOpSize(e.writes[0])
+		for n < min(len(e.writes), maxBatch) {
+			s := multiOpSize(e.writes[n])
+			if size+s > maxBatchBytes {
+				break
+			}
+			size += s
+			n++
+		}
 		o := op{batch: slices.Clone(e.writes[:n])}
 		if n == 1 {
 			o = e.writes[0]
@@ -175,9 +228,13 @@ func (e *Engine) run(o op) {
 type writeDone struct{}
 
 // execBatch sends creates and deletes as one multi request and reports
-// each as if sent alone. A multi is all or nothing: when one of them is
-// refused (a lock path not created yet, a node already gone), the others
-// were not applied either, and each is sent again on its own.
+// each as if sent alone. A multi is all or nothing: when it fails for any
+// reason but a lost connection (one op refused, such as a lock path not
+// created yet or a node already gone; or a request the client could not
+// send), none of it was applied, and each op is sent again on its own so
+// that one op's failure is not every op's. After a lost connection the
+// multi's fate is unknown, and every op reports the loss: the contenders
+// recover from it.
 func (e *Engine) execBatch(batch []op) []events.OpDone {
 	reqs := make([]any, len(batch))
 	for i, o := range batch {
@@ -204,7 +261,7 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 				dones[i].Zxid = zxid
 			}
 		}
-	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing && len(res) == len(batch):
+	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing:
 		// Refused as a whole: send each on its own, all at once.
 		var wg sync.WaitGroup
 		for i, o := range batch {

@@ -1,0 +1,162 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/events"
+)
+
+// startEngine starts an engine on the shared server (unless cfg names
+// servers) and closes it when the test ends.
+func startEngine(t testing.TB, cfg engine.Config) *engine.Engine {
+	t.Helper()
+	if cfg.Servers == nil {
+		cfg.Servers = []string{shared.Addr()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := engine.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start engine: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// testRoot is a lock root of the test's own, so tests never share nodes.
+func testRoot(t testing.TB) string {
+	return "/test/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
+}
+
+// rawConn opens a plain ZooKeeper session, outside any engine, for setting
+// up and checking.
+func rawConn(t testing.TB) *zk.Conn {
+	t.Helper()
+	conn, evs, err := zk.Connect([]string{shared.Addr()}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		for range evs {
+		}
+	})
+	return conn
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// mkdirs creates p and its missing ancestors as persistent nodes.
+func mkdirs(t testing.TB, conn *zk.Conn, p string) {
+	t.Helper()
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatalf("create %s: %v", p[:i], err)
+		}
+	}
+}
+
+// ephemerals lists the ephemeral nodes (lock nodes) anywhere under root.
+func ephemerals(t testing.TB, conn *zk.Conn, root string) []string {
+	t.Helper()
+	var found []string
+	var walk func(p string)
+	walk = func(p string) {
+		children, _, err := conn.Children(p)
+		if err == zk.ErrNoNode {
+			return
+		}
+		if err != nil {
+			t.Fatalf("list %s: %v", p, err)
+		}
+		for _, c := range children {
+			child := p + "/" + c
+			ok, stat, err := conn.Exists(child)
+			if err != nil {
+				t.Fatalf("stat %s: %v", child, err)
+			}
+			if ok && stat.EphemeralOwner != 0 {
+				found = append(found, child)
+			}
+			walk(child)
+		}
+	}
+	walk(root)
+	return found
+}
+
+// eventually polls cond until it holds or a generous bound passes: for state
+// that settles asynchronously (a delete still in flight), never for timing.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// loopGate holds the engine's loop still, so that a test can queue several
+// commands that the loop then handles in one turn. The loop is held inside
+// the observer, on the report of the first grant of path.
+type loopGate struct {
+	path     string
+	once     sync.Once
+	entered  chan struct{} // closed once the loop is held
+	open     chan struct{} // closed to let it go
+	openOnce sync.Once
+}
+
+func newLoopGate(path string) *loopGate {
+	return &loopGate{path: path, entered: make(chan struct{}), open: make(chan struct{})}
+}
+
+// observe is the engine's Observer.
+func (g *loopGate) observe(r events.Report) {
+	if r.Kind != events.Granted || r.Path != g.path {
+		return
+	}
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.open
+	})
+}
+
+// hold has the loop held: it acquires the gate's path through acquire and
+// returns once the loop is inside the grant's report. The returned future
+// is the gate's acquisition. The loop is let go at the end of the test at
+// the latest.
+func (g *loopGate) hold(t testing.TB, acquire func() *engine.Future[*engine.Lease]) *engine.Future[*engine.Lease] {
+	t.Helper()
+	t.Cleanup(g.release)
+	f := acquire()
+	select {
+	case <-g.entered:
+		return f
+	case <-f.Done():
+	}
+	// Resolved; the grant's report comes after the future's resolution.
+	if _, err, _ := f.Result(); err != nil {
+		t.Fatalf("gate acquisition: %v", err)
+	}
+	<-g.entered
+	return f
+}
+
+// release lets the loop go on.
+func (g *loopGate) release() { g.openOnce.Do(func() { close(g.open) }) }
