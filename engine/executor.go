@@ -6,7 +6,6 @@ import (
 	"net"
 	"path"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -262,12 +261,15 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 			}
 		}
 	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing:
-		// Refused as a whole: send each on its own, all at once.
-		var wg sync.WaitGroup
+		// Refused as a whole: send each on its own, one after another on
+		// this goroutine. It holds the multi's slot, so the requests stay
+		// within MaxInFlight; and one at a time, the creates keep the
+		// order they were issued in, which is their order in the queue of
+		// their lock path. That costs a round trip per op, on a path that
+		// is rare (a lock path used for the first time, a node gone).
 		for i, o := range batch {
-			wg.Go(func() { dones[i] = e.exec(o) })
+			dones[i] = e.exec(o)
 		}
-		wg.Wait()
 	default:
 		if err == nil {
 			err = zk.ErrConnectionClosed // a reply that does not match the request
