@@ -84,7 +84,11 @@ type Engine struct {
 	negotiated atomic.Int64 // the session timeout the server granted, nanos
 	lastZxid   atomic.Int64 // the greatest zxid seen in a reply header
 
-	wg        sync.WaitGroup // every goroutine the engine starts, but the loop
+	// wg counts the goroutines of the engine's own work, but the loop:
+	// requests and direct reads. Users' callbacks are not counted (see
+	// Close). Every Add happens before the loop exits, or under mu while
+	// not closed, so never concurrently with Close's Wait.
+	wg        sync.WaitGroup
 	loopDone  chan struct{}
 	ready     chan struct{} // closed at the first session
 	closeOnce sync.Once
@@ -247,7 +251,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if err := ctx.Err(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
 	}
-	fut := newFuture[*Lease](e.spawn)
+	fut := newFuture[*Lease]()
 	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
 		fut.resolve(nil, ErrClosed)
 	}
@@ -255,7 +259,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 }
 
 func (e *Engine) release(l *Lease) *Future[struct{}] {
-	fut := newFuture[struct{}](e.spawn)
+	fut := newFuture[struct{}]()
 	if !e.post(releaseCmd{lease: l, fut: fut}) {
 		fut.resolve(struct{}{}, l.Err())
 	}
@@ -273,14 +277,17 @@ func (e *Engine) post(cmd any) bool {
 	return true
 }
 
-// spawn runs a future's callbacks on their own goroutine, counted so that
-// Close can wait for them.
-func (e *Engine) spawn(f func()) { e.wg.Go(f) }
-
 // Close cancels every waiter (their futures resolve with ErrClosed), loses
 // and releases every held lease, deletes their nodes, closes the session and
-// returns once every goroutine the engine started has exited. It is safe to
-// call more than once.
+// returns once every goroutine the engine runs for its own work (the loop,
+// requests, reads) has exited. It is safe to call more than once, from
+// several goroutines at once, and from a Then callback.
+//
+// Close does not wait for the callbacks given to Future.Then: they are the
+// caller's code, on goroutines of their own, and waiting for them would
+// hang a callback that calls Close (it would wait for itself). Callbacks of
+// the futures Close resolves may run after it returns. It must not be
+// called from the Observer, which runs on the loop Close waits for.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() { e.post(closeCmd{}) })
 	<-e.loopDone
