@@ -439,6 +439,8 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 			}
 		}
 		return
+	case events.OpRecover:
+		in.kind, in.children, in.pzxid, in.name, in.foreign = inListed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case events.OpWatch:
 		in.kind = inWatchSet
 	case events.OpWatchChildren:
@@ -563,6 +565,8 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 	case effList:
 		e.requestListing(ef.path, en.id)
+	case effRecover:
+		e.submit(op{kind: events.OpRecover, id: en.id, path: ef.path, find: ef.id})
 	case effWatch:
 		e.unwatch(en)
 		en.watching = ef.path

@@ -6,11 +6,13 @@ import (
 	"net"
 	"path"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The executor is the one place that turns effects into ZooKeeper requests.
@@ -25,8 +27,9 @@ type op struct {
 	id    uint64 // the contender; 0 for shared listings
 	path  string
 	data  []byte
-	fixed bool // OpCreate: a non-sequential node
-	write bool // counted in the engine's writes in flight
+	fixed bool   // OpCreate: a non-sequential node
+	write bool   // counted in the engine's writes in flight
+	find  string // OpRecover: the protected id to look for
 }
 
 // createFlags: lock nodes are ephemeral and sequential, but for a node
@@ -55,11 +58,16 @@ type Stats struct {
 	// deletes issued together; Batched is how many of the Creates and
 	// Deletes went inside them.
 	Multis, Batched uint64
+	// Recoveries counts the reads that settle a create whose reply was
+	// lost, each a sync and a getChildren of the lock path; OwnerChecks the
+	// exists requests they sent for children carrying the protected id.
+	Recoveries, OwnerChecks uint64
 }
 
 // Requests is the total number of requests.
 func (s Stats) Requests() uint64 {
-	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis
+	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis +
+		2*s.Recoveries + s.OwnerChecks
 }
 
 type counters struct {
@@ -67,6 +75,7 @@ type counters struct {
 	localWatches atomic.Uint64
 	multis       atomic.Uint64 // multi requests sent
 	batched      atomic.Uint64 // creates and deletes sent inside them
+	ownerChecks  atomic.Uint64 // exists requests of recovery reads
 }
 
 func (c *counters) snapshot() Stats {
@@ -80,6 +89,8 @@ func (c *counters) snapshot() Stats {
 		Deletes:       c.n[events.OpDelete].Load(),
 		Multis:        c.multis.Load(),
 		Batched:       c.batched.Load(),
+		Recoveries:    c.n[events.OpRecover].Load(),
+		OwnerChecks:   c.ownerChecks.Load(),
 	}
 }
 
@@ -308,12 +319,55 @@ func (e *Engine) exec(o op) events.OpDone {
 		}
 	case events.OpRevokeWatch:
 		done.Data, _, _, done.Err = e.conn.GetW(o.path)
+	case events.OpRecover:
+		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.path, o.find)
 	case events.OpDelete:
 		done.Err = e.conn.Delete(o.path, -1)
 		// Read after the reply: at least the deletion's zxid (see handOff).
 		done.Zxid = e.lastZxid.Load()
 	}
 	return done
+}
+
+// recoverNode is the read that settles a create whose reply was lost. It
+// syncs lockPath first, so that the server answering has applied every
+// write the leader committed before the sync, the lost create among them
+// if it was applied at all; then it lists lockPath, and checks the owner
+// of each child carrying id: name is the one this session owns, if any;
+// foreign reports that one is owned by another session.
+func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int64, name string, foreign bool, err error) {
+	if _, err := e.conn.Sync(lockPath); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, 0, "", false, err
+	}
+	children, stat, err := e.conn.Children(lockPath)
+	if err != nil {
+		return nil, 0, "", false, err
+	}
+	if stat != nil {
+		pzxid = stat.Pzxid
+	}
+	for _, child := range children {
+		if !strings.Contains(child, id) {
+			continue // cheap skip before parsing
+		}
+		if n, ok := queue.Parse(child); !ok || n.ID != id {
+			continue
+		}
+		e.count.ownerChecks.Add(1)
+		exists, stat, err := e.conn.Exists(lockPath + "/" + child)
+		switch {
+		case err != nil:
+			return nil, 0, "", false, err
+		case !exists:
+			// Deleted since the listing, by someone else: not a node we
+			// can hold, whoever made it.
+		case stat.EphemeralOwner == e.conn.SessionID():
+			return children, pzxid, child, false, nil
+		default:
+			foreign = true
+		}
+	}
+	return children, pzxid, "", foreign, nil
 }
 
 // ensurePath creates p and any missing ancestors as container nodes, which

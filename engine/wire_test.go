@@ -2,7 +2,7 @@ package engine_test
 
 import (
 	"encoding/binary"
-	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -32,11 +32,14 @@ const (
 
 // ZooKeeper opcodes the tests look for.
 const (
-	opCreate = 1
-	opMulti  = 14
+	opCreate       = 1
+	opSync         = 9
+	opGetChildren2 = 12
 )
 
-var errCut = errors.New("wiretap: connection cut")
+// errCut is what a cut connection reports: a closed connection, as the
+// client would see one the network dropped.
+var errCut = fmt.Errorf("wiretap: connection cut: %w", net.ErrClosed)
 
 func newWireTap() *wireTap { return &wireTap{outstanding: make(map[int32]int32)} }
 
@@ -171,8 +174,9 @@ func (c *tapConn) cutNow() {
 	c.tap.mu.Unlock()
 }
 
-// createPath reads the path of a create request's body.
-func createPath(body []byte) string {
+// requestPath reads the path that starts a request's body (create, sync,
+// getChildren and most others).
+func requestPath(body []byte) string {
 	if len(body) < 4 {
 		return ""
 	}
