@@ -240,13 +240,12 @@ func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. Cancelling
 // ctx before the grant resolves the future with ctx's error and removes the
-// contender's node; after the grant it has no effect on the lease.
+// contender's node; after the grant it has no effect on the lease. A
+// request that cannot work resolves the future at once, before anything is
+// sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest.
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
-	if err := ValidatePath(req.Path); err != nil {
+	if err := req.validate(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
-	}
-	if req.Decide == nil || req.Prefix == "" {
-		return resolvedFuture[*Lease](nil, fmt.Errorf("%w: request without a recipe", ErrInvalidConfig))
 	}
 	if err := ctx.Err(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
