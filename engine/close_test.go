@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/zktest"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
@@ -19,13 +20,7 @@ const closeBound = 30 * time.Second
 // cleanup that called it too would hang the run when Close hangs.
 func startUnmanaged(t *testing.T) *engine.Engine {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	eng, err := engine.Start(ctx, engine.Config{Servers: []string{shared.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eng
+	return zktest.StartEngine(t, shared.Addr(), engine.Config{})
 }
 
 // returnsWithin fails the test if done is not closed within closeBound.

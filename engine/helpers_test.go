@@ -1,61 +1,33 @@
 package engine_test
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/zktest"
 )
 
 // startEngine starts an engine on the shared server (unless cfg names
 // servers) and closes it when the test ends.
 func startEngine(t testing.TB, cfg engine.Config) *engine.Engine {
 	t.Helper()
-	if cfg.Servers == nil {
-		cfg.Servers = []string{shared.Addr()}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e, err := engine.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start engine: %v", err)
-	}
+	e := zktest.StartEngine(t, shared.Addr(), cfg)
 	t.Cleanup(func() { e.Close() })
 	return e
 }
 
 // testRoot is a lock root of the test's own, so tests never share nodes.
-func testRoot(t testing.TB) string {
-	return "/test/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
-}
+func testRoot(t testing.TB) string { return zktest.Root(t) }
 
 // rawConn opens a plain ZooKeeper session, outside any engine, for setting
 // up and checking.
-func rawConn(t testing.TB) *zk.Conn {
-	t.Helper()
-	conn, evs, err := zk.Connect([]string{shared.Addr()}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range evs {
-		}
-	})
-	return conn
-}
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
+func rawConn(t testing.TB) *zk.Conn { return zktest.Connect(t, shared.Addr()) }
 
 // mkdirs creates p and its missing ancestors as persistent nodes.
 func mkdirs(t testing.TB, conn *zk.Conn, p string) {
@@ -72,45 +44,12 @@ func mkdirs(t testing.TB, conn *zk.Conn, p string) {
 
 // ephemerals lists the ephemeral nodes (lock nodes) anywhere under root.
 func ephemerals(t testing.TB, conn *zk.Conn, root string) []string {
-	t.Helper()
-	var found []string
-	var walk func(p string)
-	walk = func(p string) {
-		children, _, err := conn.Children(p)
-		if err == zk.ErrNoNode {
-			return
-		}
-		if err != nil {
-			t.Fatalf("list %s: %v", p, err)
-		}
-		for _, c := range children {
-			child := p + "/" + c
-			ok, stat, err := conn.Exists(child)
-			if err != nil {
-				t.Fatalf("stat %s: %v", child, err)
-			}
-			if ok && stat.EphemeralOwner != 0 {
-				found = append(found, child)
-			}
-			walk(child)
-		}
-	}
-	walk(root)
-	return found
+	return zktest.Ephemerals(t, conn, root)
 }
 
 // eventually polls cond until it holds or a generous bound passes: for state
-// that settles asynchronously (a delete still in flight), never for timing.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// that settles asynchronously, never for timing.
+func eventually(t testing.TB, what string, cond func() bool) { zktest.Eventually(t, what, cond) }
 
 // loopGate holds the engine's loop still, so that a test can queue several
 // commands that the loop then handles in one turn. The loop is held inside

@@ -34,16 +34,22 @@ func nodesOf(t testing.TB, conn *zk.Conn, path string, session int64) []string {
 	return owned
 }
 
+// lostCreateScene sets up a recovery test: a lock path that exists, a plain
+// session to look at it with, and a tap for the engine's connection, whose
+// onRequest decides the fate of a create.
+func lostCreateScene(t *testing.T) (ctx context.Context, lockPath string, raw *zk.Conn, tap *wireTap) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	lockPath = testRoot(t) + "/a"
+	raw = rawConn(t)
+	mkdirs(t, raw, lockPath)
+	return ctx, lockPath, raw, newWireTap()
+}
+
 // A create whose reply is lost with the connection: the server made the
 // node, and the recovery read (a sync, then a listing) finds and adopts it.
 func TestRecoveryAdoptsOwnNodeAfterSync(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	lockPath := testRoot(t) + "/a"
-	raw := rawConn(t)
-	mkdirs(t, raw, lockPath)
-
-	tap := newWireTap()
+	ctx, lockPath, raw, tap := lostCreateScene(t)
 	var (
 		mu    sync.Mutex
 		asked string   // the create whose reply was lost
@@ -95,13 +101,7 @@ func TestRecoveryAdoptsOwnNodeAfterSync(t *testing.T) {
 // node under the very name it asked for: recovery must not adopt that node
 // (nor delete it), but queue behind it under a fresh id.
 func TestRecoveryOnServerIgnoresNodeOfAnotherSession(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	lockPath := testRoot(t) + "/a"
-	raw := rawConn(t)
-	mkdirs(t, raw, lockPath)
-
-	tap := newWireTap()
+	ctx, lockPath, raw, tap := lostCreateScene(t)
 	var (
 		mu         sync.Mutex
 		foreign    string
