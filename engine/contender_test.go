@@ -90,6 +90,16 @@ func listed(pzxid int64, children ...string) input {
 }
 func reply(k inputKind, o outcome) input { return input{kind: k, outcome: o} }
 
+// recoverRead is the recovery read of the n-th id's create.
+func recoverRead(n int) effect {
+	return effect{kind: effRecover, path: "/locks/a", id: fmt.Sprintf("00000000-0000-4000-8000-%012d", n)}
+}
+
+// recovered is the reply to a recovery read that found ours (or "").
+func recovered(pzxid int64, ours string, children ...string) input {
+	return input{kind: inListed, children: children, pzxid: pzxid, name: ours}
+}
+
 // toHeld drives a fresh contender to a grant with node(1, 5).
 func (s *script) toHeld() {
 	s.t.Helper()
@@ -191,9 +201,9 @@ func TestCancelBeforeCreateReplyThenConnectionLoss(t *testing.T) {
 	s.step(input{kind: inStart}, create(1))
 	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
 	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, list)
+	s.step(input{kind: inRetry}, recoverRead(1))
 	// The create did happen: recovery finds the node by its id and deletes it.
-	s.step(listed(100, other(3), node(1, 5)), del(node(1, 5)))
+	s.step(recovered(100, node(1, 5), other(3), node(1, 5)), del(node(1, 5)))
 	s.step(reply(inDeleted, outConnLoss), park)
 	s.step(input{kind: inReconnected}, del(node(1, 5)))
 	s.step(reply(inDeleted, outOK), done)
@@ -246,9 +256,10 @@ func TestConnectionLossDuringCreateNodeFound(t *testing.T) {
 	s.step(input{kind: inStart}, create(1))
 	s.step(reply(inCreated, outConnLoss), park)
 	s.step(input{kind: inDisconnected})
-	s.step(input{kind: inReconnected}, list)
+	// Not a plain listing: the recovery read, synced, that looks for our id.
+	s.step(input{kind: inReconnected}, recoverRead(1))
 	// The server did create it: adopt it, never create a second.
-	s.step(listed(100, node(1, 5)), grant(100))
+	s.step(recovered(100, node(1, 5), node(1, 5)), grant(100))
 	if s.c.node != node(1, 5) {
 		t.Fatalf("adopted %q", s.c.node)
 	}
@@ -258,11 +269,48 @@ func TestConnectionLossDuringCreateNodeNotFound(t *testing.T) {
 	s := newScript(t)
 	s.step(input{kind: inStart}, create(1))
 	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, list)
+	s.step(input{kind: inRetry}, recoverRead(1))
 	// Not created: send the same create again (same protected id).
-	s.step(listed(100, other(3)), create(1))
+	s.step(recovered(100, "", other(3)), create(1))
 	s.step(created(node(1, 4)), list)
 	s.step(listed(101, other(3), node(1, 4)), watch(other(3)))
+}
+
+// A node carrying our id that another session owns is never adopted, nor
+// deleted: the id is taken, and the contender starts under a fresh one.
+func TestRecoveryIgnoresNodeOfAnotherSession(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	foreign := input{kind: inListed, children: []string{node(1, 3)}, pzxid: 100, foreign: true}
+	s.step(foreign, create(2))
+	s.step(created(node(2, 4)), list)
+	s.step(listed(101, node(1, 3), node(2, 4)), watch(node(1, 3)))
+
+	// Cancelled meanwhile: nothing of ours to clean up.
+	s = newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(foreign, done)
+}
+
+// Every listing asked for while a create's fate is unknown is the recovery
+// read, whoever asks: a failed recovery read retried, a cleanup.
+func TestEveryListingWhileRecoveringIsTheRecoveryRead(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(reply(inListed, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(inListed, outConnLoss), park)
+	s.step(input{kind: inReconnected}, recoverRead(1))
+	s.step(recovered(100, node(1, 5), node(1, 5)), del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
 }
 
 func TestSessionExpiryWhileWaiting(t *testing.T) {
@@ -450,6 +498,7 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		{kind: inCancel, err: context.Canceled}, {kind: inCancel, err: ErrClosed, closing: true},
 		{kind: inDisconnected}, {kind: inReconnected}, {kind: inExpired}, {kind: inUntrusted}, {kind: inRetry},
 		listed(2, node(2, 6)), created(node(2, 6)), {kind: inHandoff, pzxid: 3}, {kind: inTrusted}, {kind: inRefused},
+		recovered(4, node(1, 5), node(1, 5)), {kind: inListed, children: []string{node(1, 5)}, foreign: true},
 	}
 	// A small deterministic walk: every sequence of up to 4 inputs after start.
 	var walk func(prefix []int)
@@ -600,4 +649,31 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 			t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
 		}
 	})
+}
+
+// A delete refused for an unexpected reason is never given up: the node
+// would block the lock path for every client until the session ends.
+func TestRefusedDeleteIsRetried(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inRelease}, del(node(1, 5)))
+	refused := errors.New("zk: buffer too small")
+	got := s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark || !errors.Is(got[0].err, refused) {
+		t.Fatalf("refused delete: effects %v, want a park carrying the refusal", got)
+	}
+	s.step(input{kind: inRetry}, del(node(1, 5)))
+	// Gone meanwhile (say the first attempt was applied after all): released.
+	s.step(reply(inDeleted, outNoNode), effect{kind: effReleased}, done)
+
+	// A cancelled waiter's cleanup, likewise.
+	s = newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	got = s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark {
+		t.Fatalf("refused cleanup delete: effects %v, want a park", got)
+	}
+	s.step(input{kind: inRetry}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
 }

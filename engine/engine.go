@@ -84,7 +84,11 @@ type Engine struct {
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
 
-	wg        sync.WaitGroup // every goroutine the engine starts, but the loop
+	// wg counts the goroutines of the engine's own work, but the loop:
+	// requests and direct reads. Users' callbacks are not counted (see
+	// Close). Every Add happens before the loop exits, or under mu while
+	// not closed, so never concurrently with Close's Wait.
+	wg        sync.WaitGroup
 	loopDone  chan struct{}
 	ready     chan struct{} // closed at the first session
 	closeOnce sync.Once
@@ -265,18 +269,17 @@ func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. Cancelling
 // ctx before the grant resolves the future with ctx's error and removes the
-// contender's node; after the grant it has no effect on the lease.
+// contender's node; after the grant it has no effect on the lease. A
+// request that cannot work resolves the future at once, before anything is
+// sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest.
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
-	if err := ValidatePath(req.Path); err != nil {
+	if err := req.validate(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
-	}
-	if req.Decide == nil || req.Prefix == "" {
-		return resolvedFuture[*Lease](nil, fmt.Errorf("%w: request without a recipe", ErrInvalidConfig))
 	}
 	if err := ctx.Err(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
 	}
-	fut := newFuture[*Lease](e.spawn)
+	fut := newFuture[*Lease]()
 	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
 		fut.resolve(nil, ErrClosed)
 	}
@@ -284,7 +287,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 }
 
 func (e *Engine) release(l *Lease) *Future[struct{}] {
-	fut := newFuture[struct{}](e.spawn)
+	fut := newFuture[struct{}]()
 	if !e.post(releaseCmd{lease: l, fut: fut}) {
 		fut.resolve(struct{}{}, l.Err())
 	}
@@ -302,20 +305,17 @@ func (e *Engine) post(cmd any) bool {
 	return true
 }
 
-// spawn runs a future's callbacks on their own goroutine, counted so that
-// Close can wait for them.
-func (e *Engine) spawn(f func()) {
-	if e.rt.callbacks != nil {
-		e.rt.callbacks(f)
-		return
-	}
-	e.wg.Go(f)
-}
-
 // Close cancels every waiter (their futures resolve with ErrClosed), loses
 // and releases every held lease, deletes their nodes, closes the session and
-// returns once every goroutine the engine started has exited. It is safe to
-// call more than once.
+// returns once every goroutine the engine runs for its own work (the loop,
+// requests, reads) has exited. It is safe to call more than once, from
+// several goroutines at once, and from a Then callback.
+//
+// Close does not wait for the callbacks given to Future.Then: they are the
+// caller's code, on goroutines of their own, and waiting for them would
+// hang a callback that calls Close (it would wait for itself). Callbacks of
+// the futures Close resolves may run after it returns. It must not be
+// called from the Observer, which runs on the loop Close waits for.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() { e.post(closeCmd{}) })
 	<-e.loopDone
@@ -481,6 +481,8 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 			}
 		}
 		return
+	case events.OpRecover:
+		in.kind, in.children, in.pzxid, in.name, in.foreign = inListed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case events.OpWatch:
 		in.kind = inWatchSet
 	case events.OpWatchChildren:
@@ -619,6 +621,8 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 	case effList:
 		e.requestListing(ef.path, en.id)
+	case effRecover:
+		e.submit(op{kind: events.OpRecover, id: en.id, path: ef.path, find: ef.id})
 	case effWatch:
 		e.unwatch(en)
 		en.watching = ef.path
@@ -702,6 +706,9 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 		e.report(events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
 	case effPark:
+		if ef.err != nil {
+			e.log.Warn("request refused; retrying", "path", en.c.lockPath, "err", ef.err)
+		}
 		e.park(en)
 	case effDone:
 		e.unwatch(en)

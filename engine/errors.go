@@ -25,6 +25,10 @@ var (
 	ErrUnreachable = errors.New("turnstile: ZooKeeper unreachable")
 	// ErrInvalidConfig: the engine's configuration cannot work.
 	ErrInvalidConfig = errors.New("turnstile: invalid config")
+	// ErrInvalidRequest: a Request cannot be acquired as it is (no Decider,
+	// a Prefix that makes names no recipe reads, a malformed Seq, Data
+	// over MaxDataLen). A bad Path reports ErrInvalidPath instead.
+	ErrInvalidRequest = errors.New("turnstile: invalid request")
 )
 
 // lostError reports a lost lease: errors.Is finds both ErrLost and the cause.

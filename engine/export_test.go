@@ -24,7 +24,6 @@ type SimWorld struct {
 	Goroutine func(f func())
 	AfterFunc func(d time.Duration, f func()) SimTimer
 	AfterDone func(ctx context.Context, f func()) (stop func() bool)
-	Callbacks func(f func())
 	CloseConn func()
 	// Clock is the watchdog's monotonic clock.
 	Clock func() time.Duration
@@ -39,7 +38,7 @@ func NewSimEngine(cfg Config, w SimWorld) (*Engine, error) {
 	}
 	e := newEngine(cfg)
 	e.conn = w.Conn
-	e.rt = runtime{newID: w.NewID, callbacks: w.Callbacks, goroutine: w.Goroutine,
+	e.rt = runtime{newID: w.NewID, goroutine: w.Goroutine,
 		afterFunc: w.AfterFunc, afterDone: w.AfterDone, closeConn: w.CloseConn}
 	e.trust.clock, e.trust.afterFunc = w.Clock, w.AfterFunc
 	return e, nil
@@ -104,4 +103,13 @@ func (e *Engine) MakeLastTry() bool {
 		e.inbox.Put(ev)
 	}
 	return ok
+}
+
+// RunCallbacksInPlace has every future run its callbacks at once on the
+// resolving goroutine, until restore is called: the simulator's one
+// goroutine runs everything.
+func RunCallbacksInPlace() (restore func()) {
+	inPlace := func(f func()) { f() }
+	callbackRunner.Store(&inPlace)
+	return func() { callbackRunner.Store(nil) }
 }

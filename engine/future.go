@@ -3,14 +3,13 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Future is a value that becomes available later: the outcome of an
 // acquisition, a release, or anything else the engine does asynchronously.
 // It is resolved exactly once.
 type Future[T any] struct {
-	spawn func(func()) // runs callbacks off the resolving goroutine
-
 	mu        sync.Mutex
 	done      chan struct{} // made on the first Done; most callers use Then
 	val       T
@@ -19,15 +18,10 @@ type Future[T any] struct {
 	callbacks []func(T, error)
 }
 
-func newFuture[T any](spawn func(func())) *Future[T] {
-	if spawn == nil {
-		spawn = func(f func()) { go f() }
-	}
-	return &Future[T]{spawn: spawn}
-}
+func newFuture[T any]() *Future[T] { return &Future[T]{} }
 
 func resolvedFuture[T any](v T, err error) *Future[T] {
-	f := newFuture[T](nil)
+	f := newFuture[T]()
 	f.resolve(v, err)
 	return f
 }
@@ -47,13 +41,26 @@ func (f *Future[T]) resolve(v T, err error) bool {
 	}
 	f.mu.Unlock()
 	if len(cbs) > 0 {
-		f.spawn(func() {
+		runCallbacks(func() {
 			for _, cb := range cbs {
 				cb(v, err)
 			}
 		})
 	}
 	return true
+}
+
+// callbackRunner, when set, runs futures' callbacks in place of a goroutine
+// of their own: the simulator runs them at once, on its one goroutine, so
+// that a run follows from its seed. Production never sets it.
+var callbackRunner atomic.Pointer[func(func())]
+
+func runCallbacks(f func()) {
+	if run := callbackRunner.Load(); run != nil {
+		(*run)(f)
+		return
+	}
+	go f()
 }
 
 // Done is closed once the future is resolved.
@@ -100,8 +107,15 @@ func (f *Future[T]) Result() (v T, err error, ok bool) {
 	return f.val, f.err, f.resolved
 }
 
-// Then arranges for fn to run once with the outcome. fn never runs on the
-// engine's loop goroutine, so a slow callback never stalls other locks.
+// Then arranges for fn to run once with the outcome, on a goroutine of its
+// own: never on the engine's loop goroutine, so a slow callback never
+// stalls other locks, and never on the caller's. fn may call anything of
+// the engine, Close included.
+//
+// The engine does not count these goroutines: Close does not wait for
+// callbacks, which may still be running, or about to start (with ErrClosed
+// when Close resolved their futures), when it returns. A caller that needs
+// its callbacks finished waits for them itself, e.g. with a sync.WaitGroup.
 func (f *Future[T]) Then(fn func(T, error)) {
 	f.mu.Lock()
 	if !f.resolved {
@@ -111,7 +125,7 @@ func (f *Future[T]) Then(fn func(T, error)) {
 	}
 	v, err := f.val, f.err
 	f.mu.Unlock()
-	f.spawn(func() { fn(v, err) })
+	runCallbacks(func() { fn(v, err) })
 }
 
 // wait blocks until resolved: for futures the engine guarantees to resolve.

@@ -27,6 +27,8 @@ type zkConn interface {
 	Set(path string, data []byte, version int32) (*zk.Stat, error)
 	Delete(path string, version int32) error
 	Multi(ops ...any) ([]zk.MultiResponse, error)
+	Sync(path string) (string, error)
+	Exists(path string) (bool, *zk.Stat, error)
 	SessionID() int64
 }
 
@@ -42,9 +44,6 @@ type timer interface {
 type runtime struct {
 	// newID makes a contender's protected id (queue.NewID).
 	newID func() string
-	// callbacks runs a future's callbacks, off the resolving goroutine
-	// (nil: on a goroutine the engine counts, see Engine.spawn).
-	callbacks func(f func())
 	// goroutine runs one request, which blocks on the client, to its end.
 	goroutine func(f func())
 	// afterFunc runs f once d has passed, unless stopped first.

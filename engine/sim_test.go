@@ -132,7 +132,6 @@ func newWorld(seed uint64, nClients int) *world {
 			Goroutine: c.goroutine,
 			AfterFunc: w.clock.afterFunc,
 			AfterDone: c.afterDone,
-			Callbacks: func(f func()) { f() },
 			CloseConn: c.closeConn,
 			Clock:     func() time.Duration { return w.clock.now },
 		})
@@ -356,6 +355,7 @@ func simulate(seed uint64, trace bool) simResult {
 }
 
 func TestSimulation(t *testing.T) {
+	defer engine.RunCallbacksInPlace()()
 	first, n := *simFirst, uint64(*simSeeds)
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
@@ -377,6 +377,7 @@ func TestSimulation(t *testing.T) {
 
 // TestSimulationIsDeterministic runs seeds twice and compares the traces.
 func TestSimulationIsDeterministic(t *testing.T) {
+	defer engine.RunCallbacksInPlace()()
 	for seed := uint64(1); seed <= 3; seed++ {
 		a, b := traceOf(seed), traceOf(seed)
 		if !slices.Equal(a, b) {
@@ -410,6 +411,7 @@ func TestSimulationSoak(t *testing.T) {
 	if *simSoak <= 0 {
 		t.Skip("run with -sim.soak=DURATION (make simulate)")
 	}
+	defer engine.RunCallbacksInPlace()()
 	start := time.Now()
 	var next atomic.Uint64
 	next.Store(*simFirst - 1)

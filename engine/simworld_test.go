@@ -292,6 +292,27 @@ func (c *client) Multi(ops ...any) ([]zk.MultiResponse, error) {
 	return res, codeErr(rep.Err)
 }
 
+func (c *client) Sync(p string) (string, error) {
+	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpSync, Path: p})
+	if err != nil {
+		return "", err
+	}
+	return rep.Path, codeErr(rep.Err)
+}
+
+func (c *client) Exists(p string) (bool, *zk.Stat, error) {
+	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpExists, Path: p})
+	switch {
+	case err != nil:
+		return false, nil, err
+	case rep.Err == zkmodel.NoNode:
+		return false, nil, nil
+	case rep.Err != zkmodel.OK:
+		return false, nil, codeErr(rep.Err)
+	}
+	return true, stat(rep.Stat), nil
+}
+
 func (c *client) SessionID() int64 { return int64(c.session) }
 
 // codeErr is the error go-zookeeper makes of a result code.
