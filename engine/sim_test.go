@@ -189,12 +189,20 @@ func (w *world) step() {
 		if c.up && w.model.Pending(c.session) > 0 {
 			add(20, "receive", c.receive)
 		}
-		if !c.up {
+		if !c.up && c.partitionedUntil <= w.clock.now {
 			add(3, "connect", c.connect)
 		}
 		if w.faults {
 			if c.up {
 				add(1, "disconnect", func() { w.tracef("%s: connection lost", c.name); c.lose() })
+				add(1, "partition", func() {
+					// No server reachable for a while: the session may
+					// expire before the client gets through again.
+					d := time.Duration(w.rng.Int64N(int64(3 * simSessionTimeout)))
+					c.partitionedUntil = w.clock.now + d
+					w.tracef("%s: partitioned for %v", c.name, d)
+					c.lose()
+				})
 			}
 			add(1, "stall", func() {
 				d := time.Duration(w.rng.Int64N(int64(2 * simSessionTimeout)))
@@ -206,7 +214,7 @@ func (w *world) step() {
 			add(6, "acquire", func() { w.acquire(c) })
 		}
 	}
-	add(8, "release", w.releaseOne)
+	add(4, "release", w.releaseOne)
 	if w.faults {
 		add(2, "cancel", w.cancelOne)
 		add(1, "jump", func() {
@@ -271,7 +279,7 @@ func (w *world) quiesce() {
 	w.faults = false
 	w.tracef("faults stop")
 	for _, c := range w.clients {
-		c.stalledUntil = 0
+		c.stalledUntil, c.partitionedUntil = 0, 0
 	}
 	deadline := w.clock.now + simQuiet
 	for w.failure == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/lock"
@@ -40,6 +41,7 @@ type acq struct {
 	downgradeOf *acq                 // kindDowngrade
 	callbacks   int                  // times the future's Then callback ran
 	released    bool                 // the workload began its release
+	releaseAt   time.Duration        // when the holder lets go; 0 until seen held
 	relFut      *engine.Future[struct{}]
 }
 
@@ -143,7 +145,24 @@ func (w *world) acquire(c *client) {
 func (w *world) releaseOne() {
 	var held []*acq
 	for _, a := range w.acqs {
-		if !a.released && a.lease() != nil {
+		if a.released || a.lease() == nil {
+			continue
+		}
+		if a.releaseAt == 0 {
+			// Seen held for the first time: the holder keeps it a while,
+			// mostly briefly, at times for longer than a session timeout.
+			var hold time.Duration
+			switch k := w.rng.IntN(10); {
+			case k < 5:
+				hold = time.Duration(w.rng.Int64N(int64(100 * time.Millisecond)))
+			case k < 9:
+				hold = time.Duration(w.rng.Int64N(int64(time.Second)))
+			default:
+				hold = time.Duration(w.rng.Int64N(int64(4 * simSessionTimeout)))
+			}
+			a.releaseAt = w.clock.now + hold + 1
+		}
+		if w.clock.now >= a.releaseAt || !w.faults {
 			held = append(held, a)
 		}
 	}

@@ -117,9 +117,10 @@ type client struct {
 	nextXid int64
 	coros   map[*coro]struct{} // live coroutines
 
-	stalledUntil time.Duration // the loop processes nothing before this
-	exited       bool          // the engine shut down
-	cancels      []*afterDone  // context.AfterFunc registrations
+	stalledUntil     time.Duration // the loop processes nothing before this
+	partitionedUntil time.Duration // no server answers a connect before this
+	exited           bool          // the engine shut down
+	cancels          []*afterDone  // context.AfterFunc registrations
 }
 
 type afterDone struct {
