@@ -2,6 +2,8 @@
 #
 #   make run     start a local ZooKeeper and run the example pipeline
 #   make test    vet, gofmt check, and the race-enabled test suite
+#   make simulate  the deterministic simulator's soak on every core
+#                (SIM_DURATION, default 5m; SIM_FIRST, the first seed)
 #   make deps    install what the tests need (Debian/Ubuntu, as root)
 
 GO ?= go
@@ -22,7 +24,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench
+.PHONY: all deps test vet fmt-check run stress bench simulate
 
 all: test
 
@@ -89,3 +91,14 @@ bench: deps
 	$(GO) run ./stress -impl all -workload uncontended -workers 64 -duration 10s
 	$(GO) run ./stress -impl all -workload contended -workers 16 -duration 10s
 	$(GO) run ./stress -impl all -workload waiters -paths 100 -workers 100 -duration 10s
+
+# The simulator's soak (engine/sim_test.go): seeds from SIM_FIRST on, one
+# per core at a time, each single-threaded and reproducible, for
+# SIM_DURATION. It prints seeds/s, schedule steps, simulated acquisitions
+# and failures, with the seed and replay command of the first failure.
+# (make test runs a bounded number of seeds, under the race detector.)
+SIM_DURATION ?= 5m
+SIM_FIRST ?= 1
+simulate: deps
+	$(GO) test ./engine -run 'TestSimulationSoak$$' -count=1 -timeout 0 -v \
+		-sim.soak=$(SIM_DURATION) -sim.first=$(SIM_FIRST)
