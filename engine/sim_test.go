@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
+	"github.com/turnstile-go/turnstile/lock"
 )
 
 // The simulator: N engines, each its own session, run the real recipes of
@@ -62,32 +63,48 @@ type world struct {
 	clients []*client
 	running *coro
 
-	acqs     []*acq
-	check    checker
-	faults   bool // disconnects, stalls, clock jumps, expiries
-	trace    []string
-	traceAll bool
-	steps    int
-	failure  string
-	ids      uint64
+	acqs       []*acq                          // every acquisition started
+	open       []*acq                          // those not settled yet (see acq.unsettled), pruned now and then
+	reentrants map[string]*lock.ReentrantMutex // engine and path → its one ReentrantMutex
+	check      checker
+	faults     bool // disconnects, stalls, clock jumps, expiries
+	trace      []traceEntry
+	traceAll   bool
+	steps      int
+	failure    string
+	ids        uint64
 }
 
 // at is the model's time now.
 func (w *world) at() time.Time { return w.epoch.Add(w.clock.now) }
 
 func (w *world) tracef(format string, args ...any) {
-	line := fmt.Sprintf("%8.3fs ", w.clock.now.Seconds()) + fmt.Sprintf(format, args...)
+	e := traceEntry{at: w.clock.now, format: format, args: args}
 	if w.traceAll {
-		fmt.Println(line)
+		fmt.Println(e)
 	}
 	if w.check.onLine != nil {
-		w.check.onLine(line)
+		w.check.onLine(e.String())
 	}
 	const keep = 80
 	if len(w.trace) >= 2*keep {
+		clear(w.trace[:len(w.trace)-keep])
 		w.trace = append(w.trace[:0], w.trace[len(w.trace)-keep:]...)
 	}
-	w.trace = append(w.trace, line)
+	w.trace = append(w.trace, e)
+}
+
+// traceEntry is one line of the trace, formatted only when printed: most
+// runs print nothing. Its arguments are values, or things that print only
+// what does not change.
+type traceEntry struct {
+	at     time.Duration
+	format string
+	args   []any
+}
+
+func (e traceEntry) String() string {
+	return fmt.Sprintf("%8.3fs ", e.at.Seconds()) + fmt.Sprintf(e.format, e.args...)
 }
 
 func (w *world) fail(format string, args ...any) {
@@ -104,7 +121,8 @@ func (w *world) newID() string {
 }
 
 func newWorld(seed uint64, nClients int) *world {
-	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true}
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true,
+		reentrants: make(map[string]*lock.ReentrantMutex)}
 	w.epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w.model = zkmodel.New(zkmodel.Config{
 		TickTime: simTick,
@@ -312,12 +330,18 @@ func (w *world) quiesce() {
 	w.check.allResolved()
 }
 
+// prune drops the settled acquisitions from w.open.
+func (w *world) prune() {
+	w.open = slices.DeleteFunc(w.open, func(a *acq) bool { return a.unsettled() == "" })
+}
+
 // settled: no acquisition pending, nothing held (lost leases count as not
 // held), no release pending.
 func (w *world) settled() bool { return w.unsettled() == "" }
 
 func (w *world) unsettled() string {
-	for _, a := range w.acqs {
+	w.prune()
+	for _, a := range w.open {
 		if s := a.unsettled(); s != "" {
 			return a.String() + " " + s
 		}
@@ -338,7 +362,7 @@ func (w *world) failureReport() string {
 	fmt.Fprintf(&b, "last events:\n")
 	tail := w.trace[max(0, len(w.trace)-60):]
 	for _, l := range tail {
-		fmt.Fprintf(&b, "  %s\n", l)
+		fmt.Fprintf(&b, "  %v\n", l)
 	}
 	return b.String()
 }

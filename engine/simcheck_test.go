@@ -51,7 +51,7 @@ func (k *checker) all() {
 	w := k.w
 	byPath := make(map[string][]holder)
 	seen := make(map[*lock.Lease]bool)
-	for _, a := range w.acqs {
+	for _, a := range w.open {
 		l := a.lease()
 		if l == nil || seen[l] || !l.Held() || a.released && a.kind != kindReentrant {
 			continue

@@ -77,14 +77,14 @@ func (a *acq) unsettled() string {
 	return ""
 }
 
-// reentrants is one ReentrantMutex per engine and path, shared by owners.
+// reentrant is the one ReentrantMutex of an engine on a path, which its
+// owners share.
 func (w *world) reentrant(c *client, p string) *lock.ReentrantMutex {
-	for _, a := range w.acqs {
-		if a.kind == kindReentrant && a.c == c && a.path == p {
-			return a.rm
-		}
+	key := c.name + " " + p
+	if w.reentrants[key] == nil {
+		w.reentrants[key] = lock.NewReentrantMutex(c.eng, p)
 	}
-	return lock.NewReentrantMutex(c.eng, p)
+	return w.reentrants[key]
 }
 
 func (w *world) acquire(c *client) {
@@ -105,7 +105,7 @@ func (w *world) acquire(c *client) {
 		a.try = w.rng.IntN(4) == 0 && c.eng.MakeLastTry()
 	case k < 9:
 		a.kind, a.rm, a.owner = kindReentrant, w.reentrant(c, p), 1+w.rng.IntN(2)
-		for _, b := range w.acqs {
+		for _, b := range w.open {
 			if b.rm == a.rm && b.owner == a.owner && b.unsettled() == "still waiting" {
 				cancel()
 				return // joining a pending acquisition waits on a goroutine of the recipe's
@@ -114,7 +114,7 @@ func (w *world) acquire(c *client) {
 		a.fut = a.rm.Acquire(ctx, a.owner)
 	default:
 		var held []*acq
-		for _, b := range w.acqs {
+		for _, b := range w.open {
 			if b.kind == kindWrite && b.c == c && !b.released && b.lease() != nil && b.lease().Held() {
 				held = append(held, b)
 			}
@@ -137,14 +137,16 @@ func (w *world) acquire(c *client) {
 		})
 	}
 	w.acqs = append(w.acqs, a)
+	w.open = append(w.open, a)
 	w.tracef("%s: acquire %v", c.name, a)
 }
 
 // releaseOne begins the release of a held lease; in the quiet phase it is
 // the only way waiters behind get in, so it is made often enough.
 func (w *world) releaseOne() {
+	w.prune()
 	var held []*acq
-	for _, a := range w.acqs {
+	for _, a := range w.open {
 		if a.released || a.lease() == nil {
 			continue
 		}
@@ -184,7 +186,7 @@ func (w *world) releaseOne() {
 // cancelOne cancels a waiting acquisition's context.
 func (w *world) cancelOne() {
 	var waiting []*acq
-	for _, a := range w.acqs {
+	for _, a := range w.open {
 		if _, _, ok := a.fut.Result(); !ok {
 			waiting = append(waiting, a)
 		}
