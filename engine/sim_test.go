@@ -32,7 +32,7 @@ import (
 
 var (
 	simSeed  = flag.Uint64("sim.seed", 0, "run only this seed")
-	simSeeds = flag.Int("sim.seeds", 60, "seeds TestSimulation runs")
+	simSeeds = flag.Int("sim.seeds", 150, "seeds TestSimulation runs")
 	simTrace = flag.Bool("sim.trace", false, "print the whole trace of the run")
 	simSoak  = flag.Duration("sim.soak", 0, "TestSimulationSoak: run seeds on every core for this long")
 	simFirst = flag.Uint64("sim.first", 1, "the first seed of a run of seeds")
@@ -223,7 +223,7 @@ func (w *world) step() {
 				})
 			}
 			add(1, "stall", func() {
-				d := time.Duration(w.rng.Int64N(int64(2 * simSessionTimeout)))
+				d := time.Duration(w.rng.Int64N(int64(4 * simSessionTimeout)))
 				c.stalledUntil = w.clock.now + d
 				w.tracef("%s: loop stalls for %v", c.name, d)
 			})
