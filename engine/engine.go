@@ -83,6 +83,7 @@ type Engine struct {
 	lastRead   atomic.Int64 // unix nanos of the last byte read from a server
 	negotiated atomic.Int64 // the session timeout the server granted, nanos
 	lastZxid   atomic.Int64 // the greatest zxid seen in a reply header
+	gauges     gauges       // for monitoring; see gauges.go
 
 	wg        sync.WaitGroup // every goroutine the engine starts, but the loop
 	loopDone  chan struct{}
@@ -375,6 +376,7 @@ func (e *Engine) handleCommand(cmd any) {
 		en.c.failExp = e.cfg.FailOnExpiry
 		en.c.connected = e.connected
 		e.contenders[en.id] = en
+		e.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path})
 		e.attach(en, cmd.ctx)
 		e.step(en, input{kind: inStart})
 	case cancelCmd:
@@ -597,7 +599,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 			e.step(en, input{kind: inRelease})
 			return
 		}
-		e.report(events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
+		e.report(en, events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
 		if en.revocable {
 			e.watchRevoke(en)
 		}
@@ -608,24 +610,24 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if ef.err == context.Canceled || ef.err == context.DeadlineExceeded || ef.err == ErrClosed {
 			kind = events.Cancelled
 		}
-		e.report(events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
+		e.report(en, events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
 	case effReleased:
 		if en.released != nil {
 			en.released.resolve(struct{}{}, ef.err)
 		}
-		e.report(events.Report{Kind: events.Released, Path: en.c.lockPath, Token: en.lease.token})
+		e.report(en, events.Report{Kind: events.Released, Path: en.c.lockPath, Token: en.lease.token})
 	case effSuspend:
 		en.lease.setSuspended(true)
-		e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
+		e.report(en, events.Report{Kind: events.Suspended, Path: en.c.lockPath})
 	case effResume:
 		en.lease.setSuspended(false)
-		e.report(events.Report{Kind: events.Resumed, Path: en.c.lockPath})
+		e.report(en, events.Report{Kind: events.Resumed, Path: en.c.lockPath})
 	case effLost:
 		en.lease.markLost(ef.err)
 		if en.released != nil {
 			en.released.resolve(struct{}{}, en.lease.Err())
 		}
-		e.report(events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
+		e.report(en, events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
 	case effPark:
 		e.park(en)
 	case effDone:
@@ -668,7 +670,7 @@ func (e *Engine) revokeWatchDone(d events.OpDone) {
 	case d.Err == nil && bytes.Equal(d.Data, RevokeData):
 		delete(e.revokers, d.Path)
 		en.lease.markRevoked()
-		e.report(events.Report{Kind: events.Revoked, Path: en.c.lockPath, Node: en.c.node})
+		e.report(en, events.Report{Kind: events.Revoked, Path: en.c.lockPath, Node: en.c.node})
 	case d.Err != nil && classify(d.Err) == outConnLoss:
 		// The watch may not be set; look again once connected.
 		delete(e.revokers, d.Path)
@@ -759,8 +761,10 @@ func (e *Engine) forceEnd(en *entry, err error) {
 	e.apply(en, effect{kind: effDone})
 }
 
-func (e *Engine) report(r events.Report) {
+// report tells the observer, if any, about contender en.
+func (e *Engine) report(en *entry, r events.Report) {
 	if e.cfg.Observer != nil {
+		r.ID = en.id
 		e.cfg.Observer(r)
 	}
 }
@@ -791,6 +795,7 @@ func (e *Engine) handleTimer(id uint64) {
 		e.lostTimer = 0
 		if !e.connected {
 			e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
+			e.gauges.untrusted.Add(1)
 			for _, en := range e.contenders {
 				e.step(en, input{kind: inUntrusted})
 			}
@@ -820,6 +825,9 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 			e.cancelTimer(e.lostTimer)
 			e.lostTimer = 0
 		}
+		if e.everReady {
+			e.gauges.reconnects.Add(1)
+		}
 		if !e.everReady {
 			e.everReady = true
 			close(e.ready)
@@ -842,6 +850,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 			return
 		}
 		e.connected = false
+		e.gauges.disconnects.Add(1)
 		e.log.Info("session disconnected", "session", fmt.Sprintf("%#x", e.session))
 		e.lostTimer = e.after(time.Until(e.trustDeadline()))
 		for _, en := range e.contenders {
@@ -859,6 +868,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 // expire tells every contender that the session, and its nodes, are gone.
 func (e *Engine) expire() {
 	e.log.Warn("session expired", "session", fmt.Sprintf("%#x", e.session))
+	e.gauges.expirations.Add(1)
 	e.session = 0
 	// Watches died with the session; the client already dropped them. Our
 	// nodes died too.

@@ -150,6 +150,7 @@ func (e *Engine) pump() {
 
 func (e *Engine) start(o op) {
 	e.wg.Add(1)
+	e.gauges.inFlight.Add(1)
 	go e.run(o)
 }
 
@@ -163,6 +164,7 @@ func (e *Engine) run(o op) {
 		dones = []events.OpDone{e.exec(o)}
 	}
 	e.sem.Release(1)
+	e.gauges.inFlight.Add(-1)
 	for _, d := range dones {
 		e.inbox.Put(d)
 	}
