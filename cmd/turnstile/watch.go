@@ -250,10 +250,10 @@ func (w *watcher) emit(ev watchEvent) error {
 	}
 	n := ev.Node
 	var took string
-	switch {
-	case ev.HeldSeconds > 0:
+	switch ev.Event {
+	case evReleased:
 		took = "held " + age(ev.HeldSeconds)
-	case ev.WaitedSeconds > 0:
+	case evGranted, evLeft:
 		took = "waited " + age(ev.WaitedSeconds)
 	default:
 		took = "age " + age(n.AgeSeconds)
