@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
 )
 
@@ -106,18 +107,9 @@ func lockNodes(t testing.TB, conn *zk.Conn, root string) int {
 	return n
 }
 
-// eventually polls cond until it holds or a generous bound passes: for state
-// that settles asynchronously (a delete still in flight), never for timing.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// eventually polls cond until it holds: for state that settles
+// asynchronously (a delete still in flight), never for timing.
+var eventually = wait.Until
 
 // waits counts the waits armed so far, on the server or on a node of the
 // same engine.

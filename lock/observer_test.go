@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/netfault"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
@@ -93,8 +93,8 @@ func TestObserverReportsEachAcquisitionUnderOneID(t *testing.T) {
 func TestSessionsCountsDisconnectUntrustExpiryAndReconnect(t *testing.T) {
 	ctx := context.Background()
 	root := lockRoot(t)
-	var p partition
-	eng := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
+	var p netfault.Partition
+	eng := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.Dial})
 	l, err := lock.NewMutex(eng, root+"/L").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestSessionsCountsDisconnectUntrustExpiryAndReconnect(t *testing.T) {
 	if got := eng.Sessions(); got != (engine.SessionStats{}) {
 		t.Fatalf("Sessions before any fault: %+v, want zeros", got)
 	}
-	p.cut()
+	p.Cut()
 	<-l.Lost()
 	if got := eng.Sessions(); got.Disconnects != 1 || got.Untrusted != 1 || got.Reconnects != 0 {
 		t.Fatalf("Sessions once the lease was lost: %+v, want 1 disconnect, 1 untrusted, no reconnect", got)
@@ -110,7 +110,7 @@ func TestSessionsCountsDisconnectUntrustExpiryAndReconnect(t *testing.T) {
 	// The server expires the session once its node is gone.
 	conn := inspect(t, shared.Addr())
 	eventually(t, "the lost holder's node removed by expiry", func() bool { return lockNodes(t, conn, root) == 0 })
-	p.heal()
+	p.Heal()
 	want := engine.SessionStats{Disconnects: 1, Reconnects: 1, Untrusted: 1, Expirations: 1}
 	eventually(t, "reconnected under a new session", func() bool { return eng.Sessions() == want })
 }
@@ -119,15 +119,15 @@ func TestSessionsCountsDisconnectUntrustExpiryAndReconnect(t *testing.T) {
 // it has.
 func TestInFlightCountsUnansweredRequests(t *testing.T) {
 	ctx := context.Background()
-	var g gate
-	eng := startEngine(t, engine.Config{Dialer: g.dial})
+	var g netfault.Gate
+	eng := startEngine(t, engine.Config{Dialer: g.Dial})
 	if n := eng.InFlight(); n != 0 {
 		t.Fatalf("InFlight of an idle engine: %d", n)
 	}
-	g.hold()
+	g.Hold()
 	f := lock.NewMutex(eng, lockRoot(t)+"/L").Acquire(ctx)
 	eventually(t, "a request in flight", func() bool { return eng.InFlight() > 0 })
-	g.release()
+	g.Release()
 	l, err := f.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -136,54 +136,4 @@ func TestInFlightCountsUnansweredRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "no request in flight", func() bool { return eng.InFlight() == 0 })
-}
-
-// gate is a dialer whose connections stop delivering what the server sends
-// while held: requests go out, their replies wait. Held briefly, well
-// inside the session's ping timeout.
-type gate struct {
-	mu     sync.Mutex
-	closed chan struct{} // nil while open
-}
-
-func (g *gate) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, addr, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return gatedConn{Conn: c, g: g}, nil
-}
-
-func (g *gate) hold() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.closed = make(chan struct{})
-}
-
-func (g *gate) release() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed != nil {
-		close(g.closed)
-		g.closed = nil
-	}
-}
-
-func (g *gate) wait() {
-	g.mu.Lock()
-	ch := g.closed
-	g.mu.Unlock()
-	if ch != nil {
-		<-ch
-	}
-}
-
-type gatedConn struct {
-	net.Conn
-	g *gate
-}
-
-func (c gatedConn) Read(p []byte) (int, error) {
-	c.g.wait()
-	return c.Conn.Read(p)
 }

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/netfault"
+	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
 	"github.com/turnstile-go/turnstile/lock"
 	"github.com/turnstile-go/turnstile/metrics"
@@ -107,8 +109,8 @@ func scrape(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 // after it resolves the future, so a figure may lag the caller by a moment.
 func expect(t *testing.T, reg prometheus.Gatherer, want map[string]float64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var last string
+	wait.Until(t, "the metrics read as expected", func() bool {
 		got := scrape(t, reg)
 		var wrong []string
 		for k, v := range want {
@@ -116,35 +118,20 @@ func expect(t *testing.T, reg prometheus.Gatherer, want map[string]float64) {
 				wrong = append(wrong, fmt.Sprintf("%s = %v, want %v", k, got[k], v))
 			}
 		}
-		if len(wrong) == 0 {
-			return
+		sort.Strings(wrong)
+		if s := strings.Join(wrong, "\n  "); s != last && s != "" {
+			t.Logf("not yet:\n  %s", s) // said once, not at every look
+			last = s
 		}
-		if time.Now().After(deadline) {
-			sort.Strings(wrong)
-			t.Fatalf("metrics:\n  %s", strings.Join(wrong, "\n  "))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// eventually polls cond until it holds or a generous bound passes: for
-// state that settles asynchronously, never for timing.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(wrong) == 0
+	})
 }
 
 // expectRequests demands that the request metrics come to read what the
 // engine's Stats say, both read while no request changed them.
 func expectRequests(t *testing.T, reg prometheus.Gatherer, eng *engine.Engine) {
 	t.Helper()
-	eventually(t, "the request metrics read the engine's Stats", func() bool {
+	wait.Until(t, "the request metrics read the engine's Stats", func() bool {
 		before := eng.Stats()
 		got := scrape(t, reg)
 		if eng.Stats() != before {
@@ -152,7 +139,6 @@ func expectRequests(t *testing.T, reg prometheus.Gatherer, eng *engine.Engine) {
 		}
 		for k, v := range requestsOf(before) {
 			if got[k] != v {
-				t.Logf("%s = %v, Stats say %v", k, got[k], v)
 				return false
 			}
 		}
@@ -213,7 +199,7 @@ func TestKnownWorkload(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	waiting := m.Acquire(wctx)
-	eventually(t, "one waiter pending", func() bool { return scrape(t, reg)[`turnstile_acquisitions_pending`] == 1 })
+	wait.Until(t, "one waiter pending", func() bool { return scrape(t, reg)[`turnstile_acquisitions_pending`] == 1 })
 	cancel()
 	if _, err := waiting.Wait(ctx); err == nil {
 		t.Fatal("the cancelled waiter was granted")
@@ -269,7 +255,7 @@ func TestGaugesWhileContended(t *testing.T) {
 	for range 3 {
 		waiting = append(waiting, m.Acquire(ctx))
 	}
-	eventually(t, "three waiters pending", func() bool {
+	wait.Until(t, "three waiters pending", func() bool {
 		got := scrape(t, reg)
 		return got[`turnstile_acquisitions_pending`] == 3 && got[`turnstile_leases_held{recipe="mutex"}`] == 1
 	})
@@ -291,7 +277,7 @@ func TestGaugesWhileContended(t *testing.T) {
 		`turnstile_acquisitions_total{outcome="granted"}`:             4,
 		`turnstile_leases_ended_total{how="released",recipe="mutex"}`: 4,
 	})
-	eventually(t, "no request in flight", func() bool { return scrape(t, reg)[`turnstile_requests_in_flight`] == 0 })
+	wait.Until(t, "no request in flight", func() bool { return scrape(t, reg)[`turnstile_requests_in_flight`] == 0 })
 }
 
 // A partition that outlasts the session: the lease is lost (its Lost()
@@ -299,13 +285,13 @@ func TestGaugesWhileContended(t *testing.T) {
 // and the engine reconnects under a new one.
 func TestLossAndSessions(t *testing.T) {
 	ctx := testCtx(t)
-	var p partition
-	eng, _, reg := monitored(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
+	var p netfault.Partition
+	eng, _, reg := monitored(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.Dial})
 	l, err := lock.NewMutex(eng, lockPath(t)).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cut()
+	p.Cut()
 	select {
 	case <-l.Lost():
 	case <-ctx.Done():
@@ -320,13 +306,13 @@ func TestLossAndSessions(t *testing.T) {
 		`turnstile_session_untrusted_total`:                       1,
 	})
 	// The server expires the session while the engine cannot reach it.
-	eventually(t, "the server expired the session", func() bool {
+	wait.Until(t, "the server expired the session", func() bool {
 		conn := plainSession(t)
 		defer conn.close()
 		return !conn.nodeExists(l.Node())
 	})
-	p.heal()
-	eventually(t, "reconnected under a new session", func() bool {
+	p.Heal()
+	wait.Until(t, "reconnected under a new session", func() bool {
 		got := scrape(t, reg)
 		return got[`turnstile_session_reconnects_total`] == 1 && got[`turnstile_sessions_expired_total`] == 1
 	})

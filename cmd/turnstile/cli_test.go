@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
@@ -108,7 +109,7 @@ func TestLocksAndHoldersOfTurnstile(t *testing.T) {
 		root + "/sem":   {{"turnstile:lease-1", "turnstile:lease-2"}, {"turnstile:lease-3"}},
 	}
 	var locks []lockView
-	eventually(t, "every waiter queued", func() bool {
+	wait.Until(t, "every waiter queued", func() bool {
 		cliJSON(t, &locks, exitOK, "locks", root)
 		if len(locks) != len(want) {
 			return false

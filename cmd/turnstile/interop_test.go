@@ -4,13 +4,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/interop"
 	"github.com/turnstile-go/turnstile/lock"
 )
@@ -38,21 +38,25 @@ func TestSharedMutexWithCuratorAndKazoo(t *testing.T) {
 	}
 	defer holder.Release(ctx)
 
-	watchOut := newSyncBuffer()
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watchDone := make(chan int, 1)
-	watchErr := newSyncBuffer()
-	go func() {
-		watchDone <- run(watchCtx, []string{"-servers", shared.Addr(), "watch", "-json", lockPath}, watchOut, watchErr)
-	}()
-	defer func() {
-		stopWatch()
-		if code := <-watchDone; code != exitOK {
-			t.Errorf("watch exited %d: %s", code, watchErr)
-		}
-	}()
-	watched := watchLines{watchOut}
-	watched.waitFor(t, ctx, 1) // the holder, as the watch began
+	watch := startWatch(ctx, "-servers", shared.Addr(), "watch", "-json", lockPath)
+	defer watch.end(t)
+	// nodeEvents waits until the watch printed n events about nodes
+	// (session events aside) and returns them.
+	nodeEvents := func(n int) []watchEvent {
+		t.Helper()
+		var evs []watchEvent
+		watch.await(t, ctx, fmt.Sprintf("%d events", n), func(lines []string) bool {
+			evs = evs[:0]
+			for _, ev := range watch.events(t, lines) {
+				if ev.Node != nil {
+					evs = append(evs, ev)
+				}
+			}
+			return len(evs) >= n
+		})
+		return evs
+	}
+	nodeEvents(1) // the holder, as the watch began
 
 	peer := interop.PeerConfig{Connect: shared.Addr(), Path: lockPath, HoldRevocable: true, Timeout: peerTimeout}
 	cur, err := interop.StartCurator(ctx, cp, peer)
@@ -145,15 +149,15 @@ func TestSharedMutexWithCuratorAndKazoo(t *testing.T) {
 		"released kazoo", "granted turnstile:last",
 		"released turnstile:last",
 	}
-	got := watched.waitFor(t, ctx, len(want))
+	got := nodeEvents(len(want))
 	var seen []string
 	for _, ev := range got {
 		seen = append(seen, ev.Event+" "+nodes[ev.Node.Node])
 	}
 	if !slices.Equal(seen, want) {
-		t.Fatalf("watch saw:\n%s\nwant:\n%s\noutput:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"), watchOut)
+		t.Fatalf("watch saw:\n%s\nwant:\n%s\noutput:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"), watch.out)
 	}
-	t.Logf("turnstile watch -json %s:\n%s", lockPath, watchOut)
+	t.Logf("turnstile watch -json %s:\n%s", lockPath, watch.out)
 }
 
 // A read-write lock with readers of turnstile and Curator holding, and a
@@ -181,7 +185,7 @@ func TestReadWriteAndSemaphoreWithCuratorAndKazoo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cr.Kill)
-	eventually(t, "Curator's reader holds", func() bool {
+	wait.Until(t, "Curator's reader holds", func() bool {
 		l, ok := lockAt(t, rwPath)
 		return ok && len(l.Holders) == 2
 	})
@@ -239,7 +243,7 @@ func TestReadWriteAndSemaphoreWithCuratorAndKazoo(t *testing.T) {
 	if err := leases[0].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Curator's lease granted", func() bool {
+	wait.Until(t, "Curator's lease granted", func() bool {
 		l, _ := lockAt(t, semPath)
 		return slices.Equal(kindsAndClients(l.Holders), []string{"lease turnstile", "lease curator"}) && len(l.Waiters) == 0
 	})
@@ -262,7 +266,7 @@ func checkHolder(t *testing.T, lockPath, node, who string) {
 // waitForWaiters waits until the lock at p has n waiters.
 func waitForWaiters(t *testing.T, p string, n int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d waiter(s) at %s", n, p), func() bool {
+	wait.Until(t, fmt.Sprintf("%d waiter(s) at %s", n, p), func() bool {
 		l, ok := lockAt(t, p)
 		return ok && len(l.Waiters) == n
 	})
@@ -274,34 +278,4 @@ func kindsAndClients(nodes []nodeView) []string {
 		out = append(out, n.Kind+" "+n.Client)
 	}
 	return out
-}
-
-// watchLines reads a watch's JSON lines as they come.
-type watchLines struct{ out *syncBuffer }
-
-// waitFor waits until the watch printed n events about nodes (session
-// events aside) and returns them.
-func (w watchLines) waitFor(t *testing.T, ctx context.Context, n int) []watchEvent {
-	t.Helper()
-	for {
-		lines, changed := w.out.lines()
-		var evs []watchEvent
-		for _, line := range lines {
-			var ev watchEvent
-			if err := json.Unmarshal([]byte(line), &ev); err != nil {
-				t.Fatalf("watch printed %q: %v", line, err)
-			}
-			if ev.Node != nil {
-				evs = append(evs, ev)
-			}
-		}
-		if len(evs) >= n {
-			return evs
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			t.Fatalf("the watch printed %d events, want %d:\n%s", len(evs), n, w.out)
-		}
-	}
 }

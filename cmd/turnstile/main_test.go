@@ -111,20 +111,6 @@ func startEngine(t testing.TB) *engine.Engine {
 	return e
 }
 
-// eventually polls cond until it holds or a generous bound passes: for
-// state that settles asynchronously (a peer's node appearing), never for
-// timing.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // who names a contender for comparisons: its client, and turnstile's owner
 // or the node's data.
 func whoIs(n nodeView) string {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -24,27 +24,11 @@ func TestWatchText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := newSyncBuffer(), newSyncBuffer()
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() { done <- run(wctx, []string{"-servers", shared.Addr(), "watch", p}, out, errOut) }()
+	w := startWatch(ctx, "-servers", shared.Addr(), "watch", p)
 	lines := func(n int) []string {
 		t.Helper()
-		for {
-			got, changed := out.lines()
-			if len(got) >= n {
-				return got
-			}
-			select {
-			case <-changed:
-			case code := <-done:
-				t.Fatalf("watch ended (%d) after %q: %s", code, got, errOut)
-			case <-ctx.Done():
-				t.Fatalf("watch printed %q, want %d lines", got, n)
-			}
-		}
+		return w.await(t, ctx, fmt.Sprintf("%d lines", n), func(l []string) bool { return len(l) >= n })
 	}
-
 	lines(1) // the holder as the watch began: the watch is on
 	gctx, giveUp := context.WithCancel(ctx)
 	quitter := lock.NewMutex(b, p, lock.WithOwner("quitter")).Acquire(gctx)
@@ -68,11 +52,8 @@ func TestWatchText(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := lines(7)
-	stop()
-	if code := <-done; code != exitOK {
-		t.Fatalf("watch exited %d: %s", code, errOut)
-	}
-	t.Logf("turnstile watch %s:\n%s", p, out)
+	w.end(t)
+	t.Logf("turnstile watch %s:\n%s", p, w.out)
 
 	var seen []string
 	for _, line := range got {
@@ -121,31 +102,18 @@ func TestWatchAcrossServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, errOut := newSyncBuffer(), newSyncBuffer()
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() { done <- run(wctx, []string{"-servers", srv.Addr(), "watch", "-json", p}, out, errOut) }()
+	w := startWatch(ctx, "-servers", srv.Addr(), "watch", "-json", p)
 	events := func(until string) []string {
 		t.Helper()
-		for {
-			lines, changed := out.lines()
-			var evs []string
-			for _, line := range lines {
-				var ev watchEvent
-				if err := json.Unmarshal([]byte(line), &ev); err != nil {
-					t.Fatalf("watch printed %q: %v", line, err)
-				}
+		var evs []string
+		w.await(t, ctx, until, func(lines []string) bool {
+			evs = evs[:0]
+			for _, ev := range w.events(t, lines) {
 				evs = append(evs, ev.Event)
 			}
-			if slices.Contains(evs, until) {
-				return evs
-			}
-			select {
-			case <-changed:
-			case <-ctx.Done():
-				t.Fatalf("watch printed %q, never %s: %s", evs, until, errOut)
-			}
-		}
+			return slices.Contains(evs, until)
+		})
+		return evs
 	}
 	events(evHolding)
 	if err := srv.Kill(); err != nil {
@@ -158,10 +126,7 @@ func TestWatchAcrossServerRestart(t *testing.T) {
 	events(evReconnected)
 	held.Release(ctx) // lost or not, its node goes
 	got := events(evReleased)
-	stop()
-	if code := <-done; code != exitOK {
-		t.Fatalf("watch exited %d: %s", code, errOut)
-	}
+	w.end(t)
 	// Only the order matters: a reconnection may be tried, and
 	// reported, more than once.
 	want := []string{evHolding, evDisconnected, evReconnected, evReleased}
