@@ -78,6 +78,7 @@ func (o *options) register(fs *flag.FlagSet) {
 // command is one subcommand: its extra flags, its arguments, and its body.
 type command struct {
 	name    string
+	args    string // its arguments, for a usage error
 	minArgs int
 	maxArgs int
 	json    bool // takes -json
@@ -86,17 +87,17 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "locks", minArgs: 0, maxArgs: 1, json: true, run: runLocks},
-	{name: "holders", minArgs: 1, maxArgs: 1, json: true, run: runHolders},
-	{name: "revoke", minArgs: 1, maxArgs: 2, run: runRevoke},
-	{name: "watch", minArgs: 1, maxArgs: 1, json: true, watch: true, run: runWatch},
+	{name: "locks", args: "[PATH]", minArgs: 0, maxArgs: 1, json: true, run: runLocks},
+	{name: "holders", args: "PATH", minArgs: 1, maxArgs: 1, json: true, run: runHolders},
+	{name: "revoke", args: "PATH [NODE]", minArgs: 1, maxArgs: 2, run: runRevoke},
+	{name: "watch", args: "PATH", minArgs: 1, maxArgs: 1, json: true, watch: true, run: runWatch},
 }
 
 // run is the whole command: it parses args, runs the command against the
 // ensemble, writes results to stdout and errors to stderr, and returns the
 // exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := runCommand(ctx, args, stdout, stderr)
+	err := runCommand(ctx, args, stdout)
 	switch {
 	case err == nil:
 		return exitOK
@@ -113,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	o := options{servers: os.Getenv("ZK_SERVERS"), timeout: 10 * time.Second}
 	if o.servers == "" {
 		o.servers = "127.0.0.1:2181"
@@ -149,7 +150,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) < cmd.minArgs || len(pos) > cmd.maxArgs {
-		return usageError("%s takes %d to %d arguments, got %d", name, cmd.minArgs, cmd.maxArgs, len(pos))
+		return usageError("%s takes %s; got %d argument(s)", name, cmd.args, len(pos))
 	}
 	if err := o.check(); err != nil {
 		return err
@@ -164,7 +165,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	s, err := dial(ctx, o, stderr)
+	s, err := dial(ctx, o)
 	if err != nil {
 		return err
 	}

@@ -81,18 +81,22 @@ func parseOwner(data []byte) (*ownerRecord, bool) {
 	return &o, true
 }
 
-// reader reads lock paths. A watching reader arms a watch with every
-// listing it makes and remembers the nodes it has read, so that a watch
+// reader reads lock paths. A watching reader keeps a watch armed on every
+// path it lists, and remembers the nodes it has read, so that a watch
 // reads each node once.
 type reader struct {
 	s        *session
 	watching bool
-	armed    []<-chan zk.Event // the watches set since the last takeWatches
-	known    map[string]nodeView
+	// armed holds the watch on each path listed, until it fires. A path
+	// whose watch has not fired is listed without arming another: the
+	// client keeps every watch asked for until its path changes, so arming
+	// one at each listing would pile them up on a quiet path.
+	armed map[string]<-chan zk.Event
+	known map[string]nodeView
 }
 
 func newReader(s *session, watching bool) *reader {
-	return &reader{s: s, watching: watching, known: make(map[string]nodeView)}
+	return &reader{s: s, watching: watching, armed: make(map[string]<-chan zk.Event), known: make(map[string]nodeView)}
 }
 
 // children lists p's children; (nil, false) when p does not exist. A
@@ -100,6 +104,14 @@ func newReader(s *session, watching bool) *reader {
 func (r *reader) children(ctx context.Context, p string) ([]string, bool, error) {
 	if !r.watching {
 		return r.s.children(ctx, p)
+	}
+	if ch, ok := r.armed[p]; ok {
+		select {
+		case <-ch: // fired (and closed): arm it again
+			delete(r.armed, p)
+		default:
+			return r.s.children(ctx, p)
+		}
 	}
 	type listing struct {
 		children []string
@@ -125,14 +137,16 @@ func (r *reader) children(ctx context.Context, p string) ([]string, bool, error)
 	if err != nil {
 		return nil, false, fmt.Errorf("list %s: %w", r.s.rel(p), err)
 	}
-	r.armed = append(r.armed, l.watch)
+	r.armed[p] = l.watch
 	return l.children, l.exists, nil
 }
 
-// takeWatches returns the watches armed since the last call.
-func (r *reader) takeWatches() []<-chan zk.Event {
-	w := r.armed
-	r.armed = nil
+// watches returns the watches armed and not yet seen to fire.
+func (r *reader) watches() []<-chan zk.Event {
+	var w []<-chan zk.Event
+	for _, ch := range r.armed {
+		w = append(w, ch)
+	}
 	return w
 }
 

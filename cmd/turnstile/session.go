@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +35,7 @@ const maxStates = 32
 
 // dial connects to o's servers, waits for a session within o.timeout, and
 // adds o's credentials to it.
-func dial(ctx context.Context, o options, stderr io.Writer) (*session, error) {
+func dial(ctx context.Context, o options) (*session, error) {
 	s := &session{root: o.root, changed: make(chan struct{}, 1)}
 	servers := strings.Split(o.servers, ",")
 	conn, events, err := zk.Connect(servers, sessionTimeout,

@@ -86,7 +86,7 @@ func runWatch(ctx context.Context, s *session, o options, args []string, out io.
 		}
 		// On a lost connection, the next session event says what
 		// happened; the listing is made again after it.
-		if err := w.wait(ctx, w.r.takeWatches(), err != nil); err != nil {
+		if err := w.wait(ctx, w.r.watches(), err != nil); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
