@@ -228,15 +228,15 @@ func TestReadWriteAndSemaphoreWithCuratorAndKazoo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cs.Kill)
-	waitForWaiters(t, semPath, 1)
-	l, _ = lockAt(t, semPath)
+	// Curator's acquirer takes the semaphore's mutex, makes its lease node
+	// and waits: once it has, that node stands for it, in place of its
+	// mutex node.
+	wait.Until(t, "Curator's acquirer shown by its lease node", func() bool {
+		l, _ = lockAt(t, semPath)
+		return slices.Equal(kindsAndClients(l.Waiters), []string{"lease curator"})
+	})
 	if got := names(l.Holders); l.Recipe != recipeSemaphore || !slices.Equal(got, []string{"turnstile:lease-1", "turnstile:lease-2"}) {
 		t.Errorf("semaphore holders: %v", got)
-	}
-	// Curator's acquirer holds the semaphore's mutex and waits with its
-	// lease node made: that node stands for it.
-	if got := kindsAndClients(l.Waiters); !slices.Equal(got, []string{"lease curator"}) {
-		t.Errorf("semaphore waiters: %v", got)
 	}
 	t.Logf("turnstile locks %s:\n%s", semPath, cli(t, "locks", semPath).stdout)
 
