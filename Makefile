@@ -67,6 +67,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet ./metrics/... ./examples/metrics/...
 
 fmt-check:
 	@files="$$(gofmt -l .)"; \
@@ -74,6 +75,7 @@ fmt-check:
 
 test: deps vet fmt-check
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./metrics/... ./examples/metrics/...
 
 run: deps
 	$(GO) run ./examples/pipeline

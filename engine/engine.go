@@ -82,6 +82,7 @@ type Engine struct {
 
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
+	gauges   gauges        // for monitoring; see gauges.go
 
 	// wg counts the goroutines of the engine's own work, but the loop:
 	// requests and direct reads. Users' callbacks are not counted (see
@@ -391,6 +392,7 @@ func (e *Engine) handleCommand(cmd any) {
 		en.c.connected = e.connected
 		en.c.untrusted = e.untrusted
 		e.contenders[en.id] = en
+		e.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path})
 		e.attach(en, cmd.ctx)
 		e.step(en, input{kind: inStart})
 	case cancelCmd:
@@ -626,10 +628,10 @@ func (e *Engine) apply(en *entry, ef effect) {
 			e.step(en, input{kind: inRelease})
 			return
 		}
-		e.report(events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
+		e.report(en, events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
 		if ef.suspended {
 			en.lease.setSuspended(true)
-			e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
+			e.report(en, events.Report{Kind: events.Suspended, Path: en.c.lockPath})
 		}
 		if en.revocable {
 			e.watchRevoke(en)
@@ -641,25 +643,25 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if ef.err == context.Canceled || ef.err == context.DeadlineExceeded || ef.err == ErrClosed {
 			kind = events.Cancelled
 		}
-		e.report(events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
+		e.report(en, events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
 	case effReleased:
 		if en.released != nil {
 			en.released.resolve(struct{}{}, ef.err)
 		}
-		e.report(events.Report{Kind: events.Released, Path: en.c.lockPath, Token: en.lease.token})
+		e.report(en, events.Report{Kind: events.Released, Path: en.c.lockPath, Token: en.lease.token})
 	case effSuspend:
 		en.lease.setSuspended(true)
-		e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
+		e.report(en, events.Report{Kind: events.Suspended, Path: en.c.lockPath})
 	case effResume:
 		en.lease.setSuspended(false)
-		e.report(events.Report{Kind: events.Resumed, Path: en.c.lockPath})
+		e.report(en, events.Report{Kind: events.Resumed, Path: en.c.lockPath})
 	case effLost:
 		e.trust.forget(en.lease)
 		en.lease.markLost(ef.err)
 		if en.released != nil {
 			en.released.resolve(struct{}{}, en.lease.Err())
 		}
-		e.report(events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
+		e.report(en, events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
 	case effPark:
 		if ef.err != nil {
 			e.log.Warn("request refused; retrying", "path", en.c.lockPath, "err", ef.err)
@@ -708,7 +710,7 @@ func (e *Engine) revokeWatchDone(d events.OpDone) {
 	case d.Err == nil && bytes.Equal(d.Data, RevokeData):
 		delete(e.revokers, d.Path)
 		en.lease.markRevoked()
-		e.report(events.Report{Kind: events.Revoked, Path: en.c.lockPath, Node: en.c.node})
+		e.report(en, events.Report{Kind: events.Revoked, Path: en.c.lockPath, Node: en.c.node})
 	case d.Err != nil && classify(d.Err) == outConnLoss:
 		// The watch may not be set; look again once connected.
 		delete(e.revokers, d.Path)
@@ -799,8 +801,10 @@ func (e *Engine) forceEnd(en *entry, err error) {
 	e.apply(en, effect{kind: effDone})
 }
 
-func (e *Engine) report(r events.Report) {
+// report tells the observer, if any, about contender en.
+func (e *Engine) report(en *entry, r events.Report) {
 	if e.cfg.Observer != nil {
+		r.ID = en.id
 		e.cfg.Observer(r)
 	}
 }
@@ -840,6 +844,9 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		expired := e.session != 0 && id != e.session
 		e.session = id
 		e.connected = true
+		if e.everReady {
+			e.gauges.reconnects.Add(1)
+		}
 		if !e.everReady {
 			e.everReady = true
 			close(e.ready)
@@ -862,6 +869,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 			return
 		}
 		e.connected = false
+		e.gauges.disconnects.Add(1)
 		e.log.Info("session disconnected", "session", fmt.Sprintf("%#x", e.session))
 		for _, en := range e.contenders {
 			e.step(en, input{kind: inDisconnected})
@@ -878,6 +886,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 // expire tells every contender that the session, and its nodes, are gone.
 func (e *Engine) expire() {
 	e.log.Warn("session expired", "session", fmt.Sprintf("%#x", e.session))
+	e.gauges.expirations.Add(1)
 	e.session = 0
 	// Watches died with the session; the client already dropped them. Our
 	// nodes died too.
@@ -899,6 +908,7 @@ func (e *Engine) handleTrust(c trustChanged) {
 	kind := inTrusted
 	if c.lapsed {
 		kind = inUntrusted
+		e.gauges.untrusted.Add(1)
 		e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
 	} else if e.everReady {
 		e.log.Info("session trusted again", "session", fmt.Sprintf("%#x", e.session))

@@ -213,6 +213,7 @@ func (e *Engine) pump() {
 
 func (e *Engine) start(o op) {
 	e.wg.Add(1)
+	e.gauges.inFlight.Add(1)
 	go e.run(o)
 }
 
@@ -226,6 +227,7 @@ func (e *Engine) run(o op) {
 		dones = []events.OpDone{e.exec(o)}
 	}
 	e.sem.Release(1)
+	e.gauges.inFlight.Add(-1)
 	for _, d := range dones {
 		e.inbox.Put(d)
 	}
