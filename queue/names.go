@@ -24,6 +24,9 @@ const (
 	// LeasePrefix marks a lease of Curator's InterProcessSemaphoreV2, which
 	// keeps its leases under "<path>/leases".
 	LeasePrefix = "lease-"
+	// LatchPrefix marks a candidate of Curator's LeaderLatch, which keeps
+	// its candidates directly under the election path.
+	LatchPrefix = "latch-"
 	// KazooLockPrefix marks kazoo's Lock and WriteLock contenders: kazoo
 	// gives its exclusive lock and the write side of its read-write lock the
 	// same name, so a node with this marker is exclusive either way.
@@ -52,6 +55,8 @@ const (
 	KindWrite
 	// KindLease is a Curator InterProcessSemaphoreV2 lease: "lease-".
 	KindLease
+	// KindLatch is a candidate of a Curator LeaderLatch: "latch-".
+	KindLatch
 )
 
 // String returns the kind's lower-case name, for logs.
@@ -65,6 +70,8 @@ func (k Kind) String() string {
 		return "write"
 	case KindLease:
 		return "lease"
+	case KindLatch:
+		return "latch"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -81,6 +88,8 @@ func (k Kind) curatorPrefix() string {
 		return WritePrefix
 	case KindLease:
 		return LeasePrefix
+	case KindLatch:
+		return LatchPrefix
 	}
 	return ""
 }
@@ -136,6 +145,7 @@ var curatorMarkers = []marker{
 	{ReadPrefix, KindRead, Curator},
 	{WritePrefix, KindWrite, Curator},
 	{LeasePrefix, KindLease, Curator},
+	{LatchPrefix, KindLatch, Curator},
 }
 
 // kazooMarkers may follow a kazoo hex id.
