@@ -44,6 +44,7 @@ func FuzzParse(f *testing.F) {
 		"_c_" + uuid1 + "-lease-0000000005",
 		"_c_" + uuid1 + "-latch-0000000006",
 		"_c_" + uuid1 + "-latch0000000006",
+		"_c_" + uuid1 + "-observer-0000000007",
 		"_c_" + hex1 + "-lock-0000000031",
 		hex1 + "__lock__0000000032",
 		hex1 + "__rlock__0000000032",
@@ -71,7 +72,7 @@ func FuzzParse(f *testing.F) {
 		if n.Seq < math.MinInt32 || n.Seq > math.MaxInt32 {
 			t.Fatalf("Parse(%q).Seq = %d: outside int32", name, n.Seq)
 		}
-		if n.Kind < queue.KindMutex || n.Kind > queue.KindLatch {
+		if n.Kind < queue.KindMutex || n.Kind > queue.KindObserver {
 			t.Fatalf("Parse(%q).Kind = %v", name, n.Kind)
 		}
 		switch {
@@ -114,7 +115,7 @@ func fuzzListing(data []byte) []string {
 		uuid := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 		seq := queue.FormatSeq(int64(b%24) - 4)
 		var name string
-		switch fam % 12 {
+		switch fam % 13 {
 		case 0:
 			name = queue.ProtectedPrefix(uuid, queue.KindMutex) + seq
 		case 1:
@@ -137,6 +138,8 @@ func fuzzListing(data []byte) []string {
 			name = "_c_" + uuid + "-lock-" + seq[1:] // foreign: a digit short
 		case 10:
 			name = queue.ProtectedPrefix(uuid, queue.KindLatch) + seq
+		case 11:
+			name = queue.ProtectedPrefix(uuid, queue.KindObserver) + seq
 		default:
 			name = "foreign-" + seq
 		}

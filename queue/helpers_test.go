@@ -18,7 +18,7 @@ import (
 //	M Curator lock-     R Curator __READ__   W Curator __WRIT__
 //	L Curator lease-    P plain lock-        G go-zookeeper lock-
 //	K kazoo __lock__    Q kazoo __rlock__    E Curator latch-
-//	?text  a foreign child "text"
+//	O turnstile observer-                    ?text  a foreign child "text"
 //
 // A token may carry a tag after "#" to tell apart nodes that would
 // otherwise get one name ("R5#a", "R5#b").
@@ -28,6 +28,7 @@ var families = map[byte]func(id32, uuid string) string{
 	'W': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindWrite) },
 	'L': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindLease) },
 	'E': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindLatch) },
+	'O': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindObserver) },
 	'P': func(_, _ string) string { return queue.MutexPrefix },
 	'G': func(h, _ string) string { return queue.ProtectedPrefix(h, queue.KindMutex) },
 	'K': func(h, _ string) string { return h + queue.KazooLockPrefix },

@@ -27,6 +27,10 @@ const (
 	// LatchPrefix marks a candidate of Curator's LeaderLatch, which keeps
 	// its candidates directly under the election path.
 	LatchPrefix = "latch-"
+	// ObserverPrefix marks a turnstile election observer: a node that only
+	// gives an engine a place under an election path from which to watch
+	// it. It is never a candidate, and no client but turnstile writes it.
+	ObserverPrefix = "observer-"
 	// KazooLockPrefix marks kazoo's Lock and WriteLock contenders: kazoo
 	// gives its exclusive lock and the write side of its read-write lock the
 	// same name, so a node with this marker is exclusive either way.
@@ -57,6 +61,8 @@ const (
 	KindLease
 	// KindLatch is a candidate of a Curator LeaderLatch: "latch-".
 	KindLatch
+	// KindObserver is a turnstile election observer: "observer-".
+	KindObserver
 )
 
 // String returns the kind's lower-case name, for logs.
@@ -72,6 +78,8 @@ func (k Kind) String() string {
 		return "lease"
 	case KindLatch:
 		return "latch"
+	case KindObserver:
+		return "observer"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -90,6 +98,8 @@ func (k Kind) curatorPrefix() string {
 		return LeasePrefix
 	case KindLatch:
 		return LatchPrefix
+	case KindObserver:
+		return ObserverPrefix
 	}
 	return ""
 }
@@ -146,6 +156,7 @@ var curatorMarkers = []marker{
 	{WritePrefix, KindWrite, Curator},
 	{LeasePrefix, KindLease, Curator},
 	{LatchPrefix, KindLatch, Curator},
+	{ObserverPrefix, KindObserver, Curator},
 }
 
 // kazooMarkers may follow a kazoo hex id.

@@ -34,6 +34,7 @@ func TestParse(t *testing.T) {
 		good("_c_"+uuid1+"-__WRIT__0000000004", queue.KindWrite, 4, uuid1, queue.Curator),
 		good("_c_"+uuid1+"-lease-0000000005", queue.KindLease, 5, uuid1, queue.Curator),
 		good("_c_"+uuid1+"-latch-0000000006", queue.KindLatch, 6, uuid1, queue.Curator),
+		good("_c_"+uuid1+"-observer-0000000007", queue.KindObserver, 7, uuid1, queue.Curator),
 		good("_c_"+strings.ToUpper(uuid1)+"-lock-0000000012", queue.KindMutex, 12, strings.ToUpper(uuid1), queue.Curator),
 		// Curator, unprotected.
 		good("lock-0000000012", queue.KindMutex, 12, "", queue.Curator),
@@ -146,7 +147,7 @@ func TestNewID(t *testing.T) {
 }
 
 func TestProtectedPrefix(t *testing.T) {
-	kinds := []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLease, queue.KindLatch}
+	kinds := []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLease, queue.KindLatch, queue.KindObserver}
 	seqs := []int64{0, 12, math.MaxInt32, -1, math.MinInt32}
 	ids := map[string]queue.Client{uuid1: queue.Curator, queue.NewID(): queue.Curator, hex1: queue.GoZK, "": queue.Curator}
 	for id, client := range ids {
@@ -182,7 +183,7 @@ func TestProtectedPrefix(t *testing.T) {
 	if got := queue.ProtectedPrefix(uuid1, queue.KindLatch); got != "_c_"+uuid1+"-latch-" {
 		t.Errorf("ProtectedPrefix(latch) = %q, want Curator LeaderLatch's form", got)
 	}
-	for _, k := range []queue.Kind{0, queue.KindLatch + 1, -1} {
+	for _, k := range []queue.Kind{0, queue.KindObserver + 1, -1} {
 		if got := queue.ProtectedPrefix(uuid1, k); got != "" {
 			t.Errorf("ProtectedPrefix(%q, %v) = %q, want \"\"", uuid1, k, got)
 		}
@@ -230,7 +231,7 @@ func TestFindByID(t *testing.T) {
 
 func TestKindAndClientString(t *testing.T) {
 	for v, want := range map[fmt.Stringer]string{
-		queue.KindMutex: "mutex", queue.KindRead: "read", queue.KindWrite: "write", queue.KindLease: "lease", queue.KindLatch: "latch", queue.Kind(0): "Kind(0)",
+		queue.KindMutex: "mutex", queue.KindRead: "read", queue.KindWrite: "write", queue.KindLease: "lease", queue.KindLatch: "latch", queue.KindObserver: "observer", queue.Kind(0): "Kind(0)",
 		queue.Curator: "curator", queue.Kazoo: "kazoo", queue.GoZK: "go-zookeeper", queue.Client(9): "Client(9)",
 	} {
 		if got := v.String(); got != want {

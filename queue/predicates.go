@@ -115,9 +115,9 @@ func Semaphore(nodes []Node, self string, n int) Decision {
 // LeaderLatch.
 //
 // Only latch nodes are candidates: any other node under the election path
-// neither blocks nor is watched. Curator agrees: it orders the children by
-// the text after "latch-", which for any other name is the whole name, and
-// that sorts after every ten-digit sequence.
+// (an observer's, say) neither blocks nor is watched. Curator agrees: it
+// orders the children by the text after "latch-", which for any other name
+// is the whole name, and that sorts after every ten-digit sequence.
 func Latch(nodes []Node, self string) Decision {
 	nodes, i := locate(nodes, self)
 	if i < 0 || nodes[i].Kind != KindLatch {

@@ -192,8 +192,9 @@ func TestLatch(t *testing.T) {
 		{latchP, "", "E1", "missing"},
 		// Only latch nodes are candidates: another recipe's nodes, or
 		// foreign names, neither lead, block nor get watched.
-		{latchP, "M1 L2 ?x E3 R4 E5", "E3", "holds"},
-		{latchP, "M1 L2 ?x E3 R4 E5", "E5", "E3"},
+		{latchP, "M1 L2 ?x O0 E3 R4 O4 E5", "E3", "holds"},
+		{latchP, "M1 L2 ?x O0 E3 R4 O4 E5", "E5", "E3"},
+		{latchP, "O1 E2", "O1", "missing"},
 		{latchP, "M1 E2", "M1", "missing"},
 		{latchP, "E-5 E0 E7", "E0", "E-5"},
 	})
