@@ -15,6 +15,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
+	"github.com/turnstile-go/turnstile/internal/zktest"
 )
 
 // shared is one real ZooKeeper for every test that does not break its server.
@@ -57,23 +58,7 @@ func electionPath(t testing.TB) string {
 }
 
 // inspect opens a separate plain ZooKeeper session for checks.
-func inspect(t testing.TB) *zk.Conn {
-	t.Helper()
-	conn, events, err := zk.Connect(zkServers(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events {
-		}
-	})
-	return conn
-}
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
+func inspect(t testing.TB) *zk.Conn { return zktest.Inspect(t, zkServers()...) }
 
 // children lists path's children, none when it does not exist.
 func children(t testing.TB, conn *zk.Conn, path string) []string {

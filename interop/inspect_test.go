@@ -7,27 +7,13 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/internal/zktest"
 )
 
 // inspect opens a plain ZooKeeper session of the test's own on the shared
 // server, for looking at nodes without disturbing any contender.
-func inspect(t *testing.T) *zk.Conn {
-	t.Helper()
-	conn, events, err := zk.Connect([]string{zookeeper(t)}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events {
-		}
-	})
-	return conn
-}
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
+func inspect(t *testing.T) *zk.Conn { return zktest.Inspect(t, zookeeper(t)) }
 
 // owners returns the session that owns each child of path, in listing
 // order (0 for a persistent child); none when path does not exist.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
+	"github.com/turnstile-go/turnstile/internal/zktest"
 )
 
 // shared is one real ZooKeeper for every test that does not break its server.
@@ -56,23 +57,7 @@ func lockRoot(t testing.TB) string {
 }
 
 // inspect opens a separate plain ZooKeeper session for checks.
-func inspect(t testing.TB, addr string) *zk.Conn {
-	t.Helper()
-	conn, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events {
-		}
-	})
-	return conn
-}
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
+func inspect(t testing.TB, addr string) *zk.Conn { return zktest.Inspect(t, addr) }
 
 // lockNodes counts the contender nodes (ephemeral children) anywhere under root.
 func lockNodes(t testing.TB, conn *zk.Conn, root string) int {
