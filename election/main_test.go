@@ -3,10 +3,6 @@ package election_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,34 +27,16 @@ func zkServers() []string { return []string{shared.Addr()} }
 
 func startEngine(t testing.TB, cfg engine.Config) *engine.Engine {
 	t.Helper()
-	if cfg.Servers == nil {
-		cfg.Servers = zkServers()
-	}
-	if f := os.Getenv("TURNSTILE_TEST_LOG"); f != "" && cfg.Logger == nil {
-		fh, err := os.OpenFile(f, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { fh.Close() })
-		cfg.Logger = slog.New(slog.NewTextHandler(fh, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e, err := engine.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start engine: %v", err)
-	}
+	e := zktest.StartEngine(t, shared.Addr(), cfg)
 	t.Cleanup(func() { e.Close() })
 	return e
 }
 
 // electionPath is an election path of the test's own.
-func electionPath(t testing.TB) string {
-	return "/test/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d/election", time.Now().UnixNano())
-}
+func electionPath(t testing.TB) string { return zktest.Root(t) + "/election" }
 
 // inspect opens a separate plain ZooKeeper session for checks.
-func inspect(t testing.TB) *zk.Conn { return zktest.Inspect(t, zkServers()...) }
+func inspect(t testing.TB) *zk.Conn { return zktest.Connect(t, shared.Addr()) }
 
 // children lists path's children, none when it does not exist.
 func children(t testing.TB, conn *zk.Conn, path string) []string {
@@ -75,16 +53,7 @@ func children(t testing.TB, conn *zk.Conn, path string) []string {
 
 // eventually polls cond until it holds or a generous bound passes: for state
 // that settles asynchronously, never for timing.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func eventually(t testing.TB, what string, cond func() bool) { zktest.Eventually(t, what, cond) }
 
 // bounded is a context for one step of a test that must not hang.
 func bounded(t testing.TB) context.Context {

@@ -14,18 +14,21 @@ type Config struct {
 	// Servers are ZooKeeper addresses, "host:port".
 	Servers []string
 	// SessionTimeout is the session timeout asked of the server (default
-	// 10s). The server may negotiate it within its own bounds; the engine
-	// uses the smaller of the two when it judges whether a lease is lost.
+	// 10s). The server grants it clamped to its own bounds (its min and
+	// maxSessionTimeout); the engine reads what was granted from the
+	// server's handshake and judges whether a lease is lost by that.
 	SessionTimeout time.Duration
 	// ConnectTimeout bounds Start's wait for a first session (default 15s).
 	ConnectTimeout time.Duration
 	// MaxInFlight bounds the ZooKeeper requests outstanding at once
 	// (default 256). Requests beyond it wait in the loop's queue.
 	MaxInFlight int
-	// LostMargin is how long before the server could expire a disconnected
-	// session the engine declares its leases lost (default a fifth of the
-	// session timeout). It must cover the client's and server's clock drift
-	// and one network round trip.
+	// LostMargin is how long before the server could expire the session
+	// the engine declares its leases lost (default a fifth of the session
+	// timeout). It must cover the client's and server's clock drift, timer
+	// lateness and the time a holder needs to stop. When the server grants
+	// a timeout other than SessionTimeout, the margin stays the same share
+	// of it (LostMargin × granted / SessionTimeout).
 	LostMargin time.Duration
 	// CloseTimeout bounds how long Close waits for the nodes of held and
 	// waiting contenders to be deleted before it closes the session, which

@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"strings"
-
-	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The contender state machine: one per acquisition. It is pure: step takes
@@ -19,8 +17,8 @@ import (
 // One invariant keeps recovery simple: at most one request of a contender
 // is in flight at a time, and a contender never issues a new request before
 // the reply to the last one has been stepped. So a create whose outcome is
-// unknown is always resolved (by listing and looking for the protected id)
-// before anything else is sent.
+// unknown is always resolved (by a recovery read that looks for the
+// protected id) before anything else is sent.
 
 type phase int
 
@@ -69,12 +67,14 @@ const (
 	inDisconnected           // connection dropped, session may live
 	inReconnected            // connection back, same session
 	inExpired                // the session is gone, and with it our node
-	inUntrusted              // disconnected so long the server may already have expired us
+	inUntrusted              // the server may already have expired us: no word from it for too long
 	inRetry                  // time to retry what a connection loss interrupted
 	inHandoff                // the node we wait for was released by our engine; pzxid is the token
+	inTrusted                // the same session answers again, in time
+	inRefused                // the grant just made was refused: the session stopped being trusted first
 )
 
-var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff"}
+var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused"}
 
 func (k inputKind) String() string { return inputNames[k] }
 
@@ -82,12 +82,15 @@ type input struct {
 	kind     inputKind
 	outcome  outcome
 	err      error    // the reply's error, or the cancel's reason
-	name     string   // inCreated: the node created
+	name     string   // inCreated: the node created; inListed: ours, found by a recovery read
 	children []string // inListed
 	pzxid    int64    // inListed
 	closing  bool     // inCancel: the engine is closing, so a held lease goes too
 	// inWatchSet: the reply to a children watch, with children and pzxid.
 	childWatch bool
+	// inListed, the reply to a recovery read: a node carries our id but
+	// another session owns it.
+	foreign bool
 }
 
 type effectKind int
@@ -96,6 +99,7 @@ const (
 	effCreate        effectKind = iota // create an ephemeral sequential node: path is the full prefix path
 	effCreateParents                   // create the lock path (and its ancestors) as containers
 	effList                            // list the lock path's children
+	effRecover                         // recovery read: sync path, list it, find the node carrying id and its owner
 	effWatch                           // set a data watch on path
 	effDelete                          // delete path
 	effGrant                           // resolve the acquisition with a lease
@@ -104,20 +108,22 @@ const (
 	effSuspend                         // the lease's session is disconnected
 	effResume                          // the lease's session is back
 	effLost                            // the lease is lost, with err
-	effPark                            // wait for inRetry
+	effPark                            // wait for inRetry; err: the unexpected refusal to retry, if any
 	effDone                            // terminal: forget the contender
 )
 
-var effectNames = [...]string{"create", "create-parents", "list", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "done"}
+var effectNames = [...]string{"create", "create-parents", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "done"}
 
 func (k effectKind) String() string { return effectNames[k] }
 
 type effect struct {
-	kind     effectKind
-	path     string
-	token    int64
-	err      error
-	children bool // effWatch: watch path's children, not its data
+	kind      effectKind
+	path      string
+	id        string // effRecover: the protected id to look for
+	token     int64
+	err       error
+	children  bool // effWatch: watch path's children, not its data
+	suspended bool // effGrant: the connection is down, so the lease starts suspended
 }
 
 func (e effect) String() string {
@@ -126,6 +132,8 @@ func (e effect) String() string {
 		return e.kind.String() + " " + e.path
 	case e.err != nil:
 		return e.kind.String() + ": " + e.err.Error()
+	case e.kind == effGrant && e.suspended:
+		return fmt.Sprintf("grant token=%d suspended", e.token)
 	case e.kind == effGrant:
 		return fmt.Sprintf("grant token=%d", e.token)
 	}
@@ -137,7 +145,7 @@ type retryAction int
 
 const (
 	retryNone    retryAction = iota
-	retryRecover             // a create's fate is unknown: list and look for our protected id
+	retryRecover             // a create's fate is unknown: look for our protected id (effRecover)
 	retryParents
 	retryList
 	retryDelete
@@ -164,12 +172,12 @@ type contender struct {
 	granted    bool        // we hold (or held) the lock
 	cancelled  bool        // the caller gave up, or the engine closes: clean up and end
 	closing    bool        // the engine closes: a held lease is released too
-	recovering bool        // our create's fate is unknown: the next listing looks for our id
+	recovering bool        // our create's fate is unknown: the recovery read looks for our id
 	fired      bool        // the watch fired while the watch request was in flight
 	next       bool        // the watched node holds and only it is ahead of us
 	stale      bool        // the session expired while a request was in flight: its reply proves nothing
 	connected  bool        // the session is connected, as far as the inputs told
-	untrusted  bool        // the session may be expired server-side
+	untrusted  bool        // the server may have expired the session: grant no one (only the watchdog's inputs change it)
 	lost       bool        // the lease was declared lost
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
 }
@@ -248,6 +256,11 @@ func (c *contender) step(in input) []effect {
 		return c.onExpired()
 	case inUntrusted:
 		return c.onUntrusted()
+	case inTrusted:
+		c.untrusted = false
+		return nil
+	case inRefused:
+		return c.onRefused()
 	case inRetry:
 		return c.onRetry()
 	case inHandoff:
@@ -280,8 +293,18 @@ func (c *contender) create() []effect {
 	return []effect{{kind: effCreate, path: c.createPath()}}
 }
 
+// list asks for a listing of the lock path. While a create's fate is
+// unknown, that is the recovery read, whatever asked for it (a retry, a
+// cleanup, a reconnect): the executor syncs the lock path first, since the
+// server answering may be a follower that has not applied the create yet,
+// and a listing without it would have us create a second node while the
+// first, made, waits ahead of us with no owner watching it. It also checks
+// who owns a node carrying our id: only one of this session is ours.
 func (c *contender) list() []effect {
 	c.phase = phaseListing
+	if c.recovering {
+		return []effect{{kind: effRecover, path: c.lockPath, id: c.id}}
+	}
 	return []effect{{kind: effList, path: c.lockPath}}
 }
 
@@ -430,12 +453,19 @@ func (c *contender) onListed(in input) []effect {
 	}
 
 	if c.recovering {
+		// The reply to our recovery read: the listing was synced, and the
+		// node carrying our id, if any, checked to be this session's.
 		c.recovering = false
-		if name, ok := queue.FindByID(in.children, c.id); ok {
-			c.setNode(name)
-		} else if c.cancelled {
+		switch {
+		case in.name != "":
+			c.setNode(in.name)
+		case c.cancelled:
 			return c.finish() // the create never happened: nothing to clean
-		} else {
+		case in.foreign:
+			// Another session owns a node with our id: never ours to
+			// adopt or delete. Our id is taken; start under a fresh one.
+			return c.create()
+		default:
 			c.phase = phaseCreating // the create never happened: send it again
 			return []effect{{kind: effCreate, path: c.createPath()}}
 		}
@@ -479,20 +509,31 @@ func (c *contender) onListed(in input) []effect {
 	return []effect{{kind: effWatch, path: c.watch}}
 }
 
+// grant admits us, unless the session is untrusted. The engine may still
+// refuse the grant (inRefused) when the watchdog lapsed after the loop last
+// heard from it, so the grant is one effect, applied whole or not at all.
 func (c *contender) grant(token int64) []effect {
 	if c.untrusted {
 		// The listing was answered, but the session may already be
-		// expired: ask again once the connection is back.
+		// expired: ask again once it is trusted.
 		return c.park(retryList)
 	}
 	c.phase = phaseHeld
 	c.granted = true
 	c.resolved = true
-	effs := []effect{{kind: effGrant, token: token}}
-	if !c.connected {
-		effs = append(effs, effect{kind: effSuspend})
+	return []effect{{kind: effGrant, token: token, suspended: !c.connected}}
+}
+
+// onRefused undoes the grant just made: the session stopped being trusted
+// before the lease was handed out, so we wait, unresolved, as before it.
+func (c *contender) onRefused() []effect {
+	if c.phase != phaseHeld || c.lost {
+		return nil
 	}
-	return effs
+	c.untrusted = true
+	c.granted = false
+	c.resolved = false
+	return c.park(retryList)
 }
 
 func (c *contender) onWatchSet(in input) []effect {
@@ -573,13 +614,13 @@ func (c *contender) onDeleted(in input) []effect {
 		c.clearNode()
 		return c.afterDelete()
 	}
-	// The node could not be deleted; it stays until the session ends.
-	err := fmt.Errorf("turnstile: delete %s: %w", c.nodePath(), in.err)
-	c.clearNode()
-	if c.granted && !c.lost {
-		return append([]effect{{kind: effReleased, err: err}}, c.finish()...)
-	}
-	return c.finish()
+	// Refused for a reason of its own. None is expected (the node is ours,
+	// ephemeral, deleted at any version), and giving up would leave it
+	// blocking the lock path for every client until the session ends: try
+	// again after a backoff, for as long as the session lives.
+	effs := c.park(retryDelete)
+	effs[0].err = fmt.Errorf("turnstile: delete %s: %w", c.nodePath(), in.err)
+	return effs
 }
 
 func (c *contender) afterDelete() []effect {
@@ -629,7 +670,6 @@ func (c *contender) onCancel(in input) []effect {
 
 func (c *contender) onReconnected() []effect {
 	c.connected = true
-	c.untrusted = false
 	switch c.phase {
 	case phaseHeld:
 		if !c.lost {
@@ -647,7 +687,6 @@ func (c *contender) onReconnected() []effect {
 
 func (c *contender) onExpired() []effect {
 	c.connected = false
-	c.untrusted = false
 	if c.granted {
 		switch {
 		case c.phase == phaseHeld:

@@ -90,6 +90,16 @@ func listed(pzxid int64, children ...string) input {
 }
 func reply(k inputKind, o outcome) input { return input{kind: k, outcome: o} }
 
+// recoverRead is the recovery read of the n-th id's create.
+func recoverRead(n int) effect {
+	return effect{kind: effRecover, path: "/locks/a", id: fmt.Sprintf("00000000-0000-4000-8000-%012d", n)}
+}
+
+// recovered is the reply to a recovery read that found ours (or "").
+func recovered(pzxid int64, ours string, children ...string) input {
+	return input{kind: inListed, children: children, pzxid: pzxid, name: ours}
+}
+
 // toHeld drives a fresh contender to a grant with node(1, 5).
 func (s *script) toHeld() {
 	s.t.Helper()
@@ -191,9 +201,9 @@ func TestCancelBeforeCreateReplyThenConnectionLoss(t *testing.T) {
 	s.step(input{kind: inStart}, create(1))
 	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
 	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, list)
+	s.step(input{kind: inRetry}, recoverRead(1))
 	// The create did happen: recovery finds the node by its id and deletes it.
-	s.step(listed(100, other(3), node(1, 5)), del(node(1, 5)))
+	s.step(recovered(100, node(1, 5), other(3), node(1, 5)), del(node(1, 5)))
 	s.step(reply(inDeleted, outConnLoss), park)
 	s.step(input{kind: inReconnected}, del(node(1, 5)))
 	s.step(reply(inDeleted, outOK), done)
@@ -246,9 +256,10 @@ func TestConnectionLossDuringCreateNodeFound(t *testing.T) {
 	s.step(input{kind: inStart}, create(1))
 	s.step(reply(inCreated, outConnLoss), park)
 	s.step(input{kind: inDisconnected})
-	s.step(input{kind: inReconnected}, list)
+	// Not a plain listing: the recovery read, synced, that looks for our id.
+	s.step(input{kind: inReconnected}, recoverRead(1))
 	// The server did create it: adopt it, never create a second.
-	s.step(listed(100, node(1, 5)), grant(100))
+	s.step(recovered(100, node(1, 5), node(1, 5)), grant(100))
 	if s.c.node != node(1, 5) {
 		t.Fatalf("adopted %q", s.c.node)
 	}
@@ -258,11 +269,48 @@ func TestConnectionLossDuringCreateNodeNotFound(t *testing.T) {
 	s := newScript(t)
 	s.step(input{kind: inStart}, create(1))
 	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, list)
+	s.step(input{kind: inRetry}, recoverRead(1))
 	// Not created: send the same create again (same protected id).
-	s.step(listed(100, other(3)), create(1))
+	s.step(recovered(100, "", other(3)), create(1))
 	s.step(created(node(1, 4)), list)
 	s.step(listed(101, other(3), node(1, 4)), watch(other(3)))
+}
+
+// A node carrying our id that another session owns is never adopted, nor
+// deleted: the id is taken, and the contender starts under a fresh one.
+func TestRecoveryIgnoresNodeOfAnotherSession(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	foreign := input{kind: inListed, children: []string{node(1, 3)}, pzxid: 100, foreign: true}
+	s.step(foreign, create(2))
+	s.step(created(node(2, 4)), list)
+	s.step(listed(101, node(1, 3), node(2, 4)), watch(node(1, 3)))
+
+	// Cancelled meanwhile: nothing of ours to clean up.
+	s = newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(foreign, done)
+}
+
+// Every listing asked for while a create's fate is unknown is the recovery
+// read, whoever asks: a failed recovery read retried, a cleanup.
+func TestEveryListingWhileRecoveringIsTheRecoveryRead(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(reply(inListed, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(inListed, outConnLoss), park)
+	s.step(input{kind: inReconnected}, recoverRead(1))
+	s.step(recovered(100, node(1, 5), node(1, 5)), del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
 }
 
 func TestSessionExpiryWhileWaiting(t *testing.T) {
@@ -326,8 +374,8 @@ func TestSessionExpiryWhileCreateInFlightFailOnExpiry(t *testing.T) {
 	s.c.failExp = true
 	s.step(input{kind: inStart}, create(1))
 	s.step(input{kind: inExpired})
-	s.step(reply(inCreated, outConnLoss), fail(ErrSessionExpired), list)
-	s.step(listed(300, node(1, 7)), del(node(1, 7)))
+	s.step(reply(inCreated, outConnLoss), fail(ErrSessionExpired), recoverRead(1))
+	s.step(recovered(300, node(1, 7), node(1, 7)), del(node(1, 7)))
 	s.step(reply(inDeleted, outOK), done)
 }
 
@@ -363,8 +411,41 @@ func TestUntrustedSessionBlocksGrant(t *testing.T) {
 	s.step(input{kind: inDisconnected})
 	s.step(input{kind: inUntrusted})
 	s.step(listed(100, node(1, 5)), park)
+	// Reconnecting is not being trusted: only the watchdog says so.
 	s.step(input{kind: inReconnected}, list)
-	s.step(listed(101, node(1, 5)), grant(101))
+	s.step(listed(101, node(1, 5)), park)
+	s.step(input{kind: inTrusted})
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(102, node(1, 5)), grant(102))
+}
+
+// The engine refuses a grant when the watchdog lapsed after the loop last
+// heard from it: the contender waits again, unresolved, and is granted
+// once the session is trusted.
+func TestRefusedGrantWaitsForTrust(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, node(1, 5)), grant(100))
+	s.step(input{kind: inRefused}, park)
+	if s.c.resolved || s.c.granted {
+		t.Fatalf("refused grant left resolved=%v granted=%v", s.c.resolved, s.c.granted)
+	}
+	s.step(input{kind: inUntrusted}) // the lapse the loop hears of next
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(101, node(1, 5)), park)
+	s.step(input{kind: inTrusted})
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(102, node(1, 5)), grant(102))
+
+	// A refusal of a handoff likewise.
+	s = newScript(t)
+	s.c.decide = nextDecide
+	s.toWaiting()
+	s.step(input{kind: inHandoff, pzxid: 7}, grant(7))
+	s.step(input{kind: inRefused}, park)
+	s.step(input{kind: inRetry}, list)
+	s.step(listed(101, node(1, 5)), park)
 }
 
 func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
@@ -372,7 +453,7 @@ func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
 	s.step(input{kind: inStart}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(input{kind: inDisconnected})
-	s.step(listed(100, node(1, 5)), grant(100), effect{kind: effSuspend})
+	s.step(listed(100, node(1, 5)), effect{kind: effGrant, token: 100, suspended: true})
 }
 
 func TestNodeDeletedByOthersRequeues(t *testing.T) {
@@ -437,7 +518,8 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		{kind: inWatchFired}, reply(inDeleted, outOK), reply(inDeleted, outConnLoss), {kind: inRelease},
 		{kind: inCancel, err: context.Canceled}, {kind: inCancel, err: ErrClosed, closing: true},
 		{kind: inDisconnected}, {kind: inReconnected}, {kind: inExpired}, {kind: inUntrusted}, {kind: inRetry},
-		listed(2, node(2, 6)), created(node(2, 6)), {kind: inHandoff, pzxid: 3},
+		listed(2, node(2, 6)), created(node(2, 6)), {kind: inHandoff, pzxid: 3}, {kind: inTrusted}, {kind: inRefused},
+		recovered(4, node(1, 5), node(1, 5)), {kind: inListed, children: []string{node(1, 5)}, foreign: true},
 	}
 	// A small deterministic walk: every sequence of up to 4 inputs after start.
 	var walk func(prefix []int)
@@ -446,11 +528,22 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		s := newScript(t)
 		s.c.decide = nextDecide // handoffs grant
 		resolved := 0
+		granted := false // the last step granted
 		for _, i := range prefix {
+			if inputs[i].kind == inRefused {
+				// The engine refuses only the grant it was just handed,
+				// which then never resolved anything.
+				if !granted {
+					continue
+				}
+				resolved--
+			}
+			granted = false
 			for _, ef := range s.c.step(inputs[i]) {
 				if ef.kind == effGrant || ef.kind == effFail {
 					resolved++
 				}
+				granted = granted || ef.kind == effGrant
 			}
 		}
 		count++
@@ -577,4 +670,31 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 			t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
 		}
 	})
+}
+
+// A delete refused for an unexpected reason is never given up: the node
+// would block the lock path for every client until the session ends.
+func TestRefusedDeleteIsRetried(t *testing.T) {
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inRelease}, del(node(1, 5)))
+	refused := errors.New("zk: buffer too small")
+	got := s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark || !errors.Is(got[0].err, refused) {
+		t.Fatalf("refused delete: effects %v, want a park carrying the refusal", got)
+	}
+	s.step(input{kind: inRetry}, del(node(1, 5)))
+	// Gone meanwhile (say the first attempt was applied after all): released.
+	s.step(reply(inDeleted, outNoNode), effect{kind: effReleased}, done)
+
+	// A cancelled waiter's cleanup, likewise.
+	s = newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	got = s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark {
+		t.Fatalf("refused cleanup delete: effects %v, want a park", got)
+	}
+	s.step(input{kind: inRetry}, del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
 }

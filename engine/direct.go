@@ -11,7 +11,7 @@ import (
 // it (the first call wins; later ones return false). Recipes built from
 // several acquisitions use it to hand their caller one future.
 func NewPromise[T any]() (*Future[T], func(T, error) bool) {
-	f := newFuture[T](nil)
+	f := newFuture[T]()
 	return f, f.resolve
 }
 

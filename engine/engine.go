@@ -86,11 +86,14 @@ type Engine struct {
 	sem   *semaphore.Weighted
 	count counters
 
-	lastRead   atomic.Int64 // unix nanos of the last byte read from a server
-	negotiated atomic.Int64 // the session timeout the server granted, nanos
-	lastZxid   atomic.Int64 // the greatest zxid seen in a reply header
+	trust    *sessionTrust // until when the server cannot have expired the session
+	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
 
-	wg        sync.WaitGroup // every goroutine the engine starts, but the loop
+	// wg counts the goroutines of the engine's own work, but the loop:
+	// requests and direct reads. Users' callbacks are not counted (see
+	// Close). Every Add happens before the loop exits, or under mu while
+	// not closed, so never concurrently with Close's Wait.
+	wg        sync.WaitGroup
 	loopDone  chan struct{}
 	ready     chan struct{} // closed at the first session
 	closeOnce sync.Once
@@ -114,13 +117,15 @@ type Engine struct {
 	writing    int  // write requests in flight
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
-	lostTimer  uint64 // timer id of the session-trust deadline, 0 if none
 	closeTimer uint64
 	session    int64
 	connected  bool
-	everReady  bool
-	closing    bool
-	retryAt    map[uint64]uint64 // timer id → contender to retry
+	// untrusted: the watchdog (trust) last said the server may have
+	// expired the session; contenders are told so as they are made.
+	untrusted bool
+	everReady bool
+	closing   bool
+	retryAt   map[uint64]uint64 // timer id → contender to retry
 	// Revocable holders whose revocation watch failed on a connection loss.
 	retryRevoke []uint64
 }
@@ -182,6 +187,10 @@ type releaseCmd struct {
 
 type closeCmd struct{}
 
+// trustChanged: the watchdog found that the server may have expired the
+// session (lapsed), or that it answers the same session again.
+type trustChanged struct{ lapsed bool }
+
 // Start connects to ZooKeeper and starts the loop. It returns once a session
 // is established, or fails with ErrUnreachable when no server answers
 // within cfg.ConnectTimeout (or ctx ends).
@@ -207,7 +216,11 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		localWatch: make(map[string][]uint64),
 		timers:     make(map[uint64]*time.Timer),
 		retryAt:    make(map[uint64]uint64),
+		untrusted:  true, // until the first session's handshake is answered
 	}
+	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
+		e.inbox.Put(events.Command{Payload: trustChanged{lapsed: lapsed}})
+	})
 	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(e.onZKEvent),
 		zk.WithDialer(e.dial),
@@ -247,18 +260,17 @@ func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. Cancelling
 // ctx before the grant resolves the future with ctx's error and removes the
-// contender's node; after the grant it has no effect on the lease.
+// contender's node; after the grant it has no effect on the lease. A
+// request that cannot work resolves the future at once, before anything is
+// sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest.
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
-	if err := ValidatePath(req.Path); err != nil {
+	if err := req.validate(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
-	}
-	if req.Decide == nil || req.Prefix == "" {
-		return resolvedFuture[*Lease](nil, fmt.Errorf("%w: request without a recipe", ErrInvalidConfig))
 	}
 	if err := ctx.Err(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
 	}
-	fut := newFuture[*Lease](e.spawn)
+	fut := newFuture[*Lease]()
 	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
 		fut.resolve(nil, ErrClosed)
 	}
@@ -266,7 +278,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 }
 
 func (e *Engine) release(l *Lease) *Future[struct{}] {
-	fut := newFuture[struct{}](e.spawn)
+	fut := newFuture[struct{}]()
 	if !e.post(releaseCmd{lease: l, fut: fut}) {
 		fut.resolve(struct{}{}, l.Err())
 	}
@@ -284,14 +296,17 @@ func (e *Engine) post(cmd any) bool {
 	return true
 }
 
-// spawn runs a future's callbacks on their own goroutine, counted so that
-// Close can wait for them.
-func (e *Engine) spawn(f func()) { e.wg.Go(f) }
-
 // Close cancels every waiter (their futures resolve with ErrClosed), loses
 // and releases every held lease, deletes their nodes, closes the session and
-// returns once every goroutine the engine started has exited. It is safe to
-// call more than once.
+// returns once every goroutine the engine runs for its own work (the loop,
+// requests, reads) has exited. It is safe to call more than once, from
+// several goroutines at once, and from a Then callback.
+//
+// Close does not wait for the callbacks given to Future.Then: they are the
+// caller's code, on goroutines of their own, and waiting for them would
+// hang a callback that calls Close (it would wait for itself). Callbacks of
+// the futures Close resolves may run after it returns. It must not be
+// called from the Observer, which runs on the loop Close waits for.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() { e.post(closeCmd{}) })
 	<-e.loopDone
@@ -385,6 +400,7 @@ func (e *Engine) handleCommand(cmd any) {
 		en.c.tryOnly = cmd.req.TryOnly
 		en.c.failExp = e.cfg.FailOnExpiry || cmd.req.FailOnExpiry
 		en.c.connected = e.connected
+		en.c.untrusted = e.untrusted
 		e.contenders[en.id] = en
 		e.attach(en, cmd.ctx)
 		e.step(en, input{kind: inStart})
@@ -415,6 +431,8 @@ func (e *Engine) handleCommand(cmd any) {
 		e.step(en, input{kind: inRelease})
 	case writeDone:
 		e.writing--
+	case trustChanged:
+		e.handleTrust(cmd)
 	case closeCmd:
 		e.closing = true
 		e.closeTimer = e.after(e.cfg.CloseTimeout)
@@ -443,6 +461,8 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 			}
 		}
 		return
+	case events.OpRecover:
+		in.kind, in.children, in.pzxid, in.name, in.foreign = inListed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case events.OpWatch:
 		in.kind = inWatchSet
 	case events.OpWatchChildren:
@@ -567,6 +587,8 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 	case effList:
 		e.requestListing(ef.path, en.id)
+	case effRecover:
+		e.submit(op{kind: events.OpRecover, id: en.id, path: ef.path, find: ef.id})
 	case effWatch:
 		e.unwatch(en)
 		en.watching = ef.path
@@ -601,14 +623,25 @@ func (e *Engine) apply(en *entry, ef effect) {
 		e.submit(o)
 	case effGrant:
 		en.attempts = 0
+		lease := newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
+		if !e.trust.admit(lease) {
+			// The watchdog found the session untrusted after the loop last
+			// heard from it: no one may be granted now.
+			e.step(en, input{kind: inRefused})
+			return
+		}
 		e.detach(en)
-		en.lease = newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
+		en.lease = lease
 		if !en.acquired.resolve(en.lease, nil) {
 			// Unreachable: the machine resolves once. Give the node back.
 			e.step(en, input{kind: inRelease})
 			return
 		}
 		e.report(events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
+		if ef.suspended {
+			en.lease.setSuspended(true)
+			e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
+		}
 		if en.revocable {
 			e.watchRevoke(en)
 		}
@@ -632,12 +665,16 @@ func (e *Engine) apply(en *entry, ef effect) {
 		en.lease.setSuspended(false)
 		e.report(events.Report{Kind: events.Resumed, Path: en.c.lockPath})
 	case effLost:
+		e.trust.forget(en.lease)
 		en.lease.markLost(ef.err)
 		if en.released != nil {
 			en.released.resolve(struct{}{}, en.lease.Err())
 		}
 		e.report(events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
 	case effPark:
+		if ef.err != nil {
+			e.log.Warn("request refused; retrying", "path", en.c.lockPath, "err", ef.err)
+		}
 		e.park(en)
 	case effDone:
 		e.unwatch(en)
@@ -650,6 +687,9 @@ func (e *Engine) apply(en *entry, ef effect) {
 			}
 		}
 		e.detach(en)
+		if en.lease != nil {
+			e.trust.forget(en.lease)
+		}
 		if en.released != nil {
 			// A release that raced a loss ends with the loss.
 			en.released.resolve(struct{}{}, en.lease.Err())
@@ -784,28 +824,12 @@ func (e *Engine) after(d time.Duration) uint64 {
 	return id
 }
 
-func (e *Engine) cancelTimer(id uint64) {
-	if t := e.timers[id]; t != nil {
-		t.Stop()
-		delete(e.timers, id)
-	}
-	delete(e.retryAt, id)
-}
-
 func (e *Engine) handleTimer(id uint64) {
 	if _, ok := e.timers[id]; !ok {
 		return // cancelled
 	}
 	delete(e.timers, id)
 	switch id {
-	case e.lostTimer:
-		e.lostTimer = 0
-		if !e.connected {
-			e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
-			for _, en := range e.contenders {
-				e.step(en, input{kind: inUntrusted})
-			}
-		}
 	case e.closeTimer:
 		e.closeTimer = 0
 		for _, en := range e.contenders {
@@ -827,10 +851,6 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		expired := e.session != 0 && id != e.session
 		e.session = id
 		e.connected = true
-		if e.lostTimer != 0 {
-			e.cancelTimer(e.lostTimer)
-			e.lostTimer = 0
-		}
 		if !e.everReady {
 			e.everReady = true
 			close(e.ready)
@@ -854,7 +874,6 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		}
 		e.connected = false
 		e.log.Info("session disconnected", "session", fmt.Sprintf("%#x", e.session))
-		e.lostTimer = e.after(time.Until(e.trustDeadline()))
 		for _, en := range e.contenders {
 			e.step(en, input{kind: inDisconnected})
 		}
@@ -882,17 +901,22 @@ func (e *Engine) expire() {
 	}
 }
 
-// trustDeadline is when the server might expire the session: the last time
-// anything was read from a server, plus the session timeout, less the
-// margin. Reads include the client's pings, so an idle but healthy session
-// keeps it fresh.
-func (e *Engine) trustDeadline() time.Time {
-	timeout := e.cfg.SessionTimeout
-	if n := time.Duration(e.negotiated.Load()); n > 0 && n < timeout {
-		timeout = n
+// handleTrust steps every contender as the watchdog saw the session: when
+// it lapsed, held leases are already lost (the watchdog closed their Lost
+// channels) and their machines park the deletion of their nodes; no waiter
+// is granted until answers resume.
+func (e *Engine) handleTrust(c trustChanged) {
+	e.untrusted = c.lapsed
+	kind := inTrusted
+	if c.lapsed {
+		kind = inUntrusted
+		e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
+	} else if e.everReady {
+		e.log.Info("session trusted again", "session", fmt.Sprintf("%#x", e.session))
 	}
-	last := time.Unix(0, e.lastRead.Load())
-	return last.Add(timeout - e.cfg.LostMargin)
+	for _, en := range e.contenders {
+		e.step(en, input{kind: kind})
+	}
 }
 
 // shutdown closes the session and stops every timer; the loop then exits.
@@ -900,6 +924,7 @@ func (e *Engine) shutdown() {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	e.trust.stop()
 	for id, t := range e.timers {
 		t.Stop()
 		delete(e.timers, id)

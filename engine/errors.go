@@ -11,7 +11,7 @@ var (
 	// ErrNotHeld: the lease was already released.
 	ErrNotHeld = errors.New("turnstile: lease not held")
 	// ErrLost: the lease can no longer be trusted: the session expired, or
-	// was disconnected for so long that the server may have expired it.
+	// no server answered it for so long that it may have expired.
 	ErrLost = errors.New("turnstile: lease lost")
 	// ErrSessionExpired: the ZooKeeper session expired. Leases lost to an
 	// expiry report it together with ErrLost; waiters fail with it when
@@ -25,6 +25,10 @@ var (
 	ErrUnreachable = errors.New("turnstile: ZooKeeper unreachable")
 	// ErrInvalidConfig: the engine's configuration cannot work.
 	ErrInvalidConfig = errors.New("turnstile: invalid config")
+	// ErrInvalidRequest: a Request cannot be acquired as it is (no Decider,
+	// a Prefix that makes names no recipe reads, a malformed Seq, Data
+	// over MaxDataLen). A bad Path reports ErrInvalidPath instead.
+	ErrInvalidRequest = errors.New("turnstile: invalid request")
 )
 
 // lostError reports a lost lease: errors.Is finds both ErrLost and the cause.

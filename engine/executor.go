@@ -6,12 +6,13 @@ import (
 	"net"
 	"path"
 	"slices"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The executor is the one place that turns effects into ZooKeeper requests.
@@ -26,8 +27,9 @@ type op struct {
 	id    uint64 // the contender; 0 for shared listings
 	path  string
 	data  []byte
-	fixed bool // OpCreate: a non-sequential node
-	write bool // counted in the engine's writes in flight
+	fixed bool   // OpCreate: a non-sequential node
+	write bool   // counted in the engine's writes in flight
+	find  string // OpRecover: the protected id to look for
 }
 
 // createFlags: lock nodes are ephemeral and sequential, but for a node
@@ -56,11 +58,16 @@ type Stats struct {
 	// deletes issued together; Batched is how many of the Creates and
 	// Deletes went inside them.
 	Multis, Batched uint64
+	// Recoveries counts the reads that settle a create whose reply was
+	// lost, each a sync and a getChildren of the lock path; OwnerChecks the
+	// exists requests they sent for children carrying the protected id.
+	Recoveries, OwnerChecks uint64
 }
 
 // Requests is the total number of requests.
 func (s Stats) Requests() uint64 {
-	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis
+	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis +
+		2*s.Recoveries + s.OwnerChecks
 }
 
 type counters struct {
@@ -68,6 +75,7 @@ type counters struct {
 	localWatches atomic.Uint64
 	multis       atomic.Uint64 // multi requests sent
 	batched      atomic.Uint64 // creates and deletes sent inside them
+	ownerChecks  atomic.Uint64 // exists requests of recovery reads
 }
 
 func (c *counters) snapshot() Stats {
@@ -81,10 +89,41 @@ func (c *counters) snapshot() Stats {
 		Deletes:       c.n[events.OpDelete].Load(),
 		Multis:        c.multis.Load(),
 		Batched:       c.batched.Load(),
+		Recoveries:    c.n[events.OpRecover].Load(),
+		OwnerChecks:   c.ownerChecks.Load(),
 	}
 }
 
 var openACL = zk.WorldACL(zk.PermAll)
+
+// Encoded sizes, in bytes, of the parts of a multi request in ZooKeeper's
+// wire format (jute): an int is 4 bytes, a bool 1, a string or a byte
+// buffer its length as an int and then its bytes, a list its count as an
+// int and then its elements.
+const (
+	multiHeaderSize = 4 + 1 + 4 // each op's header: type, done, error
+	// multiEnvelopeSize: the request header (xid, opcode) and the header
+	// that ends the list of ops.
+	multiEnvelopeSize = 4 + 4 + multiHeaderSize
+)
+
+// openACLSize is the encoded size of openACL: per entry, the permissions,
+// the scheme and the id.
+var openACLSize = func() int {
+	n := 4
+	for _, a := range openACL {
+		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
+	}
+	return n
+}()
+
+// multiOpSize is the encoded size of a create or a delete inside a multi.
+func multiOpSize(o op) int {
+	if o.kind == events.OpCreate {
+		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + openACLSize + 4 // path, data, acl, flags
+	}
+	return multiHeaderSize + 4 + len(o.path) + 4 // path, version
+}
 
 // submit sends o now if the in-flight bound allows, or queues it. Creates
 // and deletes go out at most maxWrites requests at a time: those issued
@@ -102,11 +141,35 @@ func (e *Engine) submit(o op) {
 const (
 	maxBatch  = 64 // creates and deletes in one multi request
 	maxWrites = 2  // write requests in flight at once
+
+	// maxBatchBytes caps the encoded size of one multi request. A count cap
+	// alone does not bound it: node data is the caller's, up to MaxDataLen
+	// per create. Past the client's 1.5 MiB buffer the multi cannot even be
+	// encoded and fails as a whole; past the server's jute.maxbuffer
+	// (0xfffff bytes by default) the server resets the connection, which
+	// fails every request in flight and suspends every lease. The leader
+	// also forwards a multi to each follower as one proposal under the same
+	// limit, and every request queued behind it waits for its log write.
+	// Group commit gains nothing from size: 64 typical creates (a few
+	// hundred bytes each) weigh about 20 KiB, so the count cap still binds
+	// for them, and an eighth of the server's limit keeps any batch far from
+	// it. A single write larger than this goes alone.
+	maxBatchBytes = 128 << 10
 )
 
+// flushWrites sends the queued creates and deletes, in order, as batches
+// bounded by count and encoded size.
 func (e *Engine) flushWrites() {
 	for len(e.writes) > 0 && e.writing < maxWrites {
-		n := min(len(e.writes), maxBatch)
+		n, size := 1, multiEnvelopeSize+multiOpSize(e.writes[0])
+		for n < min(len(e.writes), maxBatch) {
+			s := multiOpSize(e.writes[n])
+			if size+s > maxBatchBytes {
+				break
+			}
+			size += s
+			n++
+		}
 		o := op{batch: slices.Clone(e.writes[:n])}
 		if n == 1 {
 			o = e.writes[0]
@@ -175,9 +238,13 @@ func (e *Engine) run(o op) {
 type writeDone struct{}
 
 // execBatch sends creates and deletes as one multi request and reports
-// each as if sent alone. A multi is all or nothing: when one of them is
-// refused (a lock path not created yet, a node already gone), the others
-// were not applied either, and each is sent again on its own.
+// each as if sent alone. A multi is all or nothing: when it fails for any
+// reason but a lost connection (one op refused, such as a lock path not
+// created yet or a node already gone; or a request the client could not
+// send), none of it was applied, and each op is sent again on its own so
+// that one op's failure is not every op's. After a lost connection the
+// multi's fate is unknown, and every op reports the loss: the contenders
+// recover from it.
 func (e *Engine) execBatch(batch []op) []events.OpDone {
 	reqs := make([]any, len(batch))
 	for i, o := range batch {
@@ -204,13 +271,16 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 				dones[i].Zxid = zxid
 			}
 		}
-	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing && len(res) == len(batch):
-		// Refused as a whole: send each on its own, all at once.
-		var wg sync.WaitGroup
+	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing:
+		// Refused as a whole: send each on its own, one after another on
+		// this goroutine. It holds the multi's slot, so the requests stay
+		// within MaxInFlight; and one at a time, the creates keep the
+		// order they were issued in, which is their order in the queue of
+		// their lock path. That costs a round trip per op, on a path that
+		// is rare (a lock path used for the first time, a node gone).
 		for i, o := range batch {
-			wg.Go(func() { dones[i] = e.exec(o) })
+			dones[i] = e.exec(o)
 		}
-		wg.Wait()
 	default:
 		if err == nil {
 			err = zk.ErrConnectionClosed // a reply that does not match the request
@@ -249,12 +319,55 @@ func (e *Engine) exec(o op) events.OpDone {
 		}
 	case events.OpRevokeWatch:
 		done.Data, _, _, done.Err = e.conn.GetW(o.path)
+	case events.OpRecover:
+		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.path, o.find)
 	case events.OpDelete:
 		done.Err = e.conn.Delete(o.path, -1)
 		// Read after the reply: at least the deletion's zxid (see handOff).
 		done.Zxid = e.lastZxid.Load()
 	}
 	return done
+}
+
+// recoverNode is the read that settles a create whose reply was lost. It
+// syncs lockPath first, so that the server answering has applied every
+// write the leader committed before the sync, the lost create among them
+// if it was applied at all; then it lists lockPath, and checks the owner
+// of each child carrying id: name is the one this session owns, if any;
+// foreign reports that one is owned by another session.
+func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int64, name string, foreign bool, err error) {
+	if _, err := e.conn.Sync(lockPath); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, 0, "", false, err
+	}
+	children, stat, err := e.conn.Children(lockPath)
+	if err != nil {
+		return nil, 0, "", false, err
+	}
+	if stat != nil {
+		pzxid = stat.Pzxid
+	}
+	for _, child := range children {
+		if !strings.Contains(child, id) {
+			continue // cheap skip before parsing
+		}
+		if n, ok := queue.Parse(child); !ok || n.ID != id {
+			continue
+		}
+		e.count.ownerChecks.Add(1)
+		exists, stat, err := e.conn.Exists(lockPath + "/" + child)
+		switch {
+		case err != nil:
+			return nil, 0, "", false, err
+		case !exists:
+			// Deleted since the listing, by someone else: not a node we
+			// can hold, whoever made it.
+		case stat.EphemeralOwner == e.conn.SessionID():
+			return children, pzxid, child, false, nil
+		default:
+			foreign = true
+		}
+	}
+	return children, pzxid, "", foreign, nil
 }
 
 // ensurePath creates p and any missing ancestors as container nodes, which

@@ -9,8 +9,6 @@ import (
 // acquisition, a release, or anything else the engine does asynchronously.
 // It is resolved exactly once.
 type Future[T any] struct {
-	spawn func(func()) // runs callbacks off the resolving goroutine
-
 	mu        sync.Mutex
 	done      chan struct{} // made on the first Done; most callers use Then
 	val       T
@@ -19,15 +17,10 @@ type Future[T any] struct {
 	callbacks []func(T, error)
 }
 
-func newFuture[T any](spawn func(func())) *Future[T] {
-	if spawn == nil {
-		spawn = func(f func()) { go f() }
-	}
-	return &Future[T]{spawn: spawn}
-}
+func newFuture[T any]() *Future[T] { return &Future[T]{} }
 
 func resolvedFuture[T any](v T, err error) *Future[T] {
-	f := newFuture[T](nil)
+	f := newFuture[T]()
 	f.resolve(v, err)
 	return f
 }
@@ -47,11 +40,11 @@ func (f *Future[T]) resolve(v T, err error) bool {
 	}
 	f.mu.Unlock()
 	if len(cbs) > 0 {
-		f.spawn(func() {
+		go func() {
 			for _, cb := range cbs {
 				cb(v, err)
 			}
-		})
+		}()
 	}
 	return true
 }
@@ -100,8 +93,15 @@ func (f *Future[T]) Result() (v T, err error, ok bool) {
 	return f.val, f.err, f.resolved
 }
 
-// Then arranges for fn to run once with the outcome. fn never runs on the
-// engine's loop goroutine, so a slow callback never stalls other locks.
+// Then arranges for fn to run once with the outcome, on a goroutine of its
+// own: never on the engine's loop goroutine, so a slow callback never
+// stalls other locks, and never on the caller's. fn may call anything of
+// the engine, Close included.
+//
+// The engine does not count these goroutines: Close does not wait for
+// callbacks, which may still be running, or about to start (with ErrClosed
+// when Close resolved their futures), when it returns. A caller that needs
+// its callbacks finished waits for them itself, e.g. with a sync.WaitGroup.
 func (f *Future[T]) Then(fn func(T, error)) {
 	f.mu.Lock()
 	if !f.resolved {
@@ -111,7 +111,7 @@ func (f *Future[T]) Then(fn func(T, error)) {
 	}
 	v, err := f.val, f.err
 	f.mu.Unlock()
-	f.spawn(func() { fn(v, err) })
+	go fn(v, err)
 }
 
 // wait blocks until resolved: for futures the engine guarantees to resolve.

@@ -54,9 +54,15 @@ func (l *Lease) Node() string { return l.node }
 func (l *Lease) Token() int64 { return l.token }
 
 // Lost is closed when the lease can no longer be trusted: the session
-// expired, or was disconnected long enough that the server may expire it
-// (last contact + session timeout - margin), or the engine closed. The
-// holder must stop touching the guarded resource at once.
+// expired, or the server may expire it before the engine hears from it
+// again, or the engine closed. For the second, the engine keeps a deadline
+// on the monotonic clock: the send time of the latest request (ping and
+// connect handshake included) that a server answered, plus the session
+// timeout the server granted, less Config.LostMargin scaled to that
+// timeout. A timer of its own closes Lost at that deadline, whatever the
+// engine's loop is doing, so before the server can expire the session and
+// grant the lock to another client. The holder must stop touching the
+// guarded resource at once.
 func (l *Lease) Lost() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,108 +1,245 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// dial connects through the configured dialer and records every read, so
-// the engine knows when it last heard from a server, pings included.
+// What the engine reads of ZooKeeper's wire protocol. Every frame, either
+// way, is a big-endian int32 length and that many bytes. The first frame
+// each way on a connection is the session handshake; after it, a request
+// starts with its xid and opcode, a reply with its xid, zxid and error
+// code. The client (go-zookeeper) exposes neither the send time of its
+// requests, nor the zxids of replies, nor the timeout a server granted, so
+// the engine reads them off the connection.
+const (
+	// frameLenSize is the length prefix of every frame.
+	frameLenSize = 4
+	// xidSize: a request's head as far as the engine cares, its xid. The
+	// xid is what a reply names to say which request it answers.
+	xidSize = 4
+	// replyHdrSize is a reply's header: xid int32, zxid int64, err int32.
+	replyHdrSize = 16
+	// handshakeHeadSize is as much of the server's handshake answer as the
+	// engine reads: protocolVersion int32, timeOut int32 (the session
+	// timeout granted, in milliseconds), sessionId int64. The password and
+	// read-only flag follow. It is the same size as a reply header, so one
+	// buffer serves both.
+	handshakeHeadSize = 16
+	// notificationXid marks a watch notification: the server sends it on
+	// its own, so it answers no request and proves nothing about when the
+	// server last heard from the session.
+	notificationXid = -1
+	// pingXid is the xid of every ping. Pings are the one request sent
+	// again and again with the same xid, so their send times queue.
+	pingXid = -2
+	// errSessionExpired and errSessionMoved: a reply with either error
+	// code says the server is not keeping this session alive for this
+	// connection, so it does not count as an answer.
+	errSessionExpired = -112
+	errSessionMoved   = -118
+)
+
+// dial connects through the configured dialer and watches the bytes that
+// cross the connection: the send time of every request and the replies
+// that answer them feed the session's trust deadline, and reply headers
+// the greatest zxid read.
 func (e *Engine) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	c, err := e.cfg.Dialer(network, address, timeout)
 	if err != nil {
 		return nil, err
 	}
-	e.lastRead.Store(time.Now().UnixNano())
-	return &trackedConn{Conn: c, last: &e.lastRead, frames: frameScanner{zxid: &e.lastZxid, connecting: true}}, nil
+	return &trackedConn{Conn: c, trust: e.trust, zxid: &e.lastZxid}, nil
 }
 
+// trackedConn is a connection to a server, read and written by the client
+// as usual, that notes each request's send time as it is written and
+// matches each reply to its request, by xid, as it is read.
 type trackedConn struct {
 	net.Conn
-	last   *atomic.Int64
-	frames frameScanner // only the client's receive goroutine reads
+	trust *sessionTrust
+	zxid  *atomic.Int64 // the greatest zxid in any reply header
+
+	// The client writes on one goroutine and reads on another.
+	mu   sync.Mutex
+	sent sentLog
+	out  frameSplitter // requests, as written
+	in   frameSplitter // replies, as read
+}
+
+// Write notes the requests in p before they go out: a request's send time
+// is taken before the server can have received it.
+func (c *trackedConn) Write(p []byte) (int, error) {
+	c.wrote(p, c.trust.clock())
+	return c.Conn.Write(p)
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.last.Store(time.Now().UnixNano())
-		c.frames.scan(p[:n])
+		c.read(p[:n])
 	}
 	return n, err
 }
 
-// frameScanner follows the server's length-prefixed replies as they are
-// read and keeps the greatest zxid their headers carry. Every reply header
-// holds the zxid the server had reached when it answered (for a write, the
-// write's own), so after any reply has been read, the tracked zxid is at
-// least that reply's. The client exposes no zxid itself. The first frame on
-// a connection is the session handshake, which has no reply header.
-type frameScanner struct {
-	zxid       *atomic.Int64
-	connecting bool     // the next frame is the handshake
-	buf        [20]byte // the frame length, then the reply header
-	have       int      // bytes of buf filled
-	skip       int      // bytes of the current frame's body still to pass over
-}
-
-const (
-	frameLenSize = 4
-	replyHdrSize = 16 // xid int32, zxid int64, err int32
-)
-
-func (f *frameScanner) scan(p []byte) {
+func (c *trackedConn) wrote(p []byte, now time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for len(p) > 0 {
-		if f.skip > 0 {
-			k := min(f.skip, len(p))
-			f.skip -= k
-			p = p[k:]
+		var head []byte
+		var start time.Duration
+		var ok bool
+		if head, start, p, ok = c.out.next(p, now, xidSize); !ok {
 			continue
 		}
-		want := frameLenSize
-		if f.have >= frameLenSize && !f.connecting {
-			want += replyHdrSize
-		}
-		k := copy(f.buf[f.have:want], p)
-		f.have += k
-		p = p[k:]
-		if f.have < want {
-			return
-		}
-		size := int(binary.BigEndian.Uint32(f.buf[:frameLenSize]))
 		switch {
-		case f.connecting:
-			f.connecting = false
-			f.skip, f.have = size, 0
-		case want == frameLenSize:
-			if size < replyHdrSize {
-				f.skip, f.have = size, 0 // not a reply; pass over it
-			}
-			// else read the header next
-		default:
-			if zxid := int64(binary.BigEndian.Uint64(f.buf[frameLenSize+4:])); zxid > 0 {
-				for cur := f.zxid.Load(); zxid > cur && !f.zxid.CompareAndSwap(cur, zxid); cur = f.zxid.Load() {
-				}
-			}
-			f.skip, f.have = size-replyHdrSize, 0
+		case c.out.frames == 1:
+			c.sent.handshake, c.sent.greeted = start, true
+		case len(head) == xidSize:
+			c.sent.add(int32(binary.BigEndian.Uint32(head)), start)
 		}
 	}
 }
 
-// zkLogger routes the client's log lines to slog at debug level, and reads
-// the negotiated session timeout from the line the client logs when a
-// session is established (the client does not expose it otherwise).
+func (c *trackedConn) read(p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(p) > 0 {
+		var head []byte
+		var ok bool
+		if head, _, p, ok = c.in.next(p, 0, replyHdrSize); !ok {
+			continue
+		}
+		if c.in.frames == 1 {
+			// The handshake answer: it answers the connect request, and
+			// names the session and the timeout granted. One too short to
+			// name a session proves nothing.
+			if len(head) == handshakeHeadSize && c.sent.greeted {
+				timeout := int32(binary.BigEndian.Uint32(head[4:]))
+				session := int64(binary.BigEndian.Uint64(head[8:]))
+				c.trust.handshake(c.sent.handshake, session, timeout)
+			}
+			continue
+		}
+		if len(head) < replyHdrSize {
+			continue // not a reply
+		}
+		xid := int32(binary.BigEndian.Uint32(head))
+		zxid := int64(binary.BigEndian.Uint64(head[4:]))
+		code := int32(binary.BigEndian.Uint32(head[12:]))
+		if zxid > 0 {
+			for cur := c.zxid.Load(); zxid > cur && !c.zxid.CompareAndSwap(cur, zxid); cur = c.zxid.Load() {
+			}
+		}
+		if xid == notificationXid {
+			continue
+		}
+		if sent, ok := c.sent.take(xid); ok && code != errSessionExpired && code != errSessionMoved {
+			c.trust.answered(sent)
+		}
+	}
+}
+
+// sentLog is when each request still unanswered on one connection was
+// sent, by xid.
+type sentLog struct {
+	handshake time.Duration // when the connect request was sent
+	greeted   bool          // the connect request was sent
+	byXid     map[int32]time.Duration
+	pings     []time.Duration // oldest first: the server answers a connection's requests in order
+}
+
+func (s *sentLog) add(xid int32, at time.Duration) {
+	if xid == pingXid {
+		s.pings = append(s.pings, at)
+		return
+	}
+	if s.byXid == nil {
+		s.byXid = make(map[int32]time.Duration)
+	}
+	if prev, ok := s.byXid[xid]; ok && prev < at {
+		return // xids wrapped around: keep the older, which promises less
+	}
+	s.byXid[xid] = at
+}
+
+// take forgets the request a reply with xid answers and returns when it
+// was sent; false when no such request was sent on this connection.
+func (s *sentLog) take(xid int32) (time.Duration, bool) {
+	if xid == pingXid {
+		if len(s.pings) == 0 {
+			return 0, false
+		}
+		at := s.pings[0]
+		s.pings = s.pings[:copy(s.pings, s.pings[1:])]
+		return at, true
+	}
+	at, ok := s.byXid[xid]
+	if ok {
+		delete(s.byXid, xid)
+	}
+	return at, ok
+}
+
+// frameSplitter follows one direction of a connection, a stream of
+// length-prefixed frames passing in pieces of any size, and picks out the
+// first bytes (the head) of each frame.
+type frameSplitter struct {
+	buf    [frameLenSize + replyHdrSize]byte // the frame length, then its head
+	have   int                               // bytes of buf filled
+	skip   int                               // bytes of the current frame still to pass over
+	start  time.Duration                     // when the current frame's first byte passed
+	frames int                               // heads found so far
+}
+
+// next consumes p up to the end of the next frame's head (or to the end of
+// p) and returns what is left of it as rest. Once a head is complete, ok is
+// true: head holds the frame's first want bytes (all of them, when the
+// frame is shorter; head is only valid until the next call), and start is
+// the now given when the frame's first byte passed.
+func (f *frameSplitter) next(p []byte, now time.Duration, want int) (head []byte, start time.Duration, rest []byte, ok bool) {
+	if f.skip > 0 {
+		k := min(f.skip, len(p))
+		f.skip -= k
+		return nil, 0, p[k:], false
+	}
+	if f.have == 0 {
+		f.start = now
+	}
+	need := frameLenSize
+	if f.have >= frameLenSize {
+		need += min(want, f.size())
+	}
+	k := copy(f.buf[f.have:need], p)
+	f.have += k
+	p = p[k:]
+	if f.have < need {
+		return nil, 0, p, false
+	}
+	if need == frameLenSize && min(want, f.size()) > 0 {
+		return nil, 0, p, false // the length is in; the head comes next
+	}
+	head = f.buf[frameLenSize:need]
+	f.skip = f.size() - len(head)
+	f.have = 0
+	f.frames++
+	return head, f.start, p, true
+}
+
+func (f *frameSplitter) size() int { return int(binary.BigEndian.Uint32(f.buf[:frameLenSize])) }
+
+// zkLogger routes the client's log lines to slog at debug level.
 type zkLogger struct{ e *Engine }
 
 func (l zkLogger) Printf(format string, args ...any) {
-	if strings.HasPrefix(format, "authenticated: id=%d, timeout=%d") && len(args) == 2 {
-		if ms, ok := args[1].(int32); ok && ms > 0 {
-			l.e.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
-		}
+	if !l.e.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
 	}
 	l.e.log.Debug(fmt.Sprintf(format, args...), slog.String("component", "zk"))
 }

@@ -96,6 +96,10 @@ const (
 	OpDelete
 	OpWatchChildren // getChildren with a watch
 	OpRevokeWatch   // getData with a watch on a revocable holder's own node
+	// OpRecover settles a create whose reply was lost: a sync of the lock
+	// path, its children, and an exists of each child carrying the
+	// contender's protected id, to learn which session owns it.
+	OpRecover
 	opKinds
 )
 
@@ -118,6 +122,8 @@ func (k OpKind) String() string {
 		return "watch-children"
 	case OpRevokeWatch:
 		return "revoke-watch"
+	case OpRecover:
+		return "recover"
 	}
 	return "unknown"
 }
@@ -128,12 +134,16 @@ type OpDone struct {
 	Op        OpKind
 	Contender uint64 // 0 for requests shared by several contenders (listings)
 	Path      string // the znode the request named
-	Name      string // OpCreate: the created node's name (last path element)
+	Name      string // OpCreate: the created node's name (last path element); OpRecover: the contender's own node, if found
 	Children  []string
 	Data      []byte // OpRevokeWatch: the node's data
-	Pzxid     int64  // OpList: the parent's pzxid at the time of the listing
+	Pzxid     int64  // OpList, OpRecover: the parent's pzxid at the time of the listing
 	Zxid      int64  // OpDelete: the greatest zxid the client had read once the reply came
 	Err       error
+
+	// Foreign, for OpRecover: a child carries the contender's protected id,
+	// but another session owns it.
+	Foreign bool
 }
 
 // Command is a request from a user of the engine. Its payload is the

@@ -13,7 +13,7 @@ import (
 
 // inspect opens a plain ZooKeeper session of the test's own on the shared
 // server, for looking at nodes without disturbing any contender.
-func inspect(t *testing.T) *zk.Conn { return zktest.Inspect(t, zookeeper(t)) }
+func inspect(t *testing.T) *zk.Conn { return zktest.Connect(t, zookeeper(t)) }
 
 // owners returns the session that owns each child of path, in listing
 // order (0 for a persistent child); none when path does not exist.

@@ -1,13 +1,8 @@
 package lock_test
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
@@ -34,75 +29,25 @@ func zkServers() []string { return []string{shared.Addr()} }
 
 func startEngine(t testing.TB, cfg engine.Config) *engine.Engine {
 	t.Helper()
-	if cfg.Servers == nil {
-		cfg.Servers = zkServers()
-	}
-	if f := os.Getenv("TURNSTILE_TEST_LOG"); f != "" && cfg.Logger == nil {
-		fh, _ := os.Create(f)
-		cfg.Logger = slog.New(slog.NewTextHandler(fh, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e, err := engine.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start engine: %v", err)
-	}
+	e := zktest.StartEngine(t, shared.Addr(), cfg)
 	t.Cleanup(func() { e.Close() })
 	return e
 }
 
 // lockRoot is a lock root of the test's own, so tests never share nodes.
-func lockRoot(t testing.TB) string {
-	return "/test/" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano())
-}
+func lockRoot(t testing.TB) string { return zktest.Root(t) }
 
 // inspect opens a separate plain ZooKeeper session for checks.
-func inspect(t testing.TB, addr string) *zk.Conn { return zktest.Inspect(t, addr) }
+func inspect(t testing.TB, addr string) *zk.Conn { return zktest.Connect(t, addr) }
 
 // lockNodes counts the contender nodes (ephemeral children) anywhere under root.
 func lockNodes(t testing.TB, conn *zk.Conn, root string) int {
-	t.Helper()
-	n := 0
-	var walk func(p string)
-	walk = func(p string) {
-		children, _, err := conn.Children(p)
-		if err == zk.ErrNoNode {
-			return
-		}
-		if err != nil {
-			t.Fatalf("list %s: %v", p, err)
-		}
-		for _, c := range children {
-			child := p + "/" + c
-			_, stat, err := conn.Get(child)
-			if err == zk.ErrNoNode {
-				continue
-			}
-			if err != nil {
-				t.Fatalf("get %s: %v", child, err)
-			}
-			if stat.EphemeralOwner != 0 {
-				n++
-			}
-			walk(child)
-		}
-	}
-	walk(root)
-	return n
+	return len(zktest.Ephemerals(t, conn, root))
 }
 
 // eventually polls cond until it holds or a generous bound passes: for state
 // that settles asynchronously (a delete still in flight), never for timing.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func eventually(t testing.TB, what string, cond func() bool) { zktest.Eventually(t, what, cond) }
 
 // waits counts the waits armed so far, on the server or on a node of the
 // same engine.

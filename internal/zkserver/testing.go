@@ -59,18 +59,24 @@ func StartEnsembleT(t testing.TB, n int, opts Options) *Ensemble {
 // *srv is set before the tests run. When the server cannot start, the run
 // fails with the reason.
 func Shared(m *testing.M, srv **Server) interface{ Run() int } {
-	return sharedRun{m, srv}
+	return SharedWith(m, srv, Options{})
+}
+
+// SharedWith is Shared with a server started with opts.
+func SharedWith(m *testing.M, srv **Server, opts Options) interface{ Run() int } {
+	return sharedRun{m, srv, opts}
 }
 
 type sharedRun struct {
-	m   *testing.M
-	srv **Server
+	m    *testing.M
+	srv  **Server
+	opts Options
 }
 
 func (s sharedRun) Run() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := Start(ctx, Options{})
+	srv, err := Start(ctx, s.opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start ZooKeeper:", err)
 		return 1

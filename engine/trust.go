@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"math/bits"
+	"sync"
+	"time"
+)
+
+// sessionTrust is the engine's watchdog over its session. It knows until
+// when the server cannot have expired the session, closes the Lost channel
+// of every held lease itself when that moment passes, and then tells the
+// loop; it needs nothing from the loop to do so, so a loop busy for seconds
+// delays no loss.
+//
+// The server expires a session once it has heard nothing from it for the
+// session timeout it granted. A reply to a request proves the server heard
+// that request, and so heard from the session no earlier than the moment
+// the request was sent. Hence the deadline:
+//
+//	send time of the latest request the server answered
+//	  + granted timeout − LostMargin × granted timeout / SessionTimeout
+//
+// measured on the monotonic clock. Requests are the client's own requests,
+// its pings and the connect handshake of each connection; replies are
+// matched to them by xid (see trackedConn). What proves nothing does not
+// count: a connection that was merely opened (connecting is not hearing), a
+// watch notification, a reply to no request of this connection, a reply
+// that says the session expired or moved.
+type sessionTrust struct {
+	clock func() time.Duration // monotonic time, see monotonicClock
+	asked time.Duration        // Config.SessionTimeout
+	// margin is Config.LostMargin, for a session timeout of asked. It
+	// covers the time the holder needs to notice Lost() and stop, timer
+	// lateness, and drift between the client's and the server's clocks. It
+	// scales with the timeout the server grants, staying the same share of
+	// it: kept as a duration, a server granting far less than asked (its
+	// maxSessionTimeout) would leave a margin longer than the timeout
+	// itself, and no lease would ever be trusted.
+	margin time.Duration
+	// changed tells the loop that trust lapsed (true) or came back. It is
+	// called with mu held, so the loop hears of changes in the order they
+	// happened, and it must not block.
+	changed func(lapsed bool)
+
+	mu      sync.Mutex
+	session int64         // the session the latest answered handshake named; 0 when none
+	granted time.Duration // the session timeout the server granted it
+	// lifetime is how long after heard the session is trusted: granted
+	// less the margin scaled to it.
+	lifetime time.Duration
+	// smallest is the smallest timeout any handshake granted this engine:
+	// the server's maxSessionTimeout is at least that small when it is below
+	// what was asked. See grantedTimeout.
+	smallest time.Duration
+	heard    time.Duration // when the latest request the server answered for session was sent
+	// lapsed: the deadline has passed, or there is no session. No lease may
+	// be granted meanwhile; held ones are lost.
+	lapsed  bool
+	held    map[*Lease]struct{} // granted leases not yet lost or ended
+	timer   *time.Timer         // fires at the deadline, or later: see check
+	stopped bool
+}
+
+// monotonicClock returns a clock that reads the time elapsed since it was
+// made, on the monotonic clock.
+func monotonicClock() func() time.Duration { return monotonicSince(time.Now) }
+
+// monotonicSince reads now's time elapsed since its first reading. A
+// time.Now reading carries the monotonic clock and Sub of two such readings
+// uses it, so a step of the wall clock (NTP, an operator, a resumed VM)
+// neither brings the deadline closer nor pushes it away. Never compute the
+// deadline from wall-clock readings (UnixNano, decoded or rounded times): a
+// step back of the wall clock would delay every loss by the step.
+func monotonicSince(now func() time.Time) func() time.Duration {
+	start := now()
+	return func() time.Duration { return now().Sub(start) }
+}
+
+func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed bool)) *sessionTrust {
+	return &sessionTrust{
+		clock:   clock,
+		asked:   asked,
+		margin:  margin,
+		changed: changed,
+		lapsed:  true, // no session yet
+		held:    make(map[*Lease]struct{}),
+	}
+}
+
+// handshake is the server's answer to the connect request sent at sent: a
+// session (0: the server says the session expired) and the timeout it
+// granted, in milliseconds (0 when the answer did not carry one).
+func (t *sessionTrust) handshake(sent time.Duration, session int64, timeoutMs int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	if session == 0 {
+		t.lapse()
+		t.session = 0
+		return
+	}
+	if session != t.session {
+		// A new session: whatever was held is the old session's, whose
+		// nodes are gone. Its deadline passed long ago (the server expired
+		// it), so this lapse has normally happened already.
+		t.lapse()
+		t.session, t.heard = session, sent
+	}
+	t.granted = t.grantedTimeout(timeoutMs)
+	// margin × granted / asked, rounded up, in 128 bits: the product of
+	// two durations overflows 64. The quotient is below granted, as
+	// margin is below asked (Config checks it), so it fits.
+	hi, lo := bits.Mul64(uint64(t.margin), uint64(t.granted))
+	scaled, rem := bits.Div64(hi, lo, uint64(t.asked))
+	if rem > 0 {
+		scaled++
+	}
+	t.lifetime = t.granted - time.Duration(scaled)
+	t.heardAt(sent)
+}
+
+// answered records the reply to a request sent at sent.
+func (t *sessionTrust) answered(sent time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.session == 0 {
+		return
+	}
+	t.heardAt(sent)
+}
+
+// heardAt moves the deadline to what a request answered after being sent
+// at sent proves, and restores trust if that deadline is still ahead: the
+// same session answers again, so waiters may be granted once more. Leases
+// lost meanwhile stay lost. mu is held.
+func (t *sessionTrust) heardAt(sent time.Duration) {
+	t.heard = max(t.heard, sent)
+	if !t.lapsed {
+		return // the timer, when it fires, finds the later deadline
+	}
+	left := t.deadline() - t.clock()
+	if left <= 0 {
+		return
+	}
+	t.lapsed = false
+	if t.timer == nil {
+		t.timer = time.AfterFunc(left, t.check)
+	} else {
+		t.timer.Reset(left)
+	}
+	t.changed(false)
+}
+
+// grantedTimeout is the session timeout a handshake granted. When the
+// handshake carried none that can be read, it is the smaller of the
+// timeout asked for and the smallest any handshake of this engine granted:
+// the server grants what was asked, clamped to its [minSessionTimeout,
+// maxSessionTimeout]. It grants less only when its maximum is smaller,
+// and a grant read earlier is an upper bound on that maximum. Anything
+// larger could be more than the server granted, and the deadline would
+// then fall after the server may expire the session.
+func (t *sessionTrust) grantedTimeout(ms int32) time.Duration {
+	if ms > 0 {
+		d := time.Duration(ms) * time.Millisecond
+		if t.smallest == 0 || d < t.smallest {
+			t.smallest = d
+		}
+		return d
+	}
+	d := t.asked
+	if t.smallest > 0 && t.smallest < d {
+		d = t.smallest
+	}
+	return d
+}
+
+// deadline is when the server might expire the session, less the margin,
+// on t.clock. mu is held.
+func (t *sessionTrust) deadline() time.Duration {
+	return t.heard + t.lifetime
+}
+
+// check runs on the timer's own goroutine. Answers move the deadline
+// without touching the timer (thousands a second would each reset it), so
+// the timer may fire early: it then waits for the rest.
+func (t *sessionTrust) check() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.lapsed {
+		return
+	}
+	if left := t.deadline() - t.clock(); left > 0 {
+		t.timer.Reset(left)
+		return
+	}
+	t.lapse()
+}
+
+// lapse ends trust: every held lease is lost at once, then the loop is
+// told. mu is held.
+func (t *sessionTrust) lapse() {
+	if t.lapsed {
+		return
+	}
+	t.lapsed = true
+	for l := range t.held {
+		l.markLost(ErrLost)
+	}
+	clear(t.held)
+	t.changed(true)
+}
+
+// admit registers a lease about to be granted, so that a lapse loses it;
+// false when the session is not trusted now, and then no one may be
+// granted. It reads the clock too: the timer may not have run yet although
+// the deadline has passed, or the loop may have decided the grant before it
+// heard of a lapse.
+func (t *sessionTrust) admit(l *Lease) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.lapsed {
+		return false
+	}
+	if t.clock() >= t.deadline() {
+		t.lapse()
+		return false
+	}
+	t.held[l] = struct{}{}
+	return true
+}
+
+// forget drops a lease that was lost or has ended.
+func (t *sessionTrust) forget(l *Lease) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.held, l)
+}
+
+// stop ends the watch for good: the engine is shutting down.
+func (t *sessionTrust) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}

@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/turnstile-go/turnstile/internal/zkserver"
+)
+
+// The watchdog loses held leases itself once the deadline (the send time
+// of the latest answered request + 0.8 × the granted timeout here) has
+// passed, refuses grants from then on, and trusts again when a request
+// sent in time is answered; leases lost stay lost.
+func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
+	var clock fakeClock
+	var lapses []bool
+	tr := newTestTrust(&clock, &lapses)
+	defer tr.stop()
+	clock.set(10 * time.Second)
+	tr.handshake(10*time.Second, 0x10, hourMs)
+	deadline := 10*time.Second + 48*time.Minute
+
+	held := &Lease{}
+	if !tr.admit(held) {
+		t.Fatal("not trusted after the handshake was answered")
+	}
+	clock.set(deadline - time.Nanosecond)
+	tr.check()
+	if closedChan(held.Lost()) || !tr.admit(&Lease{}) {
+		t.Fatal("lost before the deadline")
+	}
+	clock.set(deadline)
+	tr.check()
+	if !closedChan(held.Lost()) || !errors.Is(held.Err(), ErrLost) {
+		t.Fatalf("at the deadline: lost=%v err=%v, want Lost() closed with ErrLost", closedChan(held.Lost()), held.Err())
+	}
+	if tr.admit(&Lease{}) {
+		t.Fatal("granted after the deadline")
+	}
+
+	tr.answered(10 * time.Second) // a late reply to a request sent long ago
+	if tr.admit(&Lease{}) {
+		t.Fatal("trusted again on a reply to a request sent before the last one heard")
+	}
+	tr.answered(deadline - time.Second) // sent a second before the lapse
+	again := &Lease{}
+	if !tr.admit(again) {
+		t.Fatal("not trusted again when a request sent in time is answered")
+	}
+	if held.Err() == nil {
+		t.Fatal("a lost lease came back")
+	}
+	if want := []bool{false, true, false}; !slices.Equal(lapses, want) {
+		t.Fatalf("trust changes %v, want %v", lapses, want)
+	}
+}
+
+// A grant decided after the deadline but before the timer ran (or before
+// the loop heard of it) is refused, and the lapse happens then.
+func TestTrustAdmitReadsTheClock(t *testing.T) {
+	var clock fakeClock
+	var lapses []bool
+	tr := newTestTrust(&clock, &lapses)
+	defer tr.stop()
+	tr.handshake(0, 0x10, hourMs)
+	held := &Lease{}
+	tr.admit(held)
+	clock.set(48 * time.Minute)
+	if tr.admit(&Lease{}) {
+		t.Fatal("admitted at the deadline")
+	}
+	if !closedChan(held.Lost()) || !slices.Equal(lapses, []bool{false, true}) {
+		t.Fatalf("refused without the lapse: lost=%v changes=%v", closedChan(held.Lost()), lapses)
+	}
+}
+
+// Without a readable granted timeout the watchdog never assumes more than
+// the server can have granted: the smaller of the timeout asked for and
+// the smallest granted before.
+func TestTrustTimeoutWhenUnread(t *testing.T) {
+	var clock fakeClock
+	var lapses []bool
+	tr := newTestTrust(&clock, &lapses) // asks for an hour
+	defer tr.stop()
+	for _, c := range []struct {
+		ms   int32
+		want time.Duration
+	}{
+		{0, time.Hour},
+		{int32(30 * time.Minute / time.Millisecond), 30 * time.Minute},
+		{0, 30 * time.Minute},
+		{int32(40 * time.Minute / time.Millisecond), 40 * time.Minute},
+		{0, 30 * time.Minute},
+	} {
+		tr.handshake(0, 0x10, c.ms)
+		if got := grantedTimeout(tr); got != c.want {
+			t.Fatalf("after a handshake granting %dms: timeout %v, want %v", c.ms, got, c.want)
+		}
+	}
+}
+
+func grantedTimeout(t *sessionTrust) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.granted
+}
+
+// A step back of the wall clock does not delay Lost(): the deadline is
+// measured on the monotonic clock. The clock here is the engine's own,
+// read through a time.Now whose wall-clock reading jumps back an hour
+// right after the session is trusted.
+func TestTrustIgnoresWallClockSteps(t *testing.T) {
+	var stepped atomic.Bool
+	now := func() time.Time {
+		n := time.Now()
+		if stepped.Load() {
+			n = wallSteppedBack(t, n, time.Hour)
+		}
+		return n
+	}
+	start := now()
+	clock := monotonicSince(now)
+	var mu sync.Mutex
+	var lapses []bool
+	tr := newSessionTrust(clock, time.Second, 200*time.Millisecond, func(lapsed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		lapses = append(lapses, lapsed)
+	})
+	defer tr.stop()
+	tr.handshake(clock(), 0x10, 300) // trusted for 240ms from now
+	held := &Lease{}
+	if !tr.admit(held) {
+		t.Fatal("not trusted after the handshake")
+	}
+	stepped.Store(true)
+	if wall := now().Sub(start.Round(0)); wall > -59*time.Minute {
+		t.Fatalf("the wall clock reads %v since the start: the step did not happen", wall)
+	}
+	if elapsed := clock(); elapsed < 0 {
+		t.Fatalf("the engine's clock went back to %v with the wall clock", elapsed)
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Lost() not closed 30s after a 240ms deadline: the wall clock's step back delayed it")
+	}
+	tr.stop() // the lapse has told the loop once stop returns
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(lapses, []bool{false, true}) {
+		t.Fatalf("trust changes %v, want trusted then lapsed", lapses)
+	}
+}
+
+// wallSteppedBack is t with its wall-clock reading moved back by d (whole
+// seconds) and its monotonic reading kept: what time.Now returns once the
+// system clock has been stepped back by d. No API makes such a reading, so
+// this edits the fields of time.Time (wall: a has-monotonic bit, 33 bits of
+// seconds, 30 bits of nanoseconds; ext: the monotonic reading) and checks
+// that the result reads as intended, failing if that layout ever changes.
+func wallSteppedBack(tb testing.TB, t time.Time, d time.Duration) time.Time {
+	type timeFields struct {
+		wall uint64
+		ext  int64
+		loc  *time.Location
+	}
+	const hasMonotonic, nsecBits = 1 << 63, 30
+	if unsafe.Sizeof(t) != unsafe.Sizeof(timeFields{}) || (*timeFields)(unsafe.Pointer(&t)).wall&hasMonotonic == 0 {
+		tb.Fatal("time.Time no longer has the layout this test edits")
+	}
+	stepped := t
+	(*timeFields)(unsafe.Pointer(&stepped)).wall -= uint64(d/time.Second) << nsecBits
+	if stepped.Sub(t) != 0 || t.UnixNano()-stepped.UnixNano() != int64(d) {
+		tb.Fatalf("time.Time no longer has the layout this test edits: stepped %v from %v", stepped, t)
+	}
+	return stepped
+}
+
+// The engine reads the session timeout the server granted from the
+// handshake, whatever it asked for: a server whose maxSessionTimeout is
+// below the request grants less, one whose minSessionTimeout is above it
+// grants more. Were the value not read, the deadline would use the
+// requested 20s against a server that expires the session after 2s.
+func TestTrustReadsGrantedTimeout(t *testing.T) {
+	srv := zkserver.StartT(t, zkserver.Options{MinSessionTimeout: time.Second, MaxSessionTimeout: 2 * time.Second})
+	for _, c := range []struct{ asked, want time.Duration }{
+		{20 * time.Second, 2 * time.Second},
+		{600 * time.Millisecond, time.Second},
+	} {
+		e, err := Start(context.Background(), Config{Servers: []string{srv.Addr()}, SessionTimeout: c.asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := grantedTimeout(e.trust)
+		e.Close()
+		if got != c.want {
+			t.Errorf("asked %v of a server granting 1s to 2s: the engine uses %v, want %v", c.asked, got, c.want)
+		}
+	}
+}
