@@ -63,6 +63,12 @@ type Request struct {
 	// Revocable: while held, watch the node's data for a revocation request
 	// (RevokeData) and close the lease's Revoked channel when one comes.
 	Revocable bool
+	// FailOnExpiry: fail with ErrSessionExpired, rather than queue again
+	// under the new session, when the session expires before the grant,
+	// whatever Config.FailOnExpiry says. A recipe whose node may only be
+	// made under a guard it held in the old session (a semaphore's lease)
+	// sets it and starts again from the guard.
+	FailOnExpiry bool
 }
 
 // RevokeData is what a revoker writes into a holder's node to ask it to
@@ -247,6 +253,11 @@ func (e *Engine) Stats() Stats { return e.count.snapshot() }
 // SessionID is the current ZooKeeper session's id.
 func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 
+// FailsOnExpiry reports Config.FailOnExpiry: whether acquisitions not yet
+// granted fail when the session expires, rather than queue again. Recipes
+// made of several acquisitions read it to do the same as a whole.
+func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
+
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. Cancelling
 // ctx before the grant resolves the future with ctx's error and removes the
@@ -388,7 +399,7 @@ func (e *Engine) handleCommand(cmd any) {
 			c: *newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, queue.NewID)}
 		en.c.fixedSeq = cmd.req.Seq
 		en.c.tryOnly = cmd.req.TryOnly
-		en.c.failExp = e.cfg.FailOnExpiry
+		en.c.failExp = e.cfg.FailOnExpiry || cmd.req.FailOnExpiry
 		en.c.connected = e.connected
 		en.c.untrusted = e.untrusted
 		e.contenders[en.id] = en
