@@ -69,6 +69,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet ./metrics/... ./examples/metrics/...
 
 fmt-check:
 	@files="$$(gofmt -l .)"; \
@@ -76,6 +77,7 @@ fmt-check:
 
 test: deps vet fmt-check
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./metrics/... ./examples/metrics/...
 
 run: deps
 	$(GO) run ./examples/pipeline

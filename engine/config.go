@@ -43,8 +43,10 @@ type Config struct {
 	// Dialer connects to a server (default net.DialTimeout); tests and
 	// deployments behind proxies set it.
 	Dialer func(network, address string, timeout time.Duration) (net.Conn, error)
-	// Observer, if set, is told of grants, releases, losses and failures.
-	// It runs on the loop goroutine and must return quickly.
+	// Observer, if set, is told when each acquisition starts and how it
+	// ends (granted, failed, cancelled), and of each lease's suspensions,
+	// revocation and end (released or lost); see events.Report. It runs on
+	// the loop goroutine and must return quickly.
 	Observer func(events.Report)
 }
 

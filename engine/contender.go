@@ -188,6 +188,13 @@ func newContender(lockPath, prefix string, decide Decider, newID func() string) 
 
 func (c *contender) nodePath() string { return c.full }
 
+// requeuesOnExpiry reports whether a contender not yet granted queues again
+// under a new session when its session expires; otherwise it fails with
+// ErrSessionExpired. One asked to fail (Config.FailOnExpiry, or a recipe's
+// Request.FailOnExpiry) does not, and neither does a node with a borrowed
+// sequence number, which in a new session would jump the queue.
+func (c *contender) requeuesOnExpiry() bool { return !c.failExp && c.fixedSeq == "" }
+
 // setNode records our node. Its full path is kept once, and the name and
 // protected id are slices of it, so that a waiter keeps one string.
 func (c *contender) setNode(name string) {
@@ -350,7 +357,7 @@ func (c *contender) unstale() []effect {
 	if c.cancelled {
 		return c.cleanup()
 	}
-	if c.failExp || c.fixedSeq != "" {
+	if !c.requeuesOnExpiry() {
 		return c.fail(ErrSessionExpired)
 	}
 	return c.create()
@@ -367,9 +374,11 @@ func (c *contender) onCreated(in input) []effect {
 	switch in.outcome {
 	case outOK:
 		c.setNode(in.name)
-		if c.stale && c.fixedSeq != "" {
-			// Made under a new session with the old session's number: it
-			// would jump the queue. Remove it and give up.
+		if c.stale && !c.requeuesOnExpiry() {
+			// Made under the new session by a create sent late: with a
+			// borrowed number it would jump the queue, and a contender
+			// that fails on expiry must not queue again. Remove it and
+			// give up.
 			c.stale = false
 			return c.fail(ErrSessionExpired)
 		}
@@ -386,9 +395,9 @@ func (c *contender) onCreated(in input) []effect {
 		return []effect{{kind: effCreateParents, path: c.lockPath}}
 	case outConnLoss:
 		c.recovering = true
-		if c.stale && c.fixedSeq != "" {
-			// Whatever this made, it made in a new session with the old
-			// session's number: find it, remove it, give up.
+		if c.stale && !c.requeuesOnExpiry() {
+			// Whatever this made, it made in the new session, where it
+			// has no place: find it, remove it, give up.
 			c.stale = false
 			return c.fail(ErrSessionExpired)
 		}
@@ -706,9 +715,7 @@ func (c *contender) onExpired() []effect {
 	if c.cancelled {
 		return c.finish()
 	}
-	if c.failExp || c.fixedSeq != "" {
-		// A node with a borrowed number cannot be made again in a new
-		// session: it would jump the queue.
+	if !c.requeuesOnExpiry() {
 		return c.fail(ErrSessionExpired)
 	}
 	// Re-enqueue under the new session; the create waits in the client until

@@ -358,6 +358,27 @@ func TestSessionExpiryWhileCreateInFlight(t *testing.T) {
 	s.step(listed(300, other(8)), create(2)) // it died with the old session
 }
 
+// A contender that fails on expiry does not follow a node that a create
+// sent late made under the new session: it removes it and fails.
+func TestSessionExpiryWhileCreateInFlightFailOnExpiry(t *testing.T) {
+	s := newScript(t)
+	s.c.failExp = true
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inExpired})
+	s.step(input{kind: inReconnected})
+	s.step(created(node(1, 7)), fail(ErrSessionExpired), del(node(1, 7)))
+	s.step(reply(inDeleted, outOK), done)
+
+	// Its fate unknown: found by its protected id, then removed.
+	s = newScript(t)
+	s.c.failExp = true
+	s.step(input{kind: inStart}, create(1))
+	s.step(input{kind: inExpired})
+	s.step(reply(inCreated, outConnLoss), fail(ErrSessionExpired), recoverRead(1))
+	s.step(recovered(300, node(1, 7), node(1, 7)), del(node(1, 7)))
+	s.step(reply(inDeleted, outOK), done)
+}
+
 func TestSessionExpiryWhileHolding(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()

@@ -64,6 +64,12 @@ type Request struct {
 	// Revocable: while held, watch the node's data for a revocation request
 	// (RevokeData) and close the lease's Revoked channel when one comes.
 	Revocable bool
+	// FailOnExpiry: fail with ErrSessionExpired, rather than queue again
+	// under the new session, when the session expires before the grant,
+	// whatever Config.FailOnExpiry says. A recipe whose node may only be
+	// made under a guard it held in the old session (a semaphore's lease)
+	// sets it and starts again from the guard.
+	FailOnExpiry bool
 }
 
 // RevokeData is what a revoker writes into a holder's node to ask it to
@@ -83,6 +89,7 @@ type Engine struct {
 
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
+	gauges   gauges        // for monitoring; see gauges.go
 
 	// wg counts the goroutines of the engine's own work, but the loop:
 	// requests and direct reads. Users' callbacks are not counted (see
@@ -266,6 +273,11 @@ func (e *Engine) Stats() Stats { return e.count.snapshot() }
 // SessionID is the current ZooKeeper session's id.
 func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 
+// FailsOnExpiry reports Config.FailOnExpiry: whether acquisitions not yet
+// granted fail when the session expires, rather than queue again. Recipes
+// made of several acquisitions read it to do the same as a whole.
+func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
+
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. Cancelling
 // ctx before the grant resolves the future with ctx's error and removes the
@@ -418,10 +430,11 @@ func (e *Engine) handleCommand(cmd any) {
 			c: *newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, e.rt.newID)}
 		en.c.fixedSeq = cmd.req.Seq
 		en.c.tryOnly = cmd.req.TryOnly
-		en.c.failExp = e.cfg.FailOnExpiry
+		en.c.failExp = e.cfg.FailOnExpiry || cmd.req.FailOnExpiry
 		en.c.connected = e.connected
 		en.c.untrusted = e.untrusted
 		e.contenders[en.id] = en
+		e.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path})
 		e.attach(en, cmd.ctx)
 		e.step(en, input{kind: inStart})
 	case cancelCmd:
@@ -671,10 +684,10 @@ func (e *Engine) apply(en *entry, ef effect) {
 			e.step(en, input{kind: inRelease})
 			return
 		}
-		e.report(events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
+		e.report(en, events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
 		if ef.suspended {
 			en.lease.setSuspended(true)
-			e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
+			e.report(en, events.Report{Kind: events.Suspended, Path: en.c.lockPath})
 		}
 		if en.revocable {
 			e.watchRevoke(en)
@@ -686,25 +699,25 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if ef.err == context.Canceled || ef.err == context.DeadlineExceeded || ef.err == ErrClosed {
 			kind = events.Cancelled
 		}
-		e.report(events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
+		e.report(en, events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
 	case effReleased:
 		if en.released != nil {
 			en.released.resolve(struct{}{}, ef.err)
 		}
-		e.report(events.Report{Kind: events.Released, Path: en.c.lockPath, Token: en.lease.token})
+		e.report(en, events.Report{Kind: events.Released, Path: en.c.lockPath, Token: en.lease.token})
 	case effSuspend:
 		en.lease.setSuspended(true)
-		e.report(events.Report{Kind: events.Suspended, Path: en.c.lockPath})
+		e.report(en, events.Report{Kind: events.Suspended, Path: en.c.lockPath})
 	case effResume:
 		en.lease.setSuspended(false)
-		e.report(events.Report{Kind: events.Resumed, Path: en.c.lockPath})
+		e.report(en, events.Report{Kind: events.Resumed, Path: en.c.lockPath})
 	case effLost:
 		e.trust.forget(en.lease)
 		en.lease.markLost(ef.err)
 		if en.released != nil {
 			en.released.resolve(struct{}{}, en.lease.Err())
 		}
-		e.report(events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
+		e.report(en, events.Report{Kind: events.Lost, Path: en.c.lockPath, Token: en.lease.token, Err: ef.err})
 	case effPark:
 		if ef.err != nil {
 			e.log.Warn("request refused; retrying", "path", en.c.lockPath, "err", ef.err)
@@ -753,7 +766,7 @@ func (e *Engine) revokeWatchDone(d events.OpDone) {
 	case d.Err == nil && bytes.Equal(d.Data, RevokeData):
 		delete(e.revokers, d.Path)
 		en.lease.markRevoked()
-		e.report(events.Report{Kind: events.Revoked, Path: en.c.lockPath, Node: en.c.node})
+		e.report(en, events.Report{Kind: events.Revoked, Path: en.c.lockPath, Node: en.c.node})
 	case d.Err != nil && classify(d.Err) == outConnLoss:
 		// The watch may not be set; look again once connected.
 		delete(e.revokers, d.Path)
@@ -844,8 +857,10 @@ func (e *Engine) forceEnd(en *entry, err error) {
 	e.apply(en, effect{kind: effDone})
 }
 
-func (e *Engine) report(r events.Report) {
+// report tells the observer, if any, about contender en.
+func (e *Engine) report(en *entry, r events.Report) {
 	if e.cfg.Observer != nil {
+		r.ID = en.id
 		e.cfg.Observer(r)
 	}
 }
@@ -885,6 +900,9 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		expired := e.session != 0 && id != e.session
 		e.session = id
 		e.connected = true
+		if e.everReady {
+			e.gauges.reconnects.Add(1)
+		}
 		if !e.everReady {
 			e.everReady = true
 			close(e.ready)
@@ -907,6 +925,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 			return
 		}
 		e.connected = false
+		e.gauges.disconnects.Add(1)
 		e.log.Info("session disconnected", "session", fmt.Sprintf("%#x", e.session))
 		for _, en := range e.byID() {
 			e.step(en, input{kind: inDisconnected})
@@ -923,6 +942,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 // expire tells every contender that the session, and its nodes, are gone.
 func (e *Engine) expire() {
 	e.log.Warn("session expired", "session", fmt.Sprintf("%#x", e.session))
+	e.gauges.expirations.Add(1)
 	e.session = 0
 	// Watches died with the session; the client already dropped them. Our
 	// nodes died too.
@@ -944,6 +964,7 @@ func (e *Engine) handleTrust(c trustChanged) {
 	kind := inTrusted
 	if c.lapsed {
 		kind = inUntrusted
+		e.gauges.untrusted.Add(1)
 		e.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", e.session))
 	} else if e.everReady {
 		e.log.Info("session trusted again", "session", fmt.Sprintf("%#x", e.session))

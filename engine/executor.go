@@ -212,6 +212,7 @@ func (e *Engine) pump() {
 }
 
 func (e *Engine) start(o op) {
+	e.gauges.inFlight.Add(1)
 	e.rt.goroutine(func() { e.run(o) })
 }
 
@@ -224,6 +225,7 @@ func (e *Engine) run(o op) {
 		dones = []events.OpDone{e.exec(o)}
 	}
 	e.sem.Release(1)
+	e.gauges.inFlight.Add(-1)
 	for _, d := range dones {
 		e.inbox.Put(d)
 	}

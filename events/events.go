@@ -175,15 +175,28 @@ const (
 	Cancelled
 	Failed
 	Revoked
+	// Acquiring: the loop took an acquisition in, before any request for
+	// it. Exactly one Granted, Failed or Cancelled with the same ID follows.
+	Acquiring
 )
 
+var reportKinds = [...]string{"granted", "released", "lost", "suspended", "resumed", "cancelled", "failed", "revoked", "acquiring"}
+
 func (k ReportKind) String() string {
-	return [...]string{"granted", "released", "lost", "suspended", "resumed", "cancelled", "failed", "revoked"}[k]
+	if k < 0 || int(k) >= len(reportKinds) {
+		return "unknown"
+	}
+	return reportKinds[k]
 }
 
 // Report is what the engine tells observers about one contender.
 type Report struct {
-	Kind  ReportKind
+	Kind ReportKind
+	// ID names the contender, uniquely within one engine: every report
+	// about one acquisition, and about the lease it was granted, carries the
+	// same ID, so an observer can pair an Acquiring with its Granted, and a
+	// Granted with the Released or Lost that ends the lease.
+	ID    uint64
 	Path  string // the lock path
 	Node  string // the contender's node name, when it has one
 	Token int64  // for Granted: the fencing token

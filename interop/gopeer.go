@@ -34,7 +34,8 @@ var goWorkers atomic.Int64
 // RunGo is the Go counterpart of a peer process: cfg.Workers goroutines
 // each loop cfg.Iterations times — acquire, witness check, hold, witness
 // release, release — on the recipe cfg.Recipe names ("mutex",
-// "semaphore-mutex", "rw", "read", "write", "semaphore" with cfg.Leases),
+// "semaphore-mutex", "rw", "read", "write", "semaphore" with cfg.Leases,
+// "latch": a leader election's terms),
 // with the same witness protocol as the peers. Connect and Path are not
 // used (acquire knows its lock). It returns when every worker is done, or
 // gives up when ctx ends; the error is non-nil on a violation or a failed
@@ -145,7 +146,7 @@ func (w *Witness) sides(recipe string, write bool, worker, leases int) (enter, e
 	case recipe == "semaphore":
 		return func() error { return w.EnterSemaphore(worker, leases) },
 			func() error { return w.ExitSemaphore(worker) }
-	case recipe == "mutex" || recipe == "semaphore-mutex":
+	case recipe == "mutex" || recipe == "semaphore-mutex" || recipe == "latch": // one leader is one holder
 		return w.AcquireMutex, w.ReleaseMutex
 	case write:
 		return w.EnterWrite, w.ExitWrite

@@ -16,7 +16,8 @@
 // 3 (its overall timeout passed).
 //
 // Which libraries can share a path:
-//   - Curator and turnstile: mutex (lock-), read/write (__READ__, __WRIT__).
+//   - Curator and turnstile: mutex (lock-), read/write (__READ__, __WRIT__),
+//     semaphore (locks/, leases/), leader election (LeaderLatch, latch-).
 //   - kazoo and turnstile: the kazoo peer adds Curator's patterns to its
 //     locks' extra_lock_patterns, so it sees turnstile's nodes; turnstile must
 //     in turn recognise kazoo's (__lock__, __rlock__).
@@ -263,7 +264,10 @@ type PeerConfig struct {
 	Path    string // the lock znode path
 	// Recipe: "mutex"; "rw" (each acquisition a write with probability
 	// WriteRatio, else a read); "read"; "write"; "semaphore" (Leases
-	// leases); Curator also "semaphore-mutex" (InterProcessSemaphoreMutex).
+	// leases); Curator also "semaphore-mutex" (InterProcessSemaphoreMutex)
+	// and "latch" (a LeaderLatch candidate per iteration, participant id
+	// curator-<pid>-<worker>, printing "LEADER <znode>" as each term
+	// begins; its leaders follow the mutex witness protocol).
 	Recipe     string
 	Leases     int // semaphore leases; 0 means 1
 	Iterations int // acquisitions per worker

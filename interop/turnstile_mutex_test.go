@@ -15,9 +15,19 @@ import (
 // turnstileEngine starts an engine on the shared server, closed at cleanup.
 func turnstileEngine(t *testing.T) *engine.Engine {
 	t.Helper()
+	return startEngine(t, engine.Config{})
+}
+
+// startEngine starts an engine with cfg, on the shared server unless cfg
+// names servers; it is closed at cleanup.
+func startEngine(t *testing.T, cfg engine.Config) *engine.Engine {
+	t.Helper()
+	if cfg.Servers == nil {
+		cfg.Servers = []string{zookeeper(t)}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	eng, err := engine.Start(ctx, engine.Config{Servers: []string{zookeeper(t)}})
+	eng, err := engine.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

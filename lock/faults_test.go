@@ -3,53 +3,14 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/netfault"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
 	"github.com/turnstile-go/turnstile/lock"
 )
-
-// partition is a dialer whose connections can be cut and whose new dials
-// can be refused: a network partition between one engine and ZooKeeper,
-// on loopback, without touching the server.
-type partition struct {
-	mu      sync.Mutex
-	blocked bool
-	conns   []net.Conn
-}
-
-func (p *partition) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.blocked {
-		return nil, errors.New("partitioned")
-	}
-	c, err := net.DialTimeout(network, addr, timeout)
-	if err == nil {
-		p.conns = append(p.conns, c)
-	}
-	return c, err
-}
-
-func (p *partition) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.blocked = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *partition) heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.blocked = false
-}
 
 func closed(ch <-chan struct{}) bool {
 	select {
@@ -96,8 +57,8 @@ func TestLostFiresBeforeSessionTimeoutWhenServerKilled(t *testing.T) {
 func TestSessionExpiry(t *testing.T) {
 	ctx := context.Background()
 	root := lockRoot(t)
-	var p partition
-	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
+	var p netfault.Partition
+	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.Dial})
 	b := startEngine(t, engine.Config{})
 
 	lb, err := lock.NewMutex(b, root+"/L").Lock(ctx)
@@ -110,7 +71,7 @@ func TestSessionExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p.cut()
+	p.Cut()
 	bm, err := lock.NewMutex(b, root+"/M").Lock(ctx) // granted once a's session expires
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +86,7 @@ func TestSessionExpiry(t *testing.T) {
 		t.Fatalf("release of the lost lease: %v, want ErrLost", err)
 	}
 
-	p.heal()
+	p.Heal()
 	// a's waiter is queued again under the new session, and gets L.
 	if err := lb.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -150,8 +111,8 @@ func TestSessionExpiry(t *testing.T) {
 func TestSessionExpiryFailsWaitersWhenAsked(t *testing.T) {
 	ctx := context.Background()
 	root := lockRoot(t)
-	var p partition
-	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial, FailOnExpiry: true})
+	var p netfault.Partition
+	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.Dial, FailOnExpiry: true})
 	b := startEngine(t, engine.Config{})
 	lb, err := lock.NewMutex(b, root+"/L").Lock(ctx)
 	if err != nil {
@@ -160,11 +121,11 @@ func TestSessionExpiryFailsWaitersWhenAsked(t *testing.T) {
 	defer lb.Release(ctx)
 	waiting := lock.NewMutex(a, root+"/L").Acquire(ctx)
 	eventually(t, "waiter queued", func() bool { return a.Stats().Watches > 0 })
-	p.cut()
+	p.Cut()
 	// Wait until the server has expired a's session: its node is gone.
 	conn := inspect(t, shared.Addr())
 	eventually(t, "a's node removed by expiry", func() bool { return lockNodes(t, conn, root) == 1 })
-	p.heal()
+	p.Heal()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := waiting.Wait(wctx); !errors.Is(err, lock.ErrSessionExpired) {
@@ -214,9 +175,9 @@ func TestCloseWithManyWaiters(t *testing.T) {
 
 // expiring returns an engine whose session the test can let expire by
 // cutting it off (p.cut), and a second engine that stays connected.
-func expiring(t *testing.T) (a, b *engine.Engine, p *partition) {
-	p = &partition{}
-	a = startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.dial})
+func expiring(t *testing.T) (a, b *engine.Engine, p *netfault.Partition) {
+	p = &netfault.Partition{}
+	a = startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.Dial})
 	b = startEngine(t, engine.Config{})
 	return a, b, p
 }
@@ -224,9 +185,9 @@ func expiring(t *testing.T) (a, b *engine.Engine, p *partition) {
 // lostBeforeOthersGet cuts off the session of held, has other acquire what
 // held holds (it is granted once that session expires), and checks that
 // held saw Lost() before that grant. It then reconnects and releases.
-func lostBeforeOthersGet(t *testing.T, p *partition, held *lock.Lease, other func() (*lock.Lease, error)) {
+func lostBeforeOthersGet(t *testing.T, p *netfault.Partition, held *lock.Lease, other func() (*lock.Lease, error)) {
 	t.Helper()
-	p.cut()
+	p.Cut()
 	got, err := other()
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +195,7 @@ func lostBeforeOthersGet(t *testing.T, p *partition, held *lock.Lease, other fun
 	if !closed(held.Lost()) {
 		t.Fatal("another client was granted the lock before its holder saw Lost()")
 	}
-	p.heal()
+	p.Heal()
 	if err := got.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -39,15 +39,8 @@ func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]P
 	nodes := parseChildren(children)
 	var out []Participant
 	for _, n := range nodes {
-		p := Participant{Node: path.Join(lockPath, n.Name), Kind: n.Kind, Seq: n.Seq, Client: n.Client}
-		switch n.Kind {
-		case queue.KindRead:
-			p.Holds = queue.Read(nodes, n.Name).Holds
-		case queue.KindWrite:
-			p.Holds = queue.Write(nodes, n.Name).Holds
-		case queue.KindMutex:
-			p.Holds = queue.Mutex(nodes, n.Name).Holds
-		}
+		p := Participant{Node: path.Join(lockPath, n.Name), Kind: n.Kind, Seq: n.Seq, Client: n.Client,
+			Holds: queue.Holds(nodes, n)}
 		p.Data, err = eng.Data(ctx, p.Node)
 		switch {
 		case errors.Is(err, engine.ErrNoNode):

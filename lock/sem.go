@@ -24,7 +24,10 @@ var ErrInvalidLeases = errors.New("turnstile: a semaphore needs at least one lea
 // lease path's children, so it is granted when any holder lets go. Only the
 // mutex holder ever waits there, so a release wakes one watcher, not a herd;
 // the other acquirers queue, fairly, on the mutex. The mutex is released
-// once the lease is granted (or the acquisition fails).
+// once the lease is granted (or the acquisition fails). An acquirer whose
+// session expires before its grant starts again from the mutex, behind
+// whoever took it meanwhile (or fails with ErrSessionExpired when the
+// engine's Config.FailOnExpiry is set).
 //
 // A lease may be released by any goroutine that has it.
 type Semaphore struct {
@@ -80,6 +83,20 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 
 func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease] {
 	f, resolve := engine.NewPromise[*Lease]()
+	s.attempt(ctx, try, resolve)
+	return f
+}
+
+// attempt takes the guard, then a lease, and resolves with the lease.
+//
+// A lease node may only be made while the guard is held: Curator admits a
+// lease node when at most N exist, turnstile when it is among the first N,
+// and the two agree only because every lease node is created, under the
+// guard, after every other one still there. So a lease acquisition fails
+// rather than queue again when the session expires (the guard went with
+// it), and the attempt starts over from the guard, behind whoever took it
+// meanwhile; unless the engine is configured to fail waiters on expiry.
+func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, error) bool) {
 	guardReq := s.opts.request(s.locks, queue.MutexPrefix, decideMutex, s.data, try)
 	guardReq.Revocable = false
 	s.eng.Acquire(ctx, guardReq).Then(func(guard *Lease, err error) {
@@ -87,12 +104,17 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 			resolve(nil, err)
 			return
 		}
-		s.eng.Acquire(ctx, s.opts.request(s.lease, queue.LeasePrefix, s.decide, s.data, try)).Then(func(l *Lease, err error) {
+		leaseReq := s.opts.request(s.lease, queue.LeasePrefix, s.decide, s.data, try)
+		leaseReq.FailOnExpiry = true
+		s.eng.Acquire(ctx, leaseReq).Then(func(l *Lease, err error) {
 			guard.ReleaseAsync() // its outcome does not change the lease's
+			if errors.Is(err, engine.ErrSessionExpired) && !s.eng.FailsOnExpiry() {
+				s.attempt(ctx, try, resolve)
+				return
+			}
 			resolve(l, err)
 		})
 	})
-	return f
 }
 
 // decide admits self while the lease path has at most N lease nodes. Every

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/netfault"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
@@ -191,5 +192,75 @@ func TestSemaphoreServesWaitersInOrder(t *testing.T) {
 		if got := <-order; got != want {
 			t.Fatalf("waiter %d granted in place %d", got, want)
 		}
+	}
+}
+
+// A waiter whose session expires while it holds the guard and waits for a
+// lease comes back through the guard: when it waits for a lease again, it
+// holds the guard under its new session. A lease node queued without the
+// guard can sit behind one a Curator acquirer made under the guard
+// meanwhile, and then neither is ever admitted (see interop).
+func TestSemaphoreWaiterComesBackThroughTheGuardAfterExpiry(t *testing.T) {
+	ctx := context.Background()
+	a, b, p := expiring(t)
+	conn := inspect(t, shared.Addr())
+	path := lockRoot(t) + "/sem"
+	held, err := lock.NewSemaphoreMutex(b, path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := lock.NewSemaphoreMutex(a, path).Acquire(ctx)
+	eventually(t, "a waits with a lease node", func() bool { return lockNodes(t, conn, path+"/leases") == 2 })
+	old := a.SessionID()
+	p.Cut()
+	eventually(t, "a's nodes removed by the expiry", func() bool { return lockNodes(t, conn, path) == 1 })
+	p.Heal()
+	eventually(t, "a waits again with a lease node under a new session", func() bool {
+		return a.SessionID() != old && lockNodes(t, conn, path+"/leases") == 2
+	})
+	if n := lockNodes(t, conn, path+"/locks"); n != 1 {
+		t.Fatalf("a waits for a lease again with %d guard node(s), want it holding the guard", n)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	la, err := waiting.Wait(wctx)
+	if err != nil {
+		t.Fatalf("waiter after expiry: %v", err)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, path) == 0 })
+}
+
+// With Config.FailOnExpiry, a semaphore waiter fails with ErrSessionExpired
+// instead, and leaves no node.
+func TestSemaphoreWaiterFailsOnExpiryWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	var p netfault.Partition
+	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.Dial, FailOnExpiry: true})
+	b := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	path := lockRoot(t) + "/sem"
+	held, err := lock.NewSemaphoreMutex(b, path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	waiting := lock.NewSemaphoreMutex(a, path).Acquire(ctx)
+	eventually(t, "a waits with a lease node", func() bool { return lockNodes(t, conn, path+"/leases") == 2 })
+	p.Cut()
+	eventually(t, "a's nodes removed by the expiry", func() bool { return lockNodes(t, conn, path) == 1 })
+	p.Heal()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := waiting.Wait(wctx); !errors.Is(err, lock.ErrSessionExpired) {
+		t.Fatalf("waiter: %v, want ErrSessionExpired", err)
+	}
+	if n := lockNodes(t, conn, path); n != 1 {
+		t.Fatalf("%d lock nodes after the failed waiter, want only the holder's", n)
 	}
 }

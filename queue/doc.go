@@ -46,6 +46,8 @@
 //	Write         every lock node but a read node with self's sequence number
 //	Read          every node that is not a read node and has a lower sequence
 //	Semaphore(n)  every lock node, once n of them are earlier
+//	Latch         every latch node (a leader election's candidates), and
+//	              nothing else: an observer node never blocks a candidate
 //
 // A node that blocks later readers must itself wait for earlier readers, or
 // a reader and that node could hold at once. kazoo names its exclusive Lock

@@ -35,12 +35,16 @@ func FuzzParse(f *testing.F) {
 		"__READ__0000000003",
 		"__WRIT__0000000003",
 		"lease-0000000000",
+		"latch-0000000000",
 		"__lock__0000000001",
 		"__rlock__0000000001",
 		"_c_" + uuid1 + "-lock-0000000012",
 		"_c_" + uuid1 + "-__READ__0000000003",
 		"_c_" + uuid1 + "-__WRIT__-000000007",
 		"_c_" + uuid1 + "-lease-0000000005",
+		"_c_" + uuid1 + "-latch-0000000006",
+		"_c_" + uuid1 + "-latch0000000006",
+		"_c_" + uuid1 + "-observer-0000000007",
 		"_c_" + hex1 + "-lock-0000000031",
 		hex1 + "__lock__0000000032",
 		hex1 + "__rlock__0000000032",
@@ -68,7 +72,7 @@ func FuzzParse(f *testing.F) {
 		if n.Seq < math.MinInt32 || n.Seq > math.MaxInt32 {
 			t.Fatalf("Parse(%q).Seq = %d: outside int32", name, n.Seq)
 		}
-		if n.Kind < queue.KindMutex || n.Kind > queue.KindLease {
+		if n.Kind < queue.KindMutex || n.Kind > queue.KindObserver {
 			t.Fatalf("Parse(%q).Kind = %v", name, n.Kind)
 		}
 		switch {
@@ -111,7 +115,7 @@ func fuzzListing(data []byte) []string {
 		uuid := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 		seq := queue.FormatSeq(int64(b%24) - 4)
 		var name string
-		switch fam % 11 {
+		switch fam % 13 {
 		case 0:
 			name = queue.ProtectedPrefix(uuid, queue.KindMutex) + seq
 		case 1:
@@ -132,6 +136,10 @@ func fuzzListing(data []byte) []string {
 			name = h + queue.KazooReadPrefix + seq
 		case 9:
 			name = "_c_" + uuid + "-lock-" + seq[1:] // foreign: a digit short
+		case 10:
+			name = queue.ProtectedPrefix(uuid, queue.KindLatch) + seq
+		case 11:
+			name = queue.ProtectedPrefix(uuid, queue.KindObserver) + seq
 		default:
 			name = "foreign-" + seq
 		}
@@ -224,6 +232,34 @@ func FuzzPredicates(f *testing.F) {
 						t.Fatalf("Write(%s) holds behind %s", self.Name, o.Name)
 					}
 				}
+			}
+		}
+
+		// Latch: the first latch node leads, every other latch node watches
+		// the latch node just before it, and nothing else is a candidate.
+		var latches []queue.Node
+		for _, nd := range nodes {
+			if nd.Kind == queue.KindLatch {
+				latches = append(latches, nd)
+			}
+		}
+		for _, self := range nodes {
+			d := queue.Latch(nodes, self.Name)
+			if d != queue.Latch(reversed, self.Name) {
+				t.Fatalf("Latch(%s): input order changed the verdict", self.Name)
+			}
+			i := slices.IndexFunc(latches, func(l queue.Node) bool { return l.Name == self.Name })
+			var want queue.Decision
+			switch {
+			case i < 0:
+				want.Missing = true
+			case i == 0:
+				want.Holds = true
+			default:
+				want.Watch = latches[i-1].Name
+			}
+			if d != want {
+				t.Fatalf("Latch(%s) = %+v, want %+v", self.Name, d, want)
 			}
 		}
 

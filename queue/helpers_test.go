@@ -17,7 +17,8 @@ import (
 //
 //	M Curator lock-     R Curator __READ__   W Curator __WRIT__
 //	L Curator lease-    P plain lock-        G go-zookeeper lock-
-//	K kazoo __lock__    Q kazoo __rlock__    ?text  a foreign child "text"
+//	K kazoo __lock__    Q kazoo __rlock__    E Curator latch-
+//	O turnstile observer-                    ?text  a foreign child "text"
 //
 // A token may carry a tag after "#" to tell apart nodes that would
 // otherwise get one name ("R5#a", "R5#b").
@@ -26,6 +27,8 @@ var families = map[byte]func(id32, uuid string) string{
 	'R': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindRead) },
 	'W': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindWrite) },
 	'L': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindLease) },
+	'E': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindLatch) },
+	'O': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindObserver) },
 	'P': func(_, _ string) string { return queue.MutexPrefix },
 	'G': func(h, _ string) string { return queue.ProtectedPrefix(h, queue.KindMutex) },
 	'K': func(h, _ string) string { return h + queue.KazooLockPrefix },

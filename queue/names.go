@@ -24,6 +24,13 @@ const (
 	// LeasePrefix marks a lease of Curator's InterProcessSemaphoreV2, which
 	// keeps its leases under "<path>/leases".
 	LeasePrefix = "lease-"
+	// LatchPrefix marks a candidate of Curator's LeaderLatch, which keeps
+	// its candidates directly under the election path.
+	LatchPrefix = "latch-"
+	// ObserverPrefix marks a turnstile election observer: a node that only
+	// gives an engine a place under an election path from which to watch
+	// it. It is never a candidate, and no client but turnstile writes it.
+	ObserverPrefix = "observer-"
 	// KazooLockPrefix marks kazoo's Lock and WriteLock contenders: kazoo
 	// gives its exclusive lock and the write side of its read-write lock the
 	// same name, so a node with this marker is exclusive either way.
@@ -52,6 +59,10 @@ const (
 	KindWrite
 	// KindLease is a Curator InterProcessSemaphoreV2 lease: "lease-".
 	KindLease
+	// KindLatch is a candidate of a Curator LeaderLatch: "latch-".
+	KindLatch
+	// KindObserver is a turnstile election observer: "observer-".
+	KindObserver
 )
 
 // String returns the kind's lower-case name, for logs.
@@ -65,6 +76,10 @@ func (k Kind) String() string {
 		return "write"
 	case KindLease:
 		return "lease"
+	case KindLatch:
+		return "latch"
+	case KindObserver:
+		return "observer"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -81,6 +96,10 @@ func (k Kind) curatorPrefix() string {
 		return WritePrefix
 	case KindLease:
 		return LeasePrefix
+	case KindLatch:
+		return LatchPrefix
+	case KindObserver:
+		return ObserverPrefix
 	}
 	return ""
 }
@@ -136,6 +155,8 @@ var curatorMarkers = []marker{
 	{ReadPrefix, KindRead, Curator},
 	{WritePrefix, KindWrite, Curator},
 	{LeasePrefix, KindLease, Curator},
+	{LatchPrefix, KindLatch, Curator},
+	{ObserverPrefix, KindObserver, Curator},
 }
 
 // kazooMarkers may follow a kazoo hex id.

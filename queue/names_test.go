@@ -33,12 +33,15 @@ func TestParse(t *testing.T) {
 		good("_c_"+uuid1+"-__READ__0000000003", queue.KindRead, 3, uuid1, queue.Curator),
 		good("_c_"+uuid1+"-__WRIT__0000000004", queue.KindWrite, 4, uuid1, queue.Curator),
 		good("_c_"+uuid1+"-lease-0000000005", queue.KindLease, 5, uuid1, queue.Curator),
+		good("_c_"+uuid1+"-latch-0000000006", queue.KindLatch, 6, uuid1, queue.Curator),
+		good("_c_"+uuid1+"-observer-0000000007", queue.KindObserver, 7, uuid1, queue.Curator),
 		good("_c_"+strings.ToUpper(uuid1)+"-lock-0000000012", queue.KindMutex, 12, strings.ToUpper(uuid1), queue.Curator),
 		// Curator, unprotected.
 		good("lock-0000000012", queue.KindMutex, 12, "", queue.Curator),
 		good("__READ__0000000000", queue.KindRead, 0, "", queue.Curator),
 		good("__WRIT__0000000001", queue.KindWrite, 1, "", queue.Curator),
 		good("lease-0000000002", queue.KindLease, 2, "", queue.Curator),
+		good("latch-0000000003", queue.KindLatch, 3, "", queue.Curator),
 		// go-zookeeper's protected form (its lock_test.go samples).
 		good("_c_38553bd6d1d57f710ae70ddcc3d24715-lock-0000000000", queue.KindMutex, 0, "38553bd6d1d57f710ae70ddcc3d24715", queue.GoZK),
 		good("_c_38553bd6d1d57f710ae70ddcc3d24715-lock--2147483648", queue.KindMutex, math.MinInt32, "38553bd6d1d57f710ae70ddcc3d24715", queue.GoZK),
@@ -144,7 +147,7 @@ func TestNewID(t *testing.T) {
 }
 
 func TestProtectedPrefix(t *testing.T) {
-	kinds := []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLease}
+	kinds := []queue.Kind{queue.KindMutex, queue.KindRead, queue.KindWrite, queue.KindLease, queue.KindLatch, queue.KindObserver}
 	seqs := []int64{0, 12, math.MaxInt32, -1, math.MinInt32}
 	ids := map[string]queue.Client{uuid1: queue.Curator, queue.NewID(): queue.Curator, hex1: queue.GoZK, "": queue.Curator}
 	for id, client := range ids {
@@ -177,7 +180,10 @@ func TestProtectedPrefix(t *testing.T) {
 			t.Errorf("ProtectedPrefix(%q, mutex) = %q, want \"\"", id, got)
 		}
 	}
-	for _, k := range []queue.Kind{0, queue.KindLease + 1, -1} {
+	if got := queue.ProtectedPrefix(uuid1, queue.KindLatch); got != "_c_"+uuid1+"-latch-" {
+		t.Errorf("ProtectedPrefix(latch) = %q, want Curator LeaderLatch's form", got)
+	}
+	for _, k := range []queue.Kind{0, queue.KindObserver + 1, -1} {
 		if got := queue.ProtectedPrefix(uuid1, k); got != "" {
 			t.Errorf("ProtectedPrefix(%q, %v) = %q, want \"\"", uuid1, k, got)
 		}
@@ -225,7 +231,7 @@ func TestFindByID(t *testing.T) {
 
 func TestKindAndClientString(t *testing.T) {
 	for v, want := range map[fmt.Stringer]string{
-		queue.KindMutex: "mutex", queue.KindRead: "read", queue.KindWrite: "write", queue.KindLease: "lease", queue.Kind(0): "Kind(0)",
+		queue.KindMutex: "mutex", queue.KindRead: "read", queue.KindWrite: "write", queue.KindLease: "lease", queue.KindLatch: "latch", queue.KindObserver: "observer", queue.Kind(0): "Kind(0)",
 		queue.Curator: "curator", queue.Kazoo: "kazoo", queue.GoZK: "go-zookeeper", queue.Client(9): "Client(9)",
 	} {
 		if got := v.String(); got != want {

@@ -109,6 +109,28 @@ func Semaphore(nodes []Node, self string, n int) Decision {
 	return Decision{Watch: nodes[i-n].Name}
 }
 
+// Latch decides for a leader election: self leads iff no latch node
+// queues before it, and otherwise watches the latch node just before it, so
+// that a leader's departure wakes its successor only. This is Curator's
+// LeaderLatch.
+//
+// Only latch nodes are candidates: any other node under the election path
+// (an observer's, say) neither blocks nor is watched. Curator agrees: it
+// orders the children by the text after "latch-", which for any other name
+// is the whole name, and that sorts after every ten-digit sequence.
+func Latch(nodes []Node, self string) Decision {
+	nodes, i := locate(nodes, self)
+	if i < 0 || nodes[i].Kind != KindLatch {
+		return Decision{Missing: true}
+	}
+	for j := i - 1; j >= 0; j-- {
+		if nodes[j].Kind == KindLatch {
+			return Decision{Watch: nodes[j].Name}
+		}
+	}
+	return Decision{Holds: true}
+}
+
 // locate returns nodes in queue order, sorting a copy only if the caller's
 // are out of order, and the index of self in them, or -1.
 func locate(nodes []Node, self string) ([]Node, int) {

@@ -17,6 +17,7 @@ var (
 	mutexP = predicate{"Mutex", queue.Mutex}
 	readP  = predicate{"Read", queue.Read}
 	writeP = predicate{"Write", queue.Write}
+	latchP = predicate{"Latch", queue.Latch}
 )
 
 func semP(n int) predicate {
@@ -179,12 +180,32 @@ func TestSemaphore(t *testing.T) {
 	})
 }
 
+func TestLatch(t *testing.T) {
+	runPredCases(t, []predCase{
+		{latchP, "E1", "E1", "holds"},
+		{latchP, "E1 E2 E3", "E1", "holds"},
+		{latchP, "E1 E2 E3", "E2", "E1"},
+		{latchP, "E1 E2 E3", "E3", "E2"}, // its predecessor, never the leader
+		{latchP, "E3 E1 E2", "E3", "E2"},
+		{latchP, "E4 E17 E230", "E230", "E17"},
+		{latchP, "E1 E2", "E9", "missing"},
+		{latchP, "", "E1", "missing"},
+		// Only latch nodes are candidates: another recipe's nodes, or
+		// foreign names, neither lead, block nor get watched.
+		{latchP, "M1 L2 ?x O0 E3 R4 O4 E5", "E3", "holds"},
+		{latchP, "M1 L2 ?x O0 E3 R4 O4 E5", "E5", "E3"},
+		{latchP, "O1 E2", "O1", "missing"},
+		{latchP, "M1 E2", "M1", "missing"},
+		{latchP, "E-5 E0 E7", "E0", "E-5"},
+	})
+}
+
 // TestPredicatesInputOrder: the predicates give the same verdicts for any
 // order of their input, and leave the caller's slice as it was.
 func TestPredicatesInputOrder(t *testing.T) {
-	children, _ := listing(t, "W5< R5> R1 W2 M3 Q4 K6 L7 R8 W9 R10 ?x")
+	children, _ := listing(t, "W5< R5> R1 W2 M3 Q4 K6 L7 R8 W9 R10 ?x E11 E12")
 	sorted, _ := queue.Nodes(children)
-	preds := []predicate{mutexP, readP, writeP, semP(2), semP(3)}
+	preds := []predicate{mutexP, readP, writeP, semP(2), semP(3), latchP}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
 		shuffled := slices.Clone(sorted)

@@ -41,7 +41,7 @@ type config struct {
 	Verbose        bool
 }
 
-var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "semaphore"}
+var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "semaphore", "election"}
 
 // knownFaults are the values of -faults; several may be given, comma
 // separated.
@@ -74,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var servers, faults string
 	fs.StringVar(&servers, "servers", "", "an existing ZooKeeper, `host:port,...` (default: start an embedded one)")
 	fs.IntVar(&c.Ensemble, "ensemble", 1, "embedded servers to start: 1 standalone, or 3 for an ensemble (leader-kill needs it)")
-	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | waiters | rw | semaphore")
+	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | waiters | rw | semaphore | election")
 	fs.IntVar(&c.Workers, "workers", 16, "concurrent workers (for waiters: waiters queued behind each path's holder)")
 	fs.IntVar(&c.Paths, "paths", 0, "lock paths for the paths and waiters workloads (default 10)")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long workers run (0 with -cycles: until the cycles are done; waiters runs one queue-and-drain and ignores it)")
@@ -88,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.CancelRatio, "cancel-ratio", 0.3, "with -faults cancel: share of acquisitions cancelled")
 	fs.DurationVar(&c.CancelMax, "cancel-max", 20*time.Millisecond, "with -faults cancel: a cancelled acquisition is cancelled at a random moment up to this long after it starts")
 	fs.StringVar(&c.LockRoot, "lock-root", "/stress", "ZooKeeper path under which every lock node goes")
-	fs.StringVar(&c.LockPath, "lock-path", "", "the one lock path of contended, rw and semaphore (default <lock-root>/one)")
+	fs.StringVar(&c.LockPath, "lock-path", "", "the one lock path of contended, rw, semaphore and election (default <lock-root>/one)")
 	fs.StringVar(&c.WitnessFile, "witness-file", "", "witness file shared with peer processes (default: a fresh temp file); multi-path workloads use `PATH`-<i>")
 	fs.Float64Var(&c.WriteRatio, "write-ratio", 0.2, "rw: share of acquisitions that are writes")
 	fs.IntVar(&c.Leases, "leases", 3, "semaphore: leases N")

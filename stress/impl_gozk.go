@@ -20,7 +20,7 @@ func (gozkImpl) Excludes() bool { return true }
 
 func (gozkImpl) Supports(workload string, faults faultSet) error {
 	switch workload {
-	case "rw", "semaphore":
+	case "rw", "semaphore", "election":
 		return unsupported("gozk", "-workload "+workload, "go-zookeeper/zk has only a mutex recipe (zk.Lock)")
 	}
 	if faults.has("cancel") {

@@ -108,6 +108,9 @@ func (r *runState) lockerFor(path string) (locker, rwLocker, error) {
 // nobody releases) and wait waits for them (they return when the client
 // closes).
 func (r *runState) runWorkers(grace time.Duration) (stuck int, wait func(time.Duration) bool, err error) {
+	if r.cfg.Workload == "election" {
+		return r.runElection(grace) // workload_election.go
+	}
 	type target struct {
 		path, wbase string
 		l           locker
@@ -128,14 +131,24 @@ func (r *runState) runWorkers(grace time.Duration) (stuck int, wait func(time.Du
 		}
 		targets[i] = t
 	}
+	stuck, wait = r.runAll(len(targets), grace, func(i int) {
+		t := targets[i]
+		r.worker(i, t.path, t.wbase, t.l, t.rw)
+	})
+	return stuck, wait, nil
+}
+
+// runAll runs work(0) … work(n-1), one goroutine each, with the contract
+// runWorkers describes.
+func (r *runState) runAll(n int, grace time.Duration, work func(i int)) (stuck int, wait func(time.Duration) bool) {
 	var wg sync.WaitGroup
 	var live atomic.Int64
 	done := make(chan struct{})
-	for i, t := range targets {
+	for i := range n {
 		live.Add(1)
 		wg.Go(func() {
 			defer live.Add(-1)
-			r.worker(i, t.path, t.wbase, t.l, t.rw)
+			work(i)
 		})
 	}
 	go func() { wg.Wait(); close(done) }()
@@ -151,13 +164,13 @@ func (r *runState) runWorkers(grace time.Duration) (stuck int, wait func(time.Du
 	}
 	select {
 	case <-done:
-		return 0, wait, nil
+		return 0, wait
 	case <-r.stop.Done():
 	}
 	if wait(grace) {
-		return 0, wait, nil
+		return 0, wait
 	}
-	return int(live.Load()), wait, nil
+	return int(live.Load()), wait
 }
 
 func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {

@@ -8,7 +8,13 @@
 //
 //	HELD <znode>      (--hold-revocable, once the lock is held)
 //	REVOKED           (--hold-revocable, once revocation was asked for)
+//	LEADER <znode>    (--recipe latch, at the start of each term)
 //	RESULT acquisitions=<n> violations=<v>
+//
+// With --recipe latch each worker is a LeaderLatch candidate with the
+// participant id curator-<pid>-<worker>: it leads, holds the witness file
+// like a mutex holder, and resigns (closes its latch) each iteration; a
+// leader told it no longer leads (notLeader) leaves the witness at once.
 //
 // Exit status: 0 all well, 1 a witness violation, 2 a usage or lock error,
 // 3 the overall timeout passed.
@@ -29,6 +35,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -68,7 +76,7 @@ public final class Peer {
             err.println("peer: " + problem);
         }
         err.println("usage: Peer --connect host:port[,..] --path /lock/path"
-                + " [--recipe mutex|semaphore-mutex|rw|read|write|semaphore] [--leases N]"
+                + " [--recipe mutex|semaphore-mutex|rw|read|write|semaphore|latch] [--leases N]"
                 + " [--write-ratio F] [--iterations K] [--hold-ms H] [--witness FILE]"
                 + " [--workers W] [--seed S] [--timeout-s T] [--session-ms MS]\n"
                 + "       Peer --connect .. --path .. --hold-revocable [--witness FILE]\n"
@@ -133,7 +141,7 @@ public final class Peer {
             usage("--write-ratio must be within [0,1]");
         }
         switch (o.recipe) {
-            case "mutex": case "semaphore-mutex": case "rw": case "read": case "write": case "semaphore":
+            case "mutex": case "semaphore-mutex": case "rw": case "read": case "write": case "semaphore": case "latch":
                 break;
             default:
                 usage("unknown recipe " + o.recipe);
@@ -271,6 +279,7 @@ public final class Peer {
             this.deadlineNanos = deadlineNanos;
             this.random = new Random(o.seed * 1_000_003L + id);
             switch (o.recipe) {
+                case "latch": break; // a LeaderLatch per term: a closed one cannot start again
                 case "mutex": mutex = new InterProcessMutex(client, o.path); break;
                 case "semaphore-mutex": mutex = new InterProcessSemaphoreMutex(client, o.path); break;
                 case "semaphore": semaphore = new InterProcessSemaphoreV2(client, o.path, o.leases); break;
@@ -305,6 +314,10 @@ public final class Peer {
                 default: write = true;
             }
             boolean[] created = {false};
+            if (o.recipe.equals("latch")) {
+                lead(created);
+                return;
+            }
             if (semaphore != null) {
                 Lease lease = semaphore.acquire(remainingMs(), TimeUnit.MILLISECONDS);
                 if (lease == null) {
@@ -350,6 +363,43 @@ public final class Peer {
                 }
             } finally {
                 l.release();
+            }
+        }
+
+        /** One term: campaign, lead until the hold ends or leadership is lost, resign. */
+        void lead(boolean[] created) throws Exception {
+            LeaderLatch latch = new LeaderLatch(client, o.path, "curator-" + ProcessHandle.current().pid() + "-" + id);
+            CountDownLatch notLeader = new CountDownLatch(1);
+            latch.addListener(new LeaderLatchListener() {
+                @Override
+                public void isLeader() {
+                }
+
+                @Override
+                public void notLeader() {
+                    notLeader.countDown();
+                }
+            });
+            latch.start();
+            try {
+                if (!latch.await(remainingMs(), TimeUnit.MILLISECONDS)) {
+                    throw new Exception("latch await timed out");
+                }
+                acquisitions.incrementAndGet();
+                out.println("LEADER " + latch.getOurPath());
+                out.flush();
+                if (witness != null) {
+                    check(witness.enterExclusive(created, false));
+                }
+                // Hold for the term, but stop at once when told it is over.
+                if (notLeader.await(o.holdMs, TimeUnit.MILLISECONDS)) {
+                    err.println("worker=" + id + ": leadership lost before the term ended");
+                }
+                if (created[0]) {
+                    check(witness.remove(witness.file));
+                }
+            } finally {
+                latch.close();
             }
         }
 

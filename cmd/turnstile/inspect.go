@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// lockView is one lock path as the tool reports it.
+type lockView struct {
+	Path   string `json:"path"` // relative to -root
+	Recipe string `json:"recipe"`
+	// Holders hold the lock; Waiters queue for it, in the order they will
+	// be served (for a semaphore: acquirers queued on <path>/locks).
+	Holders []nodeView `json:"holders"`
+	Waiters []nodeView `json:"waiters"`
+}
+
+// Recipes, as told by the nodes under a lock path.
+const (
+	recipeMutex     = "mutex"     // exclusive nodes only: lock- (Curator, turnstile), __lock__ (kazoo)
+	recipeRW        = "rwlock"    // read and write nodes: __READ__/__WRIT__, __rlock__
+	recipeSemaphore = "semaphore" // Curator's InterProcessSemaphoreV2 layout: leases/ and locks/
+)
+
+// nodeView is one contender: its node and who wrote it.
+type nodeView struct {
+	Node   string `json:"node"` // the node's path, relative to -root
+	Name   string `json:"name"` // its last element
+	Kind   string `json:"kind"` // mutex, read, write, lease
+	Seq    int64  `json:"seq"`
+	Client string `json:"client"` // turnstile, curator, kazoo, go-zookeeper
+	// Owner is turnstile's record of its contender (see lock.WithOwner).
+	Owner *ownerRecord `json:"owner,omitempty"`
+	// Data is the node's data when it is text and not turnstile's record
+	// (Curator writes the client's address, kazoo the contender's
+	// identifier); DataBase64 when it is not text.
+	Data       string `json:"data,omitempty"`
+	DataBase64 []byte `json:"data_base64,omitempty"`
+	// Session is the id of the session that owns the ephemeral node.
+	Session string `json:"session"`
+	Czxid   int64  `json:"czxid"`
+	// Since is when the node was created: for a holder that waited, before
+	// its grant, which ZooKeeper does not record.
+	Since time.Time `json:"since"`
+	// AgeSeconds is how long ago Since was, when the tool printed it.
+	AgeSeconds float64 `json:"age_seconds"`
+
+	owner int64 // the owning session, for the semaphore rule in semaphoreView
+}
+
+// ownerRecord is what turnstile writes into its lock nodes.
+type ownerRecord struct {
+	Host  string `json:"host"`
+	PID   int    `json:"pid"`
+	Owner string `json:"owner,omitempty"`
+}
+
+// parseOwner reads turnstile's record from a node's data: exactly its
+// fields, a host and a pid.
+func parseOwner(data []byte) (*ownerRecord, bool) {
+	if len(data) == 0 || data[0] != '{' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var o ownerRecord
+	if err := dec.Decode(&o); err != nil || o.Host == "" || o.PID <= 0 || dec.More() {
+		return nil, false
+	}
+	return &o, true
+}
+
+// reader reads lock paths. A watching reader keeps a watch armed on every
+// path it lists, and remembers the nodes it has read, so that a watch
+// reads each node once.
+type reader struct {
+	s        *session
+	watching bool
+	// armed holds the watch on each path listed, until it fires. A path
+	// whose watch has not fired is listed without arming another: the
+	// client keeps every watch asked for until its path changes, so arming
+	// one at each listing would pile them up on a quiet path.
+	armed map[string]<-chan zk.Event
+	known map[string]nodeView
+}
+
+func newReader(s *session, watching bool) *reader {
+	return &reader{s: s, watching: watching, armed: make(map[string]<-chan zk.Event), known: make(map[string]nodeView)}
+}
+
+// children lists p's children; (nil, false) when p does not exist. A
+// watching reader watches p's children, or p's creation when it is absent.
+func (r *reader) children(ctx context.Context, p string) ([]string, bool, error) {
+	if !r.watching {
+		return r.s.children(ctx, p)
+	}
+	if ch, ok := r.armed[p]; ok {
+		select {
+		case <-ch: // fired (and closed): arm it again
+			delete(r.armed, p)
+		default:
+			return r.s.children(ctx, p)
+		}
+	}
+	type listing struct {
+		children []string
+		exists   bool
+		watch    <-chan zk.Event
+	}
+	l, err := call(ctx, r.s, func() (listing, error) {
+		children, _, watch, err := r.s.conn.ChildrenW(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			// Created since? Then list again; else wait for it.
+			exists, _, watch, err := r.s.conn.ExistsW(p)
+			if err == nil && exists {
+				children, _, watch, err = r.s.conn.ChildrenW(p)
+				return listing{children, err == nil, watch}, err
+			}
+			return listing{watch: watch}, err
+		}
+		return listing{children, err == nil, watch}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, false, nil // deleted between the two calls: look again later
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("list %s: %w", r.s.rel(p), err)
+	}
+	r.armed[p] = l.watch
+	return l.children, l.exists, nil
+}
+
+// watches returns the watches armed and not yet seen to fire.
+func (r *reader) watches() []<-chan zk.Event {
+	var w []<-chan zk.Event
+	for _, ch := range r.armed {
+		w = append(w, ch)
+	}
+	return w
+}
+
+// node reads one lock node; false when it is gone.
+func (r *reader) node(ctx context.Context, lockNode queue.Node, full string) (nodeView, bool, error) {
+	if v, ok := r.known[full]; ok {
+		return v, true, nil
+	}
+	type read struct {
+		data []byte
+		stat *zk.Stat
+	}
+	got, err := call(ctx, r.s, func() (read, error) {
+		data, stat, err := r.s.conn.Get(full)
+		return read{data, stat}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nodeView{}, false, nil
+	}
+	if err != nil {
+		return nodeView{}, false, fmt.Errorf("read %s: %w", r.s.rel(full), err)
+	}
+	v := nodeView{
+		Node:    r.s.rel(full),
+		Name:    lockNode.Name,
+		Kind:    lockNode.Kind.String(),
+		Seq:     lockNode.Seq,
+		Client:  lockNode.Client.String(),
+		Session: fmt.Sprintf("%#x", got.stat.EphemeralOwner),
+		Czxid:   got.stat.Czxid,
+		Since:   time.UnixMilli(got.stat.Ctime),
+		owner:   got.stat.EphemeralOwner,
+	}
+	if o, ok := parseOwner(got.data); ok {
+		v.Owner, v.Client = o, "turnstile"
+	} else if utf8.Valid(got.data) {
+		v.Data = string(got.data)
+	} else {
+		v.DataBase64 = got.data
+	}
+	if r.watching {
+		r.known[full] = v
+	}
+	return v, true, nil
+}
+
+// forget drops what the reader remembers of nodes no longer listed.
+func (r *reader) forget(keep map[string]bool) {
+	for full := range r.known {
+		if !keep[r.s.rel(full)] {
+			delete(r.known, full)
+		}
+	}
+}
+
+// read reads the lock at full. It reports false when full does not exist
+// or holds no lock, and returns full's children either way (nil when it
+// does not exist), for a walk to go on below.
+func (r *reader) read(ctx context.Context, full string) (lockView, bool, []string, error) {
+	children, exists, err := r.children(ctx, full)
+	if err != nil || !exists {
+		return lockView{}, false, nil, err
+	}
+	v := lockView{Path: r.s.rel(full), Holders: []nodeView{}, Waiters: []nodeView{}}
+	if slices.Contains(children, "leases") {
+		found, err := r.semaphore(ctx, full, &v)
+		return v, found, children, err
+	}
+	nodes, _ := queue.Nodes(children)
+	if len(nodes) == 0 {
+		return lockView{}, false, children, nil
+	}
+	v.Recipe = recipeMutex
+	for _, n := range nodes {
+		switch n.Kind {
+		case queue.KindRead, queue.KindWrite:
+			v.Recipe = recipeRW
+		case queue.KindLease:
+			v.Recipe = recipeSemaphore // a semaphore's leases/, read on its own
+		}
+	}
+	for _, n := range nodes {
+		nv, ok, err := r.node(ctx, n, path.Join(full, n.Name))
+		if err != nil {
+			return lockView{}, false, nil, err
+		}
+		switch {
+		case !ok:
+			continue // it left meanwhile
+		case queue.Holds(nodes, n) || n.Kind == queue.KindLease:
+			v.Holders = append(v.Holders, nv)
+		default:
+			v.Waiters = append(v.Waiters, nv)
+		}
+	}
+	return v, len(v.Holders)+len(v.Waiters) > 0, children, nil
+}
+
+// semaphore reads a semaphore on Curator's InterProcessSemaphoreV2 layout,
+// which turnstile's Semaphore shares: a lease node per lease under
+// <path>/leases, and a mutex at <path>/locks that an acquirer holds while
+// it creates its lease node and waits for a free lease.
+//
+// The lease nodes hold, but for one: a lease node created, after it took
+// the mutex, by the session that holds the mutex may still wait for a
+// free lease (the number of leases is not stored in ZooKeeper). It is
+// shown as that acquirer's, among the waiters, in place of its mutex node.
+func (r *reader) semaphore(ctx context.Context, full string, v *lockView) (bool, error) {
+	v.Recipe = recipeSemaphore
+	leases, err := r.lockNodes(ctx, path.Join(full, "leases"))
+	if err != nil {
+		return false, err
+	}
+	acquirers, err := r.lockNodes(ctx, path.Join(full, "locks"))
+	if err != nil {
+		return false, err
+	}
+	var guard *nodeView // the acquirer holding the mutex
+	if len(acquirers) > 0 {
+		guard = &acquirers[0]
+	}
+	for _, l := range leases {
+		if guard != nil && l.owner == guard.owner && l.Czxid > guard.Czxid {
+			v.Waiters = append(v.Waiters, l)
+			guard = nil // shown by its lease node
+			acquirers = acquirers[1:]
+			continue
+		}
+		v.Holders = append(v.Holders, l)
+	}
+	v.Waiters = append(v.Waiters, acquirers...)
+	return len(v.Holders)+len(v.Waiters) > 0, nil
+}
+
+// lockNodes reads the lock nodes under p in queue order.
+func (r *reader) lockNodes(ctx context.Context, p string) ([]nodeView, error) {
+	children, _, err := r.children(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	nodes, _ := queue.Nodes(children)
+	var out []nodeView
+	for _, n := range nodes {
+		nv, ok, err := r.node(ctx, n, path.Join(p, n.Name))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, nv)
+		}
+	}
+	return out, nil
+}

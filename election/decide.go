@@ -1,0 +1,59 @@
+package election
+
+import (
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// The engine hands a recipe each listing of the election path as child
+// names. The two deciders below only parse it; what they decide is a pure
+// function of the parsed nodes.
+
+// decideCandidate is the engine.Decider of a candidate.
+func decideCandidate(children []string, self string) engine.Decision {
+	nodes, _ := queue.Nodes(children)
+	return candidate(nodes, self)
+}
+
+// candidate decides for one candidate: Curator's LeaderLatch. The lowest
+// latch node leads; any other watches the latch node just ahead of it.
+//
+// Next holds when that node was created before self: once it has led and is
+// gone, no candidate can be ahead of self (sequence numbers only grow and
+// latch nodes never borrow one), so when this engine deletes it, self may
+// be elected on the deletion's reply.
+func candidate(nodes []queue.Node, self string) engine.Decision {
+	d := queue.Latch(nodes, self)
+	out := engine.Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing}
+	if d.Watch != "" {
+		out.Next = seqOf(nodes, d.Watch) < seqOf(nodes, self)
+	}
+	return out
+}
+
+func seqOf(nodes []queue.Node, name string) int64 {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n.Seq
+		}
+	}
+	return 0
+}
+
+// leaderOf returns the leader among nodes, sorted in queue order, or "",
+// and what an observer of the election watches until the next change: the
+// leader's node, since while it leads its departure is the only way
+// leadership can pass (a later candidate never sorts before it); with no
+// leader, the children, since the next candidate to arrive will lead.
+//
+// An observer never holds and is never Missing: its own node only gives it
+// a place from which to watch, and the watch works as well without it
+// should someone delete it.
+func leaderOf(nodes []queue.Node) (leader string, d engine.Decision) {
+	for _, n := range nodes {
+		if n.Kind == queue.KindLatch {
+			return n.Name, engine.Decision{Watch: n.Name}
+		}
+	}
+	return "", engine.Decision{WatchChildren: true}
+}

@@ -1,0 +1,140 @@
+// Package election is leader election on ZooKeeper, served asynchronously
+// by a turnstile engine.Engine like the locks of package lock: a Campaign
+// returns a future at once, thousands of candidates and elections share the
+// engine's one loop goroutine, and a leader learns from Lost() that it may
+// no longer lead before another candidate can be elected.
+//
+// Candidates follow Apache Curator's LeaderLatch on the wire: each creates
+// an ephemeral sequential node "_c_<uuid>-latch-<seq>" under the election
+// path, holding its value (Curator's participant id); the lowest node leads,
+// and every other candidate watches the candidate just ahead of it. So Go
+// candidates and Java LeaderLatch candidates can share one election.
+//
+// A Leadership is a lease of the engine: its fencing token grows with every
+// leader of the election, across sessions and reconnects, and its Lost
+// channel closes as soon as the session can no longer be trusted. Faults are
+// those of the locks: a connection loss keeps every candidacy (a leader is
+// Suspended, and Lost only when the session may have expired); a session
+// expiry ends a leadership (Lost closes) and puts every candidate that was
+// not yet elected at the back of the election under the new session, or
+// fails it with ErrSessionExpired (WithFailOnExpiry, or the engine's
+// Config.FailOnExpiry). Cancelling a campaign's context before it is elected
+// removes its node.
+package election
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// Errors of the election package. Those of the engine are re-exported for
+// callers that import only this package; errors.Is finds each in a wrapped
+// error.
+var (
+	// ErrNoLeader: the election has no candidate, so no leader.
+	ErrNoLeader = errors.New("turnstile: election has no leader")
+
+	ErrLost           = engine.ErrLost
+	ErrSessionExpired = engine.ErrSessionExpired
+	ErrClosed         = engine.ErrClosed
+	ErrInvalidPath    = engine.ErrInvalidPath
+)
+
+// Election is one leader election: the candidates under one ZooKeeper path.
+// Its methods are safe for concurrent use. Use one Election per path per
+// engine: its observers share one watch.
+type Election struct {
+	eng  *engine.Engine
+	path string
+	opts options
+	obs  observers
+}
+
+// Option configures an Election.
+type Option func(*options)
+
+type options struct {
+	failOnExpiry bool
+}
+
+// WithFailOnExpiry makes a candidate that is not yet elected when the
+// session expires fail with ErrSessionExpired, instead of joining the
+// election again, at the back, under the new session.
+func WithFailOnExpiry() Option { return func(o *options) { o.failOnExpiry = true } }
+
+// New returns the election on path. It does no I/O: an invalid path is
+// reported by the first Campaign or Leader, with ErrInvalidPath.
+func New(eng *engine.Engine, path string, opts ...Option) *Election {
+	e := &Election{eng: eng, path: path}
+	for _, opt := range opts {
+		opt(&e.opts)
+	}
+	e.obs.el = e
+	return e
+}
+
+// Path is the election path.
+func (e *Election) Path() string { return e.path }
+
+// Campaign enters a candidate with value (its participant id, written as
+// its node's data) and returns at once. The future resolves with the
+// Leadership once this candidate leads, or with an error: ctx's when it
+// ends first (the candidate's node is then removed), ErrClosed, or
+// ErrSessionExpired (see WithFailOnExpiry). Every Campaign is a candidate
+// of its own, whatever its value, and joins at the back of the election:
+// a leader that resigns and campaigns again waits for every candidate that
+// was there before it.
+func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*Leadership] {
+	value = bytes.Clone(value)
+	f, resolve := engine.NewPromise[*Leadership]()
+	req := engine.Request{
+		Path: e.path, Prefix: queue.LatchPrefix, Decide: decideCandidate, Data: value,
+		FailOnExpiry: e.opts.failOnExpiry,
+	}
+	e.eng.Acquire(ctx, req).Then(func(l *engine.Lease, err error) {
+		if err != nil {
+			resolve(nil, err)
+			return
+		}
+		resolve(&Leadership{lease: l, value: value}, nil)
+	})
+	return f
+}
+
+// Leader is a leader of an election, as an observer sees it.
+type Leader struct {
+	Node  string // the full path of the leader's node
+	Value []byte // the node's data: the value it campaigned with
+}
+
+// Leader reads who leads now, whichever client it is: ErrNoLeader when
+// the election has no candidate. The answer is a snapshot, stale at once.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	for {
+		children, err := e.eng.Children(ctx, e.path)
+		switch {
+		case errors.Is(err, engine.ErrNoNode):
+			return Leader{}, ErrNoLeader
+		case err != nil:
+			return Leader{}, err
+		}
+		nodes, _ := queue.Nodes(children)
+		leader, _ := leaderOf(nodes)
+		if leader == "" {
+			return Leader{}, ErrNoLeader
+		}
+		node := e.path + "/" + leader
+		value, err := e.eng.Data(ctx, node)
+		switch {
+		case errors.Is(err, engine.ErrNoNode):
+			continue // its term ended between the two reads: look again
+		case err != nil:
+			return Leader{}, err
+		}
+		return Leader{Node: node, Value: value}, nil
+	}
+}

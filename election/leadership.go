@@ -1,0 +1,53 @@
+package election
+
+import (
+	"context"
+
+	"github.com/turnstile-go/turnstile/engine"
+)
+
+// Leadership is one term of a candidate that was elected: proof, while it
+// is neither resigned nor lost, that this candidate leads.
+type Leadership struct {
+	lease *engine.Lease
+	value []byte
+}
+
+// Lost is closed when the leader must stop acting as one at once: its
+// session expired, or was disconnected long enough that the server may
+// expire it and elect another candidate (last contact + session timeout -
+// the engine's margin), or the engine closed. It closes before another
+// candidate can be elected.
+func (l *Leadership) Lost() <-chan struct{} { return l.lease.Lost() }
+
+// Err is nil while the leadership is not lost, and then why it was lost
+// (errors.Is finds ErrLost, and ErrSessionExpired or ErrClosed where they
+// are the cause).
+func (l *Leadership) Err() error { return l.lease.Err() }
+
+// Suspended is closed while the connection to ZooKeeper is down and the
+// leadership is not yet lost; call it again after a reconnect for the next
+// suspension. A careful leader pauses what it does not want to redo.
+func (l *Leadership) Suspended() <-chan struct{} { return l.lease.Suspended() }
+
+// Leading reports whether the term is still on: neither resigned (or
+// resigning) nor lost.
+func (l *Leadership) Leading() bool { return l.lease.Held() }
+
+// Token is the fencing token of this term: successive leaders of one
+// election carry strictly increasing tokens, across sessions, reconnects
+// and server restarts, so a resource the leader drives can refuse a
+// deposed leader that is slow to notice. See engine.Lease.Token.
+func (l *Leadership) Token() int64 { return l.lease.Token() }
+
+// Value is the value the leader campaigned with. It must not be modified.
+func (l *Leadership) Value() []byte { return l.value }
+
+// Node is the full path of the leader's node.
+func (l *Leadership) Node() string { return l.lease.Node() }
+
+// Resign ends the term and deletes the leader's node, so the next candidate
+// is elected. It returns once the node is deleted, or with ctx's error when
+// ctx ends first (the deletion goes on regardless). A lost leadership
+// reports its loss (ErrLost); a second call returns ErrNotHeld.
+func (l *Leadership) Resign(ctx context.Context) error { return l.lease.Release(ctx) }

@@ -1,0 +1,35 @@
+package metrics
+
+import "github.com/turnstile-go/turnstile/queue"
+
+// The recipe label's values. A recipe is told by its node's name: turnstile
+// names nodes as Curator does, and the name's marker says what the node
+// asks for.
+const (
+	recipeMutex     = "mutex"     // "lock-": Mutex, ReentrantMutex, a Semaphore's own mutex
+	recipeRead      = "read"      // "__READ__": RWMutex's reader
+	recipeWrite     = "write"     // "__WRIT__": RWMutex's writer
+	recipeSemaphore = "semaphore" // "lease-": a Semaphore's lease
+	recipeOther     = "other"     // a node named by a Request of one's own
+)
+
+// recipeOf tells a lease's recipe by its node's name. A Semaphore takes a
+// mutex on <path>/locks while it acquires a lease, so each of its grants
+// is counted twice: once as a mutex, once as a semaphore lease.
+func recipeOf(node string) string {
+	n, ok := queue.Parse(node)
+	if !ok {
+		return recipeOther
+	}
+	switch n.Kind {
+	case queue.KindMutex:
+		return recipeMutex
+	case queue.KindRead:
+		return recipeRead
+	case queue.KindWrite:
+		return recipeWrite
+	case queue.KindLease:
+		return recipeSemaphore
+	}
+	return recipeOther
+}
