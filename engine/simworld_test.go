@@ -192,75 +192,69 @@ func describe(req zkmodel.Request) string {
 
 // The client's API, as the engine calls it (engine.SimConn).
 
-func (c *client) Create(p string, data []byte, flags int32, _ []zk.ACL) (string, error) {
-	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpCreate, Path: p, Data: data, Mode: zkmodel.Mode(flags)})
+// request sends req and returns its reply, with the error go-zookeeper
+// makes of the reply's code, or of the call's failure.
+func (c *client) request(req zkmodel.Request) (zkmodel.Reply, error) {
+	rep, err := c.do(req)
 	if err != nil {
-		return "", err
+		return zkmodel.Reply{}, err
 	}
-	return rep.Path, codeErr(rep.Err)
+	return rep, codeErr(rep.Err)
+}
+
+func (c *client) Create(p string, data []byte, flags int32, _ []zk.ACL) (string, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpCreate, Path: p, Data: data, Mode: zkmodel.Mode(flags)})
+	return rep.Path, err
 }
 
 func (c *client) CreateContainer(p string, data []byte, flags int32, _ []zk.ACL) (string, error) {
-	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpCreateContainer, Path: p, Data: data, Mode: zkmodel.Mode(flags)})
-	if err != nil {
-		return "", err
-	}
-	return rep.Path, codeErr(rep.Err)
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpCreateContainer, Path: p, Data: data, Mode: zkmodel.Mode(flags)})
+	return rep.Path, err
 }
 
-func (c *client) children(p string, watch bool) ([]string, *zk.Stat, error) {
-	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpGetChildren, Path: p, Watch: watch})
-	if err != nil {
-		return nil, nil, err
-	}
-	if rep.Err != zkmodel.OK {
-		return nil, nil, codeErr(rep.Err)
-	}
-	return rep.Children, stat(rep.Stat), nil
+func (c *client) Children(p string) ([]string, *zk.Stat, error) {
+	ch, st, _, err := c.children(p, false)
+	return ch, st, err
 }
-
-func (c *client) Children(p string) ([]string, *zk.Stat, error) { return c.children(p, false) }
 
 func (c *client) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	ch, st, err := c.children(p, true)
-	return ch, st, nil, err
+	return c.children(p, true)
 }
 
-func (c *client) get(p string, watch bool) ([]byte, *zk.Stat, error) {
-	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpGetData, Path: p, Watch: watch})
+func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpGetChildren, Path: p, Watch: watch})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if rep.Err != zkmodel.OK {
-		return nil, nil, codeErr(rep.Err)
-	}
-	return rep.Data, stat(rep.Stat), nil
+	return rep.Children, stat(rep.Stat), nil, nil
 }
 
-func (c *client) Get(p string) ([]byte, *zk.Stat, error) { return c.get(p, false) }
+func (c *client) Get(p string) ([]byte, *zk.Stat, error) {
+	d, st, _, err := c.get(p, false)
+	return d, st, err
+}
 
-func (c *client) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	d, st, err := c.get(p, true)
-	return d, st, nil, err
+func (c *client) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) { return c.get(p, true) }
+
+func (c *client) get(p string, watch bool) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpGetData, Path: p, Watch: watch})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rep.Data, stat(rep.Stat), nil, nil
 }
 
 func (c *client) Set(p string, data []byte, version int32) (*zk.Stat, error) {
-	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpSetData, Path: p, Data: data, Version: version})
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpSetData, Path: p, Data: data, Version: version})
 	if err != nil {
 		return nil, err
-	}
-	if rep.Err != zkmodel.OK {
-		return nil, codeErr(rep.Err)
 	}
 	return stat(rep.Stat), nil
 }
 
 func (c *client) Delete(p string, version int32) error {
-	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpDelete, Path: p, Version: version})
-	if err != nil {
-		return err
-	}
-	return codeErr(rep.Err)
+	_, err := c.request(zkmodel.Request{Op: zkmodel.OpDelete, Path: p, Version: version})
+	return err
 }
 
 func (c *client) Multi(ops ...any) ([]zk.MultiResponse, error) {
@@ -294,11 +288,8 @@ func (c *client) Multi(ops ...any) ([]zk.MultiResponse, error) {
 }
 
 func (c *client) Sync(p string) (string, error) {
-	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpSync, Path: p})
-	if err != nil {
-		return "", err
-	}
-	return rep.Path, codeErr(rep.Err)
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpSync, Path: p})
+	return rep.Path, err
 }
 
 func (c *client) Exists(p string) (bool, *zk.Stat, error) {
