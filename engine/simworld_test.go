@@ -307,25 +307,22 @@ func (c *client) Exists(p string) (bool, *zk.Stat, error) {
 
 func (c *client) SessionID() int64 { return int64(c.session) }
 
-// codeErr is the error go-zookeeper makes of a result code.
+// codeErrors are the errors go-zookeeper makes of the codes the model
+// replies with.
+var codeErrors = map[zkmodel.Code]error{
+	zkmodel.OK:                      nil,
+	zkmodel.NoNode:                  zk.ErrNoNode,
+	zkmodel.NodeExists:              zk.ErrNodeExists,
+	zkmodel.BadVersion:              zk.ErrBadVersion,
+	zkmodel.NotEmpty:                zk.ErrNotEmpty,
+	zkmodel.NoChildrenForEphemerals: zk.ErrNoChildrenForEphemerals,
+	zkmodel.SessionExpired:          zk.ErrSessionExpired,
+	zkmodel.BadArguments:            zk.ErrBadArguments,
+}
+
 func codeErr(code zkmodel.Code) error {
-	switch code {
-	case zkmodel.OK:
-		return nil
-	case zkmodel.NoNode:
-		return zk.ErrNoNode
-	case zkmodel.NodeExists:
-		return zk.ErrNodeExists
-	case zkmodel.BadVersion:
-		return zk.ErrBadVersion
-	case zkmodel.NotEmpty:
-		return zk.ErrNotEmpty
-	case zkmodel.NoChildrenForEphemerals:
-		return zk.ErrNoChildrenForEphemerals
-	case zkmodel.SessionExpired:
-		return zk.ErrSessionExpired
-	case zkmodel.BadArguments:
-		return zk.ErrBadArguments
+	if err, ok := codeErrors[code]; ok {
+		return err
 	}
 	return fmt.Errorf("unknown error: %v", int32(code))
 }
