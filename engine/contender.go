@@ -166,7 +166,7 @@ type contender struct {
 	closing    bool        // the engine closes: a held lease is released too
 	recovering bool        // our create's fate is unknown: the next listing looks for our id
 	fired      bool        // the watch fired while the watch request was in flight
-	next       bool        // the watched node holds and only it is ahead of us
+	next       bool        // the recipe found us Next behind the watched node (see Decision.Next)
 	stale      bool        // the session expired while a request was in flight: its reply proves nothing
 	connected  bool        // the session is connected, as far as the inputs told
 	untrusted  bool        // the session may be expired server-side

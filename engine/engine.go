@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +31,26 @@ type Decision struct {
 	Holds   bool   // self holds the lock
 	Watch   string // when !Holds: the one child whose departure may let self in
 	Missing bool   // self is not among the children
-	// Next: when !Holds, self holds as soon as Watch is gone PROVIDED Watch
-	// held the lock: Watch is self's immediate predecessor, whatever was
-	// ahead of it was gone when it was granted, and nothing can join ahead.
-	// When Watch is a holder of this same engine releasing its lock, self is
-	// granted on the deletion's reply, without listing again.
+	// Next: when !Holds, self holds as soon as Watch, having held the lock,
+	// is gone: Watch is exclusive, so whatever was ahead of it was gone
+	// when it was granted, and every node of this listing between Watch
+	// and self lets self by (see queue.Decision.Next). When Watch is a
+	// holder of this same engine releasing its lock, self is then granted
+	// on the deletion's reply, without listing again: the local handoff.
+	//
+	// The engine hands over only when, besides Next, two things hold, and
+	// lists again otherwise (listing again is always safe):
+	//   - the departing node is of an exclusive kind by its name (a mutex
+	//     or write node, kazoo's "__lock__" included), never a read node,
+	//     whose fellow readers may still hold;
+	//   - no contender of this engine with a borrowed sequence number
+	//     (Request.Seq: a downgrade's read node) is alive on the path. Such
+	//     a node takes a number at or below its writer's, so it can sit
+	//     ahead of self without self's listing showing it: its create may
+	//     have been queued, in flight, or sent after that listing.
+	// A Decider sets Next only if it knows that, by its recipe and the
+	// departing node's, nothing else can keep self out; when in doubt it
+	// leaves it false.
 	Next bool
 	// WatchChildren: when !Holds, any child's departure may let self in, so
 	// watch the lock path's children instead of one node. Only for recipes
@@ -117,6 +133,10 @@ type Engine struct {
 	retryAt    map[uint64]uint64 // timer id → contender to retry
 	// Revocable holders whose revocation watch failed on a connection loss.
 	retryRevoke []uint64
+	// borrowed counts, per lock path, the live contenders whose node has a
+	// borrowed sequence number (Request.Seq): while there is one, no local
+	// handoff happens on the path (see Decision.Next).
+	borrowed map[string]int
 }
 
 // entry is the loop's record of one contender.
@@ -199,6 +219,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		revokers:   make(map[string]uint64),
 		nodes:      make(map[string]uint64),
 		localWatch: make(map[string][]uint64),
+		borrowed:   make(map[string]int),
 		timers:     make(map[uint64]*time.Timer),
 		retryAt:    make(map[uint64]uint64),
 	}
@@ -371,6 +392,9 @@ func (e *Engine) handleCommand(cmd any) {
 		en := &entry{id: e.nextID, data: cmd.req.Data, revocable: cmd.req.Revocable, acquired: cmd.fut,
 			c: *newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, queue.NewID)}
 		en.c.fixedSeq = cmd.req.Seq
+		if en.c.fixedSeq != "" {
+			e.borrowed[en.c.lockPath]++
+		}
 		en.c.tryOnly = cmd.req.TryOnly
 		en.c.failExp = e.cfg.FailOnExpiry
 		en.c.connected = e.connected
@@ -464,17 +488,21 @@ type deletion struct {
 }
 
 // gone tells the contenders of this engine that wait on node, a node of
-// this engine, that it is gone (or no longer known). A waiter next in line
-// behind a holder whose release deleted the node is granted at once: its
-// token is the greatest zxid read so far, which is at least the deletion's
-// (greater than any token the previous holder had) and less than the zxid
-// of this waiter's own deletion, not yet made (so less than the next
-// holder's). Every other waiter lists again.
+// this engine, that it is gone (or no longer known). A waiter whose Decider
+// found it Next behind a holder whose release deleted the node is granted
+// at once, if the handoff rule allows (see Decision.Next): its token is the
+// greatest zxid read so far, which is at least the deletion's (greater than
+// any token the previous holder had) and less than the zxid of this
+// waiter's own deletion, not yet made (so less than the next holder's).
+// Every other waiter lists again.
 func (e *Engine) gone(node string) {
 	delete(e.nodes, node)
 	ids := e.localWatch[node]
 	delete(e.localWatch, node)
-	handoff := e.deleted.path == node && e.deleted.ok && e.deleted.held
+	if len(ids) == 0 {
+		return
+	}
+	handoff := e.deleted.path == node && e.deleted.ok && e.deleted.held && e.mayHandOff(node)
 	for _, id := range ids {
 		en := e.contenders[id]
 		if en == nil {
@@ -487,6 +515,19 @@ func (e *Engine) gone(node string) {
 		}
 		e.step(en, input{kind: inWatchFired})
 	}
+}
+
+// mayHandOff reports whether the departure of node, a holder's, may grant
+// a waiter that is Next behind it without listing again: node is of an
+// exclusive kind, and no node with a borrowed number of this engine may sit
+// beside it unseen (see Decision.Next).
+func (e *Engine) mayHandOff(node string) bool {
+	i := strings.LastIndexByte(node, '/')
+	if i < 0 {
+		return false
+	}
+	n, ok := queue.Parse(node[i+1:])
+	return ok && (n.Kind == queue.KindMutex || n.Kind == queue.KindWrite) && e.borrowed[node[:i]] == 0
 }
 
 // listed hands one listing to every contender that waited for it, then
@@ -642,6 +683,11 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if en.released != nil {
 			// A release that raced a loss ends with the loss.
 			en.released.resolve(struct{}{}, en.lease.Err())
+		}
+		if en.c.fixedSeq != "" {
+			if e.borrowed[en.c.lockPath]--; e.borrowed[en.c.lockPath] == 0 {
+				delete(e.borrowed, en.c.lockPath)
+			}
 		}
 		delete(e.contenders, en.id)
 	}

@@ -9,6 +9,20 @@ type Decision struct {
 	// It always sorts before self. It is "" only when Missing.
 	Watch   string
 	Missing bool // self is not among the nodes: its node is gone, create it again
+	// Next reports that Watch is the last node of this listing that can
+	// keep self out: once Watch has held the lock and is gone, self holds,
+	// with no need to list again. It is set only when Watch is exclusive (a
+	// mutex or write node, kazoo's "__lock__" included) and no other node
+	// shares its sequence number. An exclusive node holds only when every
+	// node before it is gone (but, for a write node, its own downgrade's
+	// read node, which shares its number: hence the second condition), and
+	// every node between Watch and self is one self's predicate lets by.
+	//
+	// What no listing can show is a node created after it without the
+	// sequential flag, which may take a number at or below Watch's: a
+	// downgrade's read node takes its writer's. Only whoever creates such
+	// nodes can tell, so Next holds only if nobody has since this listing.
+	Next bool
 }
 
 // Mutex decides for an exclusive lock: self holds iff no lock node of any
@@ -41,7 +55,7 @@ func Write(nodes []Node, self string) Decision {
 	me := nodes[i]
 	for j := i - 1; j >= 0; j-- {
 		if n := nodes[j]; n.Kind != KindRead || n.Seq != me.Seq {
-			return Decision{Watch: n.Name}
+			return waitFor(nodes, j, me)
 		}
 	}
 	return Decision{Holds: true}
@@ -73,7 +87,7 @@ func Read(nodes []Node, self string) Decision {
 	me := nodes[i]
 	for j := i - 1; j >= 0; j-- {
 		if n := nodes[j]; n.Kind != KindRead && n.Seq < me.Seq {
-			return Decision{Watch: n.Name}
+			return waitFor(nodes, j, me)
 		}
 	}
 	return Decision{Holds: true}
@@ -106,7 +120,21 @@ func Semaphore(nodes []Node, self string, n int) Decision {
 	if i < n {
 		return Decision{Holds: true}
 	}
+	if n == 1 {
+		return waitFor(nodes, i-1, nodes[i])
+	}
+	// One of the n-1 nodes between the watched one and self may still
+	// hold when the watched one goes: never Next.
 	return Decision{Watch: nodes[i-n].Name}
+}
+
+// waitFor is the verdict for me, waiting on nodes[w], in a listing in queue
+// order where nothing between nodes[w] and me blocks me (see Decision.Next).
+func waitFor(nodes []Node, w int, me Node) Decision {
+	watch := nodes[w]
+	exclusive := watch.Kind == KindMutex || watch.Kind == KindWrite
+	alone := (w == 0 || nodes[w-1].Seq != watch.Seq) && (w+1 == len(nodes) || nodes[w+1].Seq != watch.Seq)
+	return Decision{Watch: watch.Name, Next: exclusive && alone && watch.Seq < me.Seq}
 }
 
 // locate returns nodes in queue order, sorting a copy only if the caller's
