@@ -81,3 +81,21 @@ func TestValidatePath(t *testing.T) {
 		}
 	}
 }
+
+// The Decider of ExampleEngine_Acquire ignores children that are not lock
+// nodes, however short their names.
+func TestFirstInLineIgnoresForeignChildren(t *testing.T) {
+	self := "_c_0d7e5bb4-52a4-4a3b-9d4e-5b0b3c7b0e1f-lock-0000000009"
+	ahead := "_c_1b4e28ba-2fa1-11d2-883f-0016d3cca427-lock-0000000004"
+	for _, children := range [][]string{
+		{self, "config", ahead, "lock-"},
+		{"", "x", ahead, self},
+	} {
+		if d := firstInLine(children, self); d != (engine.Decision{Watch: ahead}) {
+			t.Fatalf("%q: decision %+v, want to watch %s", children, d, ahead)
+		}
+	}
+	if d := firstInLine([]string{"x", ahead}, self); !d.Missing {
+		t.Fatalf("self absent: decision %+v, want Missing", d)
+	}
+}
