@@ -88,6 +88,10 @@ type input struct {
 	closing  bool     // inCancel: the engine is closing, so a held lease goes too
 	// inWatchSet: the reply to a children watch, with children and pzxid.
 	childWatch bool
+	// listing is children parsed and sorted once per reply and shared by
+	// every contender the reply is handed to (inListed, and inWatchSet of a
+	// children watch).
+	listing *queue.Listing
 }
 
 type effectKind int
@@ -173,6 +177,9 @@ type contender struct {
 	lost       bool        // the lease was declared lost
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
 }
+
+// noChildren is the listing of a lock path that does not exist.
+var noChildren = queue.NewListing(nil)
 
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
 	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
@@ -411,7 +418,7 @@ func (c *contender) onListed(in input) []effect {
 	switch in.outcome {
 	case outOK:
 	case outNoNode:
-		in.children = nil // the lock path is gone, and our node with it
+		in.children, in.listing = nil, noChildren // the lock path is gone, and our node with it
 	case outConnLoss:
 		return c.park(retryList)
 	case outClosing:
@@ -435,7 +442,7 @@ func (c *contender) onListed(in input) []effect {
 		return c.cleanup()
 	}
 
-	d := c.decide(in.children, c.node)
+	d := c.decide(in.listing, c.node)
 	switch {
 	case d.Missing:
 		// Our node vanished without the session expiring (deleted by
@@ -504,7 +511,7 @@ func (c *contender) onWatchSet(in input) []effect {
 		if in.childWatch {
 			// A children watch answers with the children: the holder that
 			// left between our listing and the watch is not missed.
-			d := c.decide(in.children, c.node)
+			d := c.decide(in.listing, c.node)
 			switch {
 			case d.Missing:
 				return c.list()

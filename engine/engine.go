@@ -59,11 +59,15 @@ type Decision struct {
 	WatchChildren bool
 }
 
-// Decider is a recipe: from the lock path's children, does self hold, and
-// if not, which one child must it wait for. It runs on the loop goroutine,
-// must be quick, and must not change children: one listing is shared by
-// every contender of the path.
-type Decider func(children []string, self string) Decision
+// Decider is a recipe: from one listing of the lock path, does self hold,
+// and if not, which one child must it wait for. self is the contender's own
+// node name.
+//
+// The engine parses and sorts each listing once, into l, and hands the same
+// l to every contender that waited for it: thousands on a busy path. A
+// Decider runs on the loop goroutine, so it must be quick, O(log n) at most
+// (l's predicates are), and must neither change l nor keep it.
+type Decider func(l *queue.Listing, self string) Decision
 
 // Request describes one acquisition.
 type Request struct {
@@ -460,6 +464,7 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 		in.kind = inWatchSet
 	case events.OpWatchChildren:
 		in.kind, in.children, in.pzxid, in.childWatch = inWatchSet, d.Children, d.Pzxid, true
+		in.listing = queue.NewListing(d.Children)
 	case events.OpRevokeWatch:
 		e.revokeWatchDone(d)
 		return
@@ -531,13 +536,15 @@ func (e *Engine) mayHandOff(node string) bool {
 }
 
 // listed hands one listing to every contender that waited for it, then
-// sends the next listing if more contenders asked meanwhile.
+// sends the next listing if more contenders asked meanwhile. The listing is
+// parsed and sorted here, once, for all of them.
 func (e *Engine) listed(d events.OpDone, in input) {
 	l := e.listings[d.Path]
 	if l == nil {
 		return
 	}
 	in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
+	in.listing = queue.NewListing(d.Children)
 	waiting := l.current
 	l.current, l.next = l.next, nil
 	if len(l.current) > 0 {

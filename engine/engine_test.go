@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 func TestStartFailsWhenNoServerAnswers(t *testing.T) {
@@ -63,7 +64,7 @@ func TestCloseIsIdempotentAndAcquireAfterCloseFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := eng.Acquire(context.Background(), engine.Request{Path: "/x", Prefix: "lock-",
-		Decide: func([]string, string) engine.Decision { return engine.Decision{Holds: true} }})
+		Decide: func(*queue.Listing, string) engine.Decision { return engine.Decision{Holds: true} }})
 	if _, err := f.Wait(context.Background()); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("acquire after close: %v, want ErrClosed", err)
 	}
@@ -91,11 +92,11 @@ func TestFirstInLineIgnoresForeignChildren(t *testing.T) {
 		{self, "config", ahead, "lock-"},
 		{"", "x", ahead, self},
 	} {
-		if d := firstInLine(children, self); d != (engine.Decision{Watch: ahead}) {
+		if d := firstInLine(queue.NewListing(children), self); d != (engine.Decision{Watch: ahead}) {
 			t.Fatalf("%q: decision %+v, want to watch %s", children, d, ahead)
 		}
 	}
-	if d := firstInLine([]string{"x", ahead}, self); !d.Missing {
+	if d := firstInLine(queue.NewListing([]string{"x", ahead}), self); !d.Missing {
 		t.Fatalf("self absent: decision %+v, want Missing", d)
 	}
 }

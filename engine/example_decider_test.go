@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/turnstile-go/turnstile/engine"
@@ -11,22 +10,21 @@ import (
 )
 
 // firstInLine is a Decider of one's own: whoever's node queues first holds,
-// and every other contender waits for the node just ahead of it. Children
-// that are not lock nodes are ignored: queue.Nodes parses every name, keeps
-// the ones it can read, and returns them in queue order.
+// and every other contender waits for the node just ahead of it.
 //
-// The engine hands the same listing to every contender of the path, so a
-// Decider reads children and never changes them.
-func firstInLine(children []string, self string) engine.Decision {
-	nodes, _ := queue.Nodes(children)
-	i := slices.IndexFunc(nodes, func(n queue.Node) bool { return n.Name == self })
+// The engine hands it each listing of the lock path already parsed and in
+// queue order: Index finds the contender's own node by binary search, and
+// children that are not lock nodes are left out of Nodes. The same listing
+// goes to every contender of the path, so a Decider only reads it.
+func firstInLine(l *queue.Listing, self string) engine.Decision {
+	i := l.Index(self)
 	switch {
 	case i < 0:
 		return engine.Decision{Missing: true} // our node is gone: the engine creates another
 	case i == 0:
 		return engine.Decision{Holds: true}
 	}
-	return engine.Decision{Watch: nodes[i-1].Name}
+	return engine.Decision{Watch: l.Nodes()[i-1].Name}
 }
 
 // An engine serves every lock of a process on one session. Recipes (package

@@ -14,6 +14,17 @@ func decision(d queue.Decision) engine.Decision {
 
 // decideMutex runs the mutex predicate over one listing. Children that are
 // not lock nodes (other recipes' or foreign names) are ignored.
-func decideMutex(children []string, self string) engine.Decision {
-	return decision(queue.Mutex(parseChildren(children), self))
+func decideMutex(l *queue.Listing, self string) engine.Decision {
+	noteForeignIn(l)
+	return decision(l.Mutex(self))
+}
+
+func decideRead(l *queue.Listing, self string) engine.Decision {
+	noteForeignIn(l)
+	return decision(l.Read(self))
+}
+
+func decideWrite(l *queue.Listing, self string) engine.Decision {
+	noteForeignIn(l)
+	return decision(l.Write(self))
 }

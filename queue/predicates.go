@@ -1,7 +1,5 @@
 package queue
 
-import "slices"
-
 // Decision is a predicate's verdict for one contender on one listing.
 type Decision struct {
 	Holds bool // self holds the lock
@@ -34,9 +32,11 @@ type Decision struct {
 // Like every predicate, Mutex accepts nodes in any order (it sorts a copy if
 // they are not in [Sort] order) and ignores nothing among them: pass only
 // parsed lock nodes, as [Nodes] returns them. self is the contender's own
-// node name.
+// node name. Each call costs O(n) at least; to decide for many contenders
+// on one listing, build a [Listing] once and ask its methods, which give
+// the same verdicts.
 func Mutex(nodes []Node, self string) Decision {
-	return Semaphore(nodes, self, 1)
+	return listingOf(nodes).Mutex(self)
 }
 
 // Write decides for the write side of a read-write lock: self holds iff no
@@ -48,17 +48,7 @@ func Mutex(nodes []Node, self string) Decision {
 // that is the read node self's owner creates to downgrade (Curator 5.5,
 // CURATOR-621), which may sort before self by name. It never blocks self.
 func Write(nodes []Node, self string) Decision {
-	nodes, i := locate(nodes, self)
-	if i < 0 {
-		return Decision{Missing: true}
-	}
-	me := nodes[i]
-	for j := i - 1; j >= 0; j-- {
-		if n := nodes[j]; n.Kind != KindRead || n.Seq != me.Seq {
-			return waitFor(nodes, j, me)
-		}
-	}
-	return Decision{Holds: true}
+	return listingOf(nodes).Write(self)
 }
 
 // Read decides for the read side of a read-write lock: self holds iff no
@@ -80,17 +70,7 @@ func Write(nodes []Node, self string) Decision {
 // CURATOR-621). Before 5.5, Curator let such a reader in by asking whether
 // the current thread owned the write lock, which no listing can show.
 func Read(nodes []Node, self string) Decision {
-	nodes, i := locate(nodes, self)
-	if i < 0 {
-		return Decision{Missing: true}
-	}
-	me := nodes[i]
-	for j := i - 1; j >= 0; j-- {
-		if n := nodes[j]; n.Kind != KindRead && n.Seq < me.Seq {
-			return waitFor(nodes, j, me)
-		}
-	}
-	return Decision{Holds: true}
+	return listingOf(nodes).Read(self)
 }
 
 // Semaphore decides for a semaphore of n permits: self holds iff fewer than
@@ -112,37 +92,5 @@ func Read(nodes []Node, self string) Decision {
 // "<path>/leases" has at most n children. Its lease nodes parse and count
 // here, but a V2 client does not follow this predicate.
 func Semaphore(nodes []Node, self string, n int) Decision {
-	nodes, i := locate(nodes, self)
-	if i < 0 {
-		return Decision{Missing: true}
-	}
-	n = max(n, 1)
-	if i < n {
-		return Decision{Holds: true}
-	}
-	if n == 1 {
-		return waitFor(nodes, i-1, nodes[i])
-	}
-	// One of the n-1 nodes between the watched one and self may still
-	// hold when the watched one goes: never Next.
-	return Decision{Watch: nodes[i-n].Name}
-}
-
-// waitFor is the verdict for me, waiting on nodes[w], in a listing in queue
-// order where nothing between nodes[w] and me blocks me (see Decision.Next).
-func waitFor(nodes []Node, w int, me Node) Decision {
-	watch := nodes[w]
-	exclusive := watch.Kind == KindMutex || watch.Kind == KindWrite
-	alone := (w == 0 || nodes[w-1].Seq != watch.Seq) && (w+1 == len(nodes) || nodes[w+1].Seq != watch.Seq)
-	return Decision{Watch: watch.Name, Next: exclusive && alone && watch.Seq < me.Seq}
-}
-
-// locate returns nodes in queue order, sorting a copy only if the caller's
-// are out of order, and the index of self in them, or -1.
-func locate(nodes []Node, self string) ([]Node, int) {
-	if !slices.IsSortedFunc(nodes, compare) {
-		nodes = slices.Clone(nodes)
-		Sort(nodes)
-	}
-	return nodes, slices.IndexFunc(nodes, func(n Node) bool { return n.Name == self })
+	return listingOf(nodes).Semaphore(self, n)
 }
