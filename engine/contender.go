@@ -176,6 +176,7 @@ type contender struct {
 	untrusted  bool        // the session may be expired server-side
 	lost       bool        // the lease was declared lost
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
+	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
 
 // noChildren is the listing of a lock path that does not exist.
@@ -317,9 +318,14 @@ func (c *contender) cleanup() []effect {
 func (c *contender) finish() []effect {
 	c.phase = phaseDone
 	var effs []effect
-	if c.wouldBlock && !c.resolved {
+	switch {
+	case c.resolved:
+	case c.wouldBlock:
 		c.resolved = true
 		effs = append(effs, effect{kind: effFail, err: ErrWouldBlock})
+	case c.misjudged:
+		c.resolved = true
+		effs = append(effs, effect{kind: effFail, err: fmt.Errorf("%w: it called this contender's node on %s missing", ErrBadDecision, c.lockPath)})
 	}
 	return append(effs, effect{kind: effDone})
 }
@@ -444,6 +450,13 @@ func (c *contender) onListed(in input) []effect {
 
 	d := c.decide(in.listing, c.node)
 	switch {
+	case d.Missing && in.listing.Has(c.node):
+		// The recipe cannot see a node that is there. Creating another
+		// would leave this one behind, once per listing: delete it, and
+		// fail once it is gone.
+		c.misjudged = true
+		c.cancelled = true
+		return c.cleanup()
 	case d.Missing:
 		// Our node vanished without the session expiring (deleted by
 		// someone else): our place in the queue is gone.

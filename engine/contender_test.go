@@ -558,3 +558,25 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 		}
 	})
 }
+
+// A Decider that calls a listed node missing would have the contender
+// create a node per listing and leave each behind. The node is deleted
+// instead, and the acquisition then fails with ErrBadDecision.
+func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
+	s := newScript(t)
+	s.c.decide = func(*queue.Listing, string) Decision { return Decision{Missing: true} }
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
+	effs := s.c.step(reply(inDeleted, outOK))
+	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrBadDecision) || effs[1] != done {
+		t.Fatalf("after the delete: effects %v, want a failure with ErrBadDecision and done", effs)
+	}
+
+	// A node that is really gone is created again, as before.
+	s = newScript(t)
+	s.c.decide = func(*queue.Listing, string) Decision { return Decision{Missing: true} }
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4)), create(2))
+}

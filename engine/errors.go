@@ -25,6 +25,11 @@ var (
 	ErrUnreachable = errors.New("turnstile: ZooKeeper unreachable")
 	// ErrInvalidConfig: the engine's configuration cannot work.
 	ErrInvalidConfig = errors.New("turnstile: invalid config")
+	// ErrBadDecision: the request's Decider contradicted the listing it was
+	// given: it reported the contender's node missing while the listing
+	// holds it. Creating another node would leave that one behind, once
+	// per listing, so the acquisition fails once its node is deleted.
+	ErrBadDecision = errors.New("turnstile: the Decider contradicts the listing")
 )
 
 // lostError reports a lost lease: errors.Is finds both ErrLost and the cause.

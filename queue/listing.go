@@ -24,6 +24,9 @@ type Listing struct {
 	nodes    []Node   // the lock nodes, in queue order
 	foreign  []string // the other children, in listing order
 
+	foreignOnce   sync.Once
+	foreignSorted []string // foreign, sorted for Has; built on first use
+
 	exclusiveOnce sync.Once
 	// lastExclusive[i] is the position of the last node before position i
 	// that is not a read node, or -1: what a reader, and a writer looking
@@ -77,6 +80,20 @@ func (l *Listing) Index(name string) int {
 		return -1
 	}
 	return i
+}
+
+// Has reports whether name is among the children, lock node or not, in
+// O(log n).
+func (l *Listing) Has(name string) bool {
+	if l.Index(name) >= 0 {
+		return true
+	}
+	l.foreignOnce.Do(func() {
+		l.foreignSorted = slices.Clone(l.foreign)
+		slices.Sort(l.foreignSorted)
+	})
+	_, found := slices.BinarySearch(l.foreignSorted, name)
+	return found
 }
 
 // Mutex is [Mutex] over this listing.

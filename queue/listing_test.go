@@ -123,6 +123,16 @@ func TestListingIndexAndParts(t *testing.T) {
 			t.Errorf("Index(%q) = %d, want -1", name, got)
 		}
 	}
+	for _, name := range children {
+		if !l.Has(name) {
+			t.Errorf("Has(%q) = false for a listed child", name)
+		}
+	}
+	for _, name := range []string{"", "lock-", "zet", nameOf(t, "M13")} {
+		if l.Has(name) {
+			t.Errorf("Has(%q) = true for a child not listed", name)
+		}
+	}
 }
 
 // One Listing is shared by every contender of a path, and may be asked
