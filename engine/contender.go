@@ -448,6 +448,9 @@ func (c *contender) onListed(in input) []effect {
 		return c.cleanup()
 	}
 
+	if in.listing.Wrapped() {
+		return c.fail(fmt.Errorf("%w: %s", ErrSequenceWrapped, c.lockPath))
+	}
 	d := c.decide(in.listing, c.node)
 	switch {
 	case d.Missing && in.listing.Has(c.node):
@@ -524,6 +527,9 @@ func (c *contender) onWatchSet(in input) []effect {
 		if in.childWatch {
 			// A children watch answers with the children: the holder that
 			// left between our listing and the watch is not missed.
+			if in.listing.Wrapped() {
+				return c.fail(fmt.Errorf("%w: %s", ErrSequenceWrapped, c.lockPath))
+			}
 			d := c.decide(in.listing, c.node)
 			switch {
 			case d.Missing:

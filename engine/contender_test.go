@@ -580,3 +580,28 @@ func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4)), create(2))
 }
+
+// Past 2^31 changes of a path that never empties, a new node's number wraps
+// negative and sorts first: no grant on such an order, the acquisition
+// fails and its node is deleted.
+func TestWrappedListingFailsTheAcquisition(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, -2147483648)), list)
+	effs := s.c.step(listed(100, other(2147483646), node(1, -2147483648)))
+	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrSequenceWrapped) || effs[1] != del(node(1, -2147483648)) {
+		t.Fatalf("on a wrapped listing: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
+	}
+	s.step(reply(inDeleted, outOK), done)
+
+	// The same through a children watch's reply.
+	s = newScript(t)
+	s.c.decide = countDecide
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 2147483645)), list)
+	s.step(listed(100, other(2147483643), other(2147483644), node(1, 2147483645)), effect{kind: effWatch, path: "/locks/a", children: true})
+	effs = s.c.step(childrenWatched(107, other(-2147483648), node(1, 2147483645)))
+	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrSequenceWrapped) || effs[1] != del(node(1, 2147483645)) {
+		t.Fatalf("on a wrapped children watch: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
+	}
+}

@@ -141,6 +141,9 @@ type Engine struct {
 	// borrowed sequence number (Request.Seq): while there is one, no local
 	// handoff happens on the path (see Decision.Next).
 	borrowed map[string]int
+	// wrapLogged holds the lock paths whose wrapped sequence numbers were
+	// logged (see parseListing); made on first use.
+	wrapLogged map[string]struct{}
 }
 
 // entry is the loop's record of one contender.
@@ -464,7 +467,7 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 		in.kind = inWatchSet
 	case events.OpWatchChildren:
 		in.kind, in.children, in.pzxid, in.childWatch = inWatchSet, d.Children, d.Pzxid, true
-		in.listing = queue.NewListing(d.Children)
+		in.listing = e.parseListing(d.Path, d.Children)
 	case events.OpRevokeWatch:
 		e.revokeWatchDone(d)
 		return
@@ -544,7 +547,7 @@ func (e *Engine) listed(d events.OpDone, in input) {
 		return
 	}
 	in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
-	in.listing = queue.NewListing(d.Children)
+	in.listing = e.parseListing(d.Path, d.Children)
 	waiting := l.current
 	l.current, l.next = l.next, nil
 	if len(l.current) > 0 {
@@ -558,6 +561,31 @@ func (e *Engine) listed(d events.OpDone, in input) {
 		}
 	}
 }
+
+// parseListing parses one listing of path for every contender it is
+// handed to, and logs, once per path, a listing whose sequence numbers
+// wrapped: the contenders fail on it with ErrSequenceWrapped.
+func (e *Engine) parseListing(path string, children []string) *queue.Listing {
+	l := queue.NewListing(children)
+	if !l.Wrapped() {
+		return l
+	}
+	if _, logged := e.wrapLogged[path]; !logged && len(e.wrapLogged) < maxWrapLogged {
+		if e.wrapLogged == nil {
+			e.wrapLogged = make(map[string]struct{})
+		}
+		e.wrapLogged[path] = struct{}{}
+		nodes := l.Nodes()
+		e.log.Error("lock path's sequence numbers wrapped: nothing is granted on it until the nodes created before the wrap are gone",
+			"path", path, "lowest", nodes[0].Name, "highest", nodes[len(nodes)-1].Name)
+	}
+	return l
+}
+
+// maxWrapLogged bounds the paths whose wrap the engine remembers having
+// logged: a wrap takes 2^31 changes of one path, so a handful is already
+// more than any deployment sees.
+const maxWrapLogged = 1024
 
 func (e *Engine) requestListing(path string, id uint64) {
 	l := e.listings[path]

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -33,9 +31,7 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, uint64(n)))
 			r.Shuffle(n, func(i, j int) { children[i], children[j] = children[j], children[i] })
 
-			e := &Engine{log: slog.New(slog.DiscardHandler), inbox: events.NewInbox(), sem: semaphore.NewWeighted(0),
-				contenders: map[uint64]*entry{}, watchers: map[string][]uint64{}, listings: map[string]*listing{},
-				nodes: map[string]uint64{}, localWatch: map[string][]uint64{}}
+			e := bareEngine(slog.New(slog.DiscardHandler))
 			ids := make([]uint64, 0, len(waiters))
 			for i, name := range waiters {
 				en := &entry{id: uint64(i + 1), c: *newContender(path, queue.MutexPrefix, mutexAtHead, queue.NewID)}

@@ -33,7 +33,9 @@
 // parent, so nodes of different families on one path are comparable. The
 // sequence is compared as a number, not as text; the two agree for every
 // non-negative sequence, which is all a lock path sees before 2^31 child
-// changes.
+// changes. Past that the counter wraps to negative numbers, and while nodes
+// from both sides of the wrap are listed, numeric order is not creation
+// order: [Listing.Wrapped] tells, and the engine grants nothing then.
 //
 // # Predicates
 //

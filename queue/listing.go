@@ -23,6 +23,7 @@ type Listing struct {
 	children []string // as listed: never changed, never reordered
 	nodes    []Node   // the lock nodes, in queue order
 	foreign  []string // the other children, in listing order
+	wrapped  bool     // see Wrapped
 
 	foreignOnce   sync.Once
 	foreignSorted []string // foreign, sorted for Has; built on first use
@@ -41,7 +42,7 @@ type Listing struct {
 // must not change it afterwards.
 func NewListing(children []string) *Listing {
 	nodes, foreign := Nodes(children)
-	return &Listing{children: children, nodes: nodes, foreign: foreign}
+	return &Listing{children: children, nodes: nodes, foreign: foreign, wrapped: wrapped(nodes)}
 }
 
 // listingOf is the Listing of nodes already parsed, sorting a copy only if
@@ -51,8 +52,33 @@ func listingOf(nodes []Node) *Listing {
 		nodes = slices.Clone(nodes)
 		Sort(nodes)
 	}
-	return &Listing{nodes: nodes}
+	return &Listing{nodes: nodes, wrapped: wrapped(nodes)}
 }
+
+// wrapAt is how far apart two sequence numbers of one listing must be for
+// their order to be in doubt: half the int32 circle. ZooKeeper numbers a
+// child with its parent's child version, a signed 32-bit counter that every
+// create and delete of a child moves on, so after 2^31 changes of a path
+// that never empties the numbers wrap from 2147483647 to -2147483648, and
+// the newest node sorts first. Nodes alive together lie on an arc of the
+// circle; while that arc is shorter than half of it, numeric order is
+// creation order, unless the arc crosses the wrap, which makes the numbers
+// at least half the circle apart.
+const wrapAt = 1 << 31
+
+func wrapped(nodes []Node) bool {
+	return len(nodes) > 1 && nodes[len(nodes)-1].Seq-nodes[0].Seq >= wrapAt
+}
+
+// Wrapped reports whether the sequence numbers of this listing's lock nodes
+// lie at least 2^31 apart: ZooKeeper's counter wrapped past 2^31-1 while
+// nodes created before remained (or so many changes passed that nobody can
+// tell which came first). Numeric order, which the predicates follow, is
+// then not creation order: a node created after the wrap sorts first and
+// would be let in beside the holder. Nothing should be granted on such a
+// listing; once the nodes created before the wrap are gone, the order is
+// sound again.
+func (l *Listing) Wrapped() bool { return l.wrapped }
 
 // Children returns the children as listed. The slice is shared: do not
 // change it.

@@ -150,3 +150,34 @@ func TestListingConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// After 2^31 changes of a path that never empties, ZooKeeper's numbers
+// wrap to negative; Parse reads them, and numeric order puts the newest
+// node first. A Listing tells.
+func TestListingWrapped(t *testing.T) {
+	for _, tc := range []struct {
+		spec    string
+		wrapped bool
+	}{
+		{"", false},
+		{"M2147483647", false},
+		{"M0 M1 M2", false},
+		{"M-5 M3", false},         // the counter passed -1 to 0: order holds
+		{"M0 M2147483647", false}, // 2^31-1 apart: still one way round
+		{"M-1 M2147483647", true}, // 2^31 apart: either may be older
+		{"M2147483646 M2147483647 M-2147483648", true},
+		{"R2147483640 W-2147483647 ?x", true},
+		{"M-2147483648 M-2147483647", false}, // the nodes from before the wrap are gone
+	} {
+		children, _ := listing(t, tc.spec)
+		if got := queue.NewListing(children).Wrapped(); got != tc.wrapped {
+			t.Errorf("Wrapped(%s) = %v, want %v", tc.spec, got, tc.wrapped)
+		}
+	}
+	// The predicates still answer by number: the node made after the wrap
+	// is first. Refusing to grant on it is the caller's part.
+	children, names := listing(t, "M2147483646 M2147483647 M-2147483648")
+	if d := queue.NewListing(children).Mutex(names["M-2147483648"]); !d.Holds {
+		t.Errorf("Mutex(M-2147483648) = %+v: numeric order should put it first", d)
+	}
+}
