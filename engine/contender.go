@@ -90,8 +90,18 @@ type input struct {
 	childWatch bool
 	// listing is children parsed and sorted once per reply and shared by
 	// every contender the reply is handed to (inListed, and inWatchSet of a
-	// children watch).
+	// children watch); nil when the engine left it to parsed.
 	listing *queue.Listing
+}
+
+// parsed is the reply's children as a listing: the engine parses a listing
+// shared by many contenders once, and a reply for one contender alone is
+// parsed here, when needed.
+func (in *input) parsed() *queue.Listing {
+	if in.listing == nil {
+		in.listing = queue.NewListing(in.children)
+	}
+	return in.listing
 }
 
 type effectKind int
@@ -178,9 +188,6 @@ type contender struct {
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
 	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
-
-// noChildren is the listing of a lock path that does not exist.
-var noChildren = queue.NewListing(nil)
 
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
 	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
@@ -424,7 +431,7 @@ func (c *contender) onListed(in input) []effect {
 	switch in.outcome {
 	case outOK:
 	case outNoNode:
-		in.children, in.listing = nil, noChildren // the lock path is gone, and our node with it
+		in.children, in.listing = nil, nil // the lock path is gone, and our node with it
 	case outConnLoss:
 		return c.park(retryList)
 	case outClosing:
@@ -448,12 +455,13 @@ func (c *contender) onListed(in input) []effect {
 		return c.cleanup()
 	}
 
-	if in.listing.Wrapped() {
+	l := in.parsed()
+	if l.Wrapped() {
 		return c.fail(fmt.Errorf("%w: %s", ErrSequenceWrapped, c.lockPath))
 	}
-	d := c.decide(in.listing, c.node)
+	d := c.decide(l, c.node)
 	switch {
-	case d.Missing && in.listing.Has(c.node):
+	case d.Missing && l.Has(c.node):
 		// The recipe cannot see a node that is there. Creating another
 		// would leave this one behind, once per listing: delete it, and
 		// fail once it is gone.
@@ -527,10 +535,11 @@ func (c *contender) onWatchSet(in input) []effect {
 		if in.childWatch {
 			// A children watch answers with the children: the holder that
 			// left between our listing and the watch is not missed.
-			if in.listing.Wrapped() {
+			l := in.parsed()
+			if l.Wrapped() {
 				return c.fail(fmt.Errorf("%w: %s", ErrSequenceWrapped, c.lockPath))
 			}
-			d := c.decide(in.listing, c.node)
+			d := c.decide(l, c.node)
 			switch {
 			case d.Missing:
 				return c.list()

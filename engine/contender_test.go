@@ -605,3 +605,14 @@ func TestWrappedListingFailsTheAcquisition(t *testing.T) {
 		t.Fatalf("on a wrapped children watch: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
 	}
 }
+
+// A reply for one contender alone may come without a parsed listing (the
+// engine parses only the listings it shares): the contender parses it.
+func TestListedWithoutAParsedListing(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inListed, children: []string{other(4), node(1, 5)}, pzxid: 100}, watch(other(4)))
+	s.step(reply(inWatchSet, outNoNode), list)
+	s.step(input{kind: inListed, children: []string{node(1, 5)}, pzxid: 101}, grant(101))
+}
