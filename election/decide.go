@@ -5,39 +5,25 @@ import (
 	"github.com/turnstile-go/turnstile/queue"
 )
 
-// The engine hands a recipe each listing of the election path as child
-// names. The two deciders below only parse it; what they decide is a pure
-// function of the parsed nodes.
+// The engine hands a recipe each listing of the election path parsed once,
+// and the same listing to every candidate and observer of the reply.
 
-// decideCandidate is the engine.Decider of a candidate.
-func decideCandidate(children []string, self string) engine.Decision {
-	nodes, _ := queue.Nodes(children)
-	return candidate(nodes, self)
-}
-
-// candidate decides for one candidate: Curator's LeaderLatch. The lowest
-// latch node leads; any other watches the latch node just ahead of it.
+// decideCandidate is the engine.Decider of a candidate: Curator's
+// LeaderLatch. The lowest latch node leads; any other watches the latch
+// node just ahead of it.
 //
 // Next holds when that node was created before self: once it has led and is
 // gone, no candidate can be ahead of self (sequence numbers only grow and
 // latch nodes never borrow one), so when this engine deletes it, self may
 // be elected on the deletion's reply.
-func candidate(nodes []queue.Node, self string) engine.Decision {
-	d := queue.Latch(nodes, self)
+func decideCandidate(l *queue.Listing, self string) engine.Decision {
+	d := l.Latch(self)
 	out := engine.Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing}
 	if d.Watch != "" {
-		out.Next = seqOf(nodes, d.Watch) < seqOf(nodes, self)
+		nodes := l.Nodes()
+		out.Next = nodes[l.Index(d.Watch)].Seq < nodes[l.Index(self)].Seq
 	}
 	return out
-}
-
-func seqOf(nodes []queue.Node, name string) int64 {
-	for _, n := range nodes {
-		if n.Name == name {
-			return n.Seq
-		}
-	}
-	return 0
 }
 
 // leaderOf returns the leader among nodes, sorted in queue order, or "",

@@ -30,7 +30,7 @@ func TestCandidateDecision(t *testing.T) {
 		{latch(5), engine.Decision{Missing: true}},
 		{observer(2), engine.Decision{Missing: true}}, // an observer is no candidate
 	} {
-		if got := decideCandidate(children, tc.self); got != tc.want {
+		if got := decideCandidate(queue.NewListing(children), tc.self); got != tc.want {
 			t.Errorf("decide(%s) = %+v, want %+v", tc.self, got, tc.want)
 		}
 	}

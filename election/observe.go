@@ -126,9 +126,8 @@ func (o *observers) start() {
 	o.watch = w
 	req := engine.Request{
 		Path: o.el.path, Prefix: queue.ObserverPrefix,
-		Decide: func(children []string, _ string) engine.Decision {
-			nodes, _ := queue.Nodes(children)
-			leader, d := leaderOf(nodes)
+		Decide: func(l *queue.Listing, _ string) engine.Decision {
+			leader, d := leaderOf(l.Nodes())
 			o.saw(w, leader)
 			return d
 		},

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The contender state machine: one per acquisition. It is pure: step takes
@@ -91,6 +93,20 @@ type input struct {
 	// inListed, the reply to a recovery read: a node carries our id but
 	// another session owns it.
 	foreign bool
+	// listing is children parsed and sorted once per reply and shared by
+	// every contender the reply is handed to (inListed, and inWatchSet of a
+	// children watch); nil when the engine left it to parsed.
+	listing *queue.Listing
+}
+
+// parsed is the reply's children as a listing: the engine parses a listing
+// shared by many contenders once, and a reply for one contender alone is
+// parsed here, when needed.
+func (in *input) parsed() *queue.Listing {
+	if in.listing == nil {
+		in.listing = queue.NewListing(in.children)
+	}
+	return in.listing
 }
 
 type effectKind int
@@ -174,12 +190,13 @@ type contender struct {
 	closing    bool        // the engine closes: a held lease is released too
 	recovering bool        // our create's fate is unknown: the recovery read looks for our id
 	fired      bool        // the watch fired while the watch request was in flight
-	next       bool        // the watched node holds and only it is ahead of us
+	next       bool        // the recipe found us Next behind the watched node (see Decision.Next)
 	stale      bool        // the session expired while a request was in flight: its reply proves nothing
 	connected  bool        // the session is connected, as far as the inputs told
 	untrusted  bool        // the server may have expired the session: grant no one (only the watchdog's inputs change it)
 	lost       bool        // the lease was declared lost
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
+	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
 
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
@@ -340,9 +357,14 @@ func (c *contender) cleanup() []effect {
 func (c *contender) finish() []effect {
 	c.phase = phaseDone
 	var effs []effect
-	if c.wouldBlock && !c.resolved {
+	switch {
+	case c.resolved:
+	case c.wouldBlock:
 		c.resolved = true
 		effs = append(effs, effect{kind: effFail, err: ErrWouldBlock})
+	case c.misjudged:
+		c.resolved = true
+		effs = append(effs, effect{kind: effFail, err: fmt.Errorf("%w: it called this contender's node on %s missing", ErrBadDecision, c.lockPath)})
 	}
 	return append(effs, effect{kind: effDone})
 }
@@ -443,7 +465,7 @@ func (c *contender) onListed(in input) []effect {
 	switch in.outcome {
 	case outOK:
 	case outNoNode:
-		in.children = nil // the lock path is gone, and our node with it
+		in.children, in.listing = nil, nil // the lock path is gone, and our node with it
 	case outConnLoss:
 		return c.park(retryList)
 	case outClosing:
@@ -474,8 +496,19 @@ func (c *contender) onListed(in input) []effect {
 		return c.cleanup()
 	}
 
-	d := c.decide(in.children, c.node)
+	l := in.parsed()
+	if l.Wrapped() {
+		return c.fail(fmt.Errorf("%w: %s", ErrSequenceWrapped, c.lockPath))
+	}
+	d := c.decide(l, c.node)
 	switch {
+	case d.Missing && l.Has(c.node):
+		// The recipe cannot see a node that is there. Creating another
+		// would leave this one behind, once per listing: delete it, and
+		// fail once it is gone.
+		c.misjudged = true
+		c.cancelled = true
+		return c.cleanup()
 	case d.Missing:
 		// Our node vanished without the session expiring (deleted by
 		// someone else): our place in the queue is gone.
@@ -554,7 +587,11 @@ func (c *contender) onWatchSet(in input) []effect {
 		if in.childWatch {
 			// A children watch answers with the children: the holder that
 			// left between our listing and the watch is not missed.
-			d := c.decide(in.children, c.node)
+			l := in.parsed()
+			if l.Wrapped() {
+				return c.fail(fmt.Errorf("%w: %s", ErrSequenceWrapped, c.lockPath))
+			}
+			d := c.decide(l, c.node)
 			switch {
 			case d.Missing:
 				return c.list()

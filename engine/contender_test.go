@@ -6,26 +6,25 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // Scripted, deterministic tests of the contender state machine: no server,
 // no goroutines, no clock. Each feeds inputs and checks the exact effects.
 
-// seqDecide is a minimal mutex recipe for these tests: order by the
-// trailing ten digits, the first holds, a waiter watches its predecessor.
-func seqDecide(children []string, self string) Decision {
-	sorted := slices.Clone(children)
-	slices.SortFunc(sorted, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
-	i := slices.Index(sorted, self)
+// seqDecide is a minimal mutex recipe for these tests: the first node in
+// queue order holds, a waiter watches its predecessor.
+func seqDecide(l *queue.Listing, self string) Decision {
+	i := l.Index(self)
 	switch {
 	case i < 0:
 		return Decision{Missing: true}
 	case i == 0:
 		return Decision{Holds: true}
 	}
-	return Decision{Watch: sorted[i-1]}
+	return Decision{Watch: l.Nodes()[i-1].Name}
 }
 
 type script struct {
@@ -86,7 +85,12 @@ func fail(err error) effect    { return effect{kind: effFail, err: err} }
 
 func created(name string) input { return input{kind: inCreated, name: name} }
 func listed(pzxid int64, children ...string) input {
-	return input{kind: inListed, children: children, pzxid: pzxid}
+	return input{kind: inListed, children: children, listing: queue.NewListing(children), pzxid: pzxid}
+}
+
+// childrenWatched is the reply to a children watch.
+func childrenWatched(pzxid int64, children ...string) input {
+	return input{kind: inWatchSet, childWatch: true, children: children, listing: queue.NewListing(children), pzxid: pzxid}
 }
 func reply(k inputKind, o outcome) input { return input{kind: k, outcome: o} }
 
@@ -565,14 +569,11 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 
 // countDecide admits the first two nodes and makes the rest watch the
 // children, as a semaphore's lease path does.
-func countDecide(children []string, self string) Decision {
-	d := seqDecide(children, self)
-	if d.Missing || d.Holds {
-		return d
-	}
-	sorted := slices.Clone(children)
-	slices.SortFunc(sorted, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
-	if slices.Index(sorted, self) < 2 {
+func countDecide(l *queue.Listing, self string) Decision {
+	switch i := l.Index(self); {
+	case i < 0:
+		return Decision{Missing: true}
+	case i < 2:
 		return Decision{Holds: true}
 	}
 	return Decision{WatchChildren: true}
@@ -587,7 +588,7 @@ func TestChildrenWatchGrantsOnItsOwnReply(t *testing.T) {
 	s.step(listed(100, other(3), other(4), node(1, 5)), watchChildren)
 	// A holder left between the listing and the watch: the watch's own
 	// reply shows it, so no notification is needed.
-	s.step(input{kind: inWatchSet, childWatch: true, children: []string{other(4), node(1, 5)}, pzxid: 107}, grant(107))
+	s.step(childrenWatched(107, other(4), node(1, 5)), grant(107))
 	s.phase(phaseHeld)
 }
 
@@ -598,7 +599,7 @@ func TestChildrenWatchWaitsThenRelists(t *testing.T) {
 	s.step(input{kind: inStart}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(3), other(4), node(1, 5)), watchChildren)
-	s.step(input{kind: inWatchSet, childWatch: true, children: []string{other(3), other(4), node(1, 5)}, pzxid: 100})
+	s.step(childrenWatched(100, other(3), other(4), node(1, 5)))
 	s.phase(phaseWaiting)
 	s.step(input{kind: inWatchFired}, list)
 	s.step(listed(109, other(3), node(1, 5)), grant(109))
@@ -610,8 +611,8 @@ func TestFixedSequenceNode(t *testing.T) {
 	s.step(input{kind: inStart}, effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
 }
 
-func nextDecide(children []string, self string) Decision {
-	d := seqDecide(children, self)
+func nextDecide(l *queue.Listing, self string) Decision {
+	d := seqDecide(l, self)
 	d.Next = !d.Holds && !d.Missing
 	return d
 }
@@ -697,4 +698,62 @@ func TestRefusedDeleteIsRetried(t *testing.T) {
 	}
 	s.step(input{kind: inRetry}, del(node(1, 5)))
 	s.step(reply(inDeleted, outOK), done)
+}
+
+// A Decider that calls a listed node missing would have the contender
+// create a node per listing and leave each behind. The node is deleted
+// instead, and the acquisition then fails with ErrBadDecision.
+func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
+	s := newScript(t)
+	s.c.decide = func(*queue.Listing, string) Decision { return Decision{Missing: true} }
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
+	effs := s.c.step(reply(inDeleted, outOK))
+	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrBadDecision) || effs[1] != done {
+		t.Fatalf("after the delete: effects %v, want a failure with ErrBadDecision and done", effs)
+	}
+
+	// A node that is really gone is created again, as before.
+	s = newScript(t)
+	s.c.decide = func(*queue.Listing, string) Decision { return Decision{Missing: true} }
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4)), create(2))
+}
+
+// Past 2^31 changes of a path that never empties, a new node's number wraps
+// negative and sorts first: no grant on such an order, the acquisition
+// fails and its node is deleted.
+func TestWrappedListingFailsTheAcquisition(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, -2147483648)), list)
+	effs := s.c.step(listed(100, other(2147483646), node(1, -2147483648)))
+	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrSequenceWrapped) || effs[1] != del(node(1, -2147483648)) {
+		t.Fatalf("on a wrapped listing: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
+	}
+	s.step(reply(inDeleted, outOK), done)
+
+	// The same through a children watch's reply.
+	s = newScript(t)
+	s.c.decide = countDecide
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 2147483645)), list)
+	s.step(listed(100, other(2147483643), other(2147483644), node(1, 2147483645)), effect{kind: effWatch, path: "/locks/a", children: true})
+	effs = s.c.step(childrenWatched(107, other(-2147483648), node(1, 2147483645)))
+	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrSequenceWrapped) || effs[1] != del(node(1, 2147483645)) {
+		t.Fatalf("on a wrapped children watch: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
+	}
+}
+
+// A reply for one contender alone may come without a parsed listing (the
+// engine parses only the listings it shares): the contender parses it.
+func TestListedWithoutAParsedListing(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(input{kind: inListed, children: []string{other(4), node(1, 5)}, pzxid: 100}, watch(other(4)))
+	s.step(reply(inWatchSet, outNoNode), list)
+	s.step(input{kind: inListed, children: []string{node(1, 5)}, pzxid: 101}, grant(101))
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,11 +32,26 @@ type Decision struct {
 	Holds   bool   // self holds the lock
 	Watch   string // when !Holds: the one child whose departure may let self in
 	Missing bool   // self is not among the children
-	// Next: when !Holds, self holds as soon as Watch is gone PROVIDED Watch
-	// held the lock: Watch is self's immediate predecessor, whatever was
-	// ahead of it was gone when it was granted, and nothing can join ahead.
-	// When Watch is a holder of this same engine releasing its lock, self is
-	// granted on the deletion's reply, without listing again.
+	// Next: when !Holds, self holds as soon as Watch, having held the lock,
+	// is gone: Watch is exclusive, so whatever was ahead of it was gone
+	// when it was granted, and every node of this listing between Watch
+	// and self lets self by (see queue.Decision.Next). When Watch is a
+	// holder of this same engine releasing its lock, self is then granted
+	// on the deletion's reply, without listing again: the local handoff.
+	//
+	// The engine hands over only when, besides Next, two things hold, and
+	// lists again otherwise (listing again is always safe):
+	//   - the departing node is of an exclusive kind by its name (a mutex
+	//     or write node, kazoo's "__lock__" included), never a read node,
+	//     whose fellow readers may still hold;
+	//   - no contender of this engine with a borrowed sequence number
+	//     (Request.Seq: a downgrade's read node) is alive on the path. Such
+	//     a node takes a number at or below its writer's, so it can sit
+	//     ahead of self without self's listing showing it: its create may
+	//     have been queued, in flight, or sent after that listing.
+	// A Decider sets Next only if it knows that, by its recipe and the
+	// departing node's, nothing else can keep self out; when in doubt it
+	// leaves it false.
 	Next bool
 	// WatchChildren: when !Holds, any child's departure may let self in, so
 	// watch the lock path's children instead of one node. Only for recipes
@@ -44,11 +60,15 @@ type Decision struct {
 	WatchChildren bool
 }
 
-// Decider is a recipe: from the lock path's children, does self hold, and
-// if not, which one child must it wait for. It runs on the loop goroutine,
-// must be quick, and must not change children: one listing is shared by
-// every contender of the path.
-type Decider func(children []string, self string) Decision
+// Decider is a recipe: from one listing of the lock path, does self hold,
+// and if not, which one child must it wait for. self is the contender's own
+// node name.
+//
+// The engine parses and sorts each listing once, into l, and hands the same
+// l to every contender that waited for it: thousands on a busy path. A
+// Decider runs on the loop goroutine, so it must be quick, O(log n) at most
+// (l's predicates are), and must neither change l nor keep it.
+type Decider func(l *queue.Listing, self string) Decision
 
 // Request describes one acquisition.
 type Request struct {
@@ -130,6 +150,13 @@ type Engine struct {
 	retryAt   map[uint64]uint64 // timer id → contender to retry
 	// Revocable holders whose revocation watch failed on a connection loss.
 	retryRevoke []uint64
+	// borrowed counts, per lock path, the live contenders whose node has a
+	// borrowed sequence number (Request.Seq): while there is one, no local
+	// handoff happens on the path (see Decision.Next).
+	borrowed map[string]int
+	// wrapLogged holds the lock paths whose wrapped sequence numbers were
+	// logged (see parseListing); made on first use.
+	wrapLogged map[string]struct{}
 }
 
 // entry is the loop's record of one contender.
@@ -256,6 +283,7 @@ func newEngine(cfg Config) *Engine {
 		revokers:   make(map[string]uint64),
 		nodes:      make(map[string]uint64),
 		localWatch: make(map[string][]uint64),
+		borrowed:   make(map[string]int),
 		timers:     make(map[uint64]timer),
 		retryAt:    make(map[uint64]uint64),
 		untrusted:  true, // until the first session's handshake is answered
@@ -429,6 +457,9 @@ func (e *Engine) handleCommand(cmd any) {
 		en := &entry{id: e.nextID, data: cmd.req.Data, revocable: cmd.req.Revocable, acquired: cmd.fut,
 			c: *newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, e.rt.newID)}
 		en.c.fixedSeq = cmd.req.Seq
+		if en.c.fixedSeq != "" {
+			e.borrowed[en.c.lockPath]++
+		}
 		en.c.tryOnly = cmd.req.TryOnly
 		en.c.failExp = e.cfg.FailOnExpiry || cmd.req.FailOnExpiry
 		en.c.connected = e.connected
@@ -500,6 +531,7 @@ func (e *Engine) handleOpDone(d events.OpDone) {
 		in.kind = inWatchSet
 	case events.OpWatchChildren:
 		in.kind, in.children, in.pzxid, in.childWatch = inWatchSet, d.Children, d.Pzxid, true
+		in.listing = e.parseListing(d.Path, d.Children)
 	case events.OpRevokeWatch:
 		e.revokeWatchDone(d)
 		return
@@ -528,17 +560,21 @@ type deletion struct {
 }
 
 // gone tells the contenders of this engine that wait on node, a node of
-// this engine, that it is gone (or no longer known). A waiter next in line
-// behind a holder whose release deleted the node is granted at once: its
-// token is the greatest zxid read so far, which is at least the deletion's
-// (greater than any token the previous holder had) and less than the zxid
-// of this waiter's own deletion, not yet made (so less than the next
-// holder's). Every other waiter lists again.
+// this engine, that it is gone (or no longer known). A waiter whose Decider
+// found it Next behind a holder whose release deleted the node is granted
+// at once, if the handoff rule allows (see Decision.Next): its token is the
+// greatest zxid read so far, which is at least the deletion's (greater than
+// any token the previous holder had) and less than the zxid of this
+// waiter's own deletion, not yet made (so less than the next holder's).
+// Every other waiter lists again.
 func (e *Engine) gone(node string) {
 	delete(e.nodes, node)
 	ids := e.localWatch[node]
 	delete(e.localWatch, node)
-	handoff := e.deleted.path == node && e.deleted.ok && e.deleted.held
+	if len(ids) == 0 {
+		return
+	}
+	handoff := e.deleted.path == node && e.deleted.ok && e.deleted.held && e.mayHandOff(node)
 	for _, id := range ids {
 		en := e.contenders[id]
 		if en == nil {
@@ -553,14 +589,31 @@ func (e *Engine) gone(node string) {
 	}
 }
 
+// mayHandOff reports whether the departure of node, a holder's, may grant
+// a waiter that is Next behind it without listing again: node is of an
+// exclusive kind (a mutex, a writer, or an election's leader: one latch
+// node leads at a time), and no node with a borrowed number of this engine
+// may sit beside it unseen (see Decision.Next).
+func (e *Engine) mayHandOff(node string) bool {
+	i := strings.LastIndexByte(node, '/')
+	if i < 0 {
+		return false
+	}
+	n, ok := queue.Parse(node[i+1:])
+	exclusive := n.Kind == queue.KindMutex || n.Kind == queue.KindWrite || n.Kind == queue.KindLatch
+	return ok && exclusive && e.borrowed[node[:i]] == 0
+}
+
 // listed hands one listing to every contender that waited for it, then
-// sends the next listing if more contenders asked meanwhile.
+// sends the next listing if more contenders asked meanwhile. The listing is
+// parsed and sorted here, once, for all of them.
 func (e *Engine) listed(d events.OpDone, in input) {
 	l := e.listings[d.Path]
 	if l == nil {
 		return
 	}
 	in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
+	in.listing = e.parseListing(d.Path, d.Children)
 	waiting := l.current
 	l.current, l.next = l.next, nil
 	if len(l.current) > 0 {
@@ -574,6 +627,31 @@ func (e *Engine) listed(d events.OpDone, in input) {
 		}
 	}
 }
+
+// parseListing parses one listing of path for every contender it is
+// handed to, and logs, once per path, a listing whose sequence numbers
+// wrapped: the contenders fail on it with ErrSequenceWrapped.
+func (e *Engine) parseListing(path string, children []string) *queue.Listing {
+	l := queue.NewListing(children)
+	if !l.Wrapped() {
+		return l
+	}
+	if _, logged := e.wrapLogged[path]; !logged && len(e.wrapLogged) < maxWrapLogged {
+		if e.wrapLogged == nil {
+			e.wrapLogged = make(map[string]struct{})
+		}
+		e.wrapLogged[path] = struct{}{}
+		nodes := l.Nodes()
+		e.log.Error("lock path's sequence numbers wrapped: nothing is granted on it until the nodes created before the wrap are gone",
+			"path", path, "lowest", nodes[0].Name, "highest", nodes[len(nodes)-1].Name)
+	}
+	return l
+}
+
+// maxWrapLogged bounds the paths whose wrap the engine remembers having
+// logged: a wrap takes 2^31 changes of one path, so a handful is already
+// more than any deployment sees.
+const maxWrapLogged = 1024
 
 func (e *Engine) requestListing(path string, id uint64) {
 	l := e.listings[path]
@@ -740,6 +818,11 @@ func (e *Engine) apply(en *entry, ef effect) {
 		if en.released != nil {
 			// A release that raced a loss ends with the loss.
 			en.released.resolve(struct{}{}, en.lease.Err())
+		}
+		if en.c.fixedSeq != "" {
+			if e.borrowed[en.c.lockPath]--; e.borrowed[en.c.lockPath] == 0 {
+				delete(e.borrowed, en.c.lockPath)
+			}
 		}
 		delete(e.contenders, en.id)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 func TestStartFailsWhenNoServerAnswers(t *testing.T) {
@@ -63,7 +64,7 @@ func TestCloseIsIdempotentAndAcquireAfterCloseFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := eng.Acquire(context.Background(), engine.Request{Path: "/x", Prefix: "lock-",
-		Decide: func([]string, string) engine.Decision { return engine.Decision{Holds: true} }})
+		Decide: func(*queue.Listing, string) engine.Decision { return engine.Decision{Holds: true} }})
 	if _, err := f.Wait(context.Background()); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("acquire after close: %v, want ErrClosed", err)
 	}
@@ -79,5 +80,23 @@ func TestValidatePath(t *testing.T) {
 		if err := engine.ValidatePath(p); !errors.Is(err, engine.ErrInvalidPath) {
 			t.Errorf("%q: %v, want ErrInvalidPath", p, err)
 		}
+	}
+}
+
+// The Decider of ExampleEngine_Acquire ignores children that are not lock
+// nodes, however short their names.
+func TestFirstInLineIgnoresForeignChildren(t *testing.T) {
+	self := "_c_0d7e5bb4-52a4-4a3b-9d4e-5b0b3c7b0e1f-lock-0000000009"
+	ahead := "_c_1b4e28ba-2fa1-11d2-883f-0016d3cca427-lock-0000000004"
+	for _, children := range [][]string{
+		{self, "config", ahead, "lock-"},
+		{"", "x", ahead, self},
+	} {
+		if d := firstInLine(queue.NewListing(children), self); d != (engine.Decision{Watch: ahead}) {
+			t.Fatalf("%q: decision %+v, want to watch %s", children, d, ahead)
+		}
+	}
+	if d := firstInLine(queue.NewListing([]string{"x", ahead}), self); !d.Missing {
+		t.Fatalf("self absent: decision %+v, want Missing", d)
 	}
 }

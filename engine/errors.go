@@ -29,6 +29,17 @@ var (
 	// a Prefix that makes names no recipe reads, a malformed Seq, Data
 	// over MaxDataLen). A bad Path reports ErrInvalidPath instead.
 	ErrInvalidRequest = errors.New("turnstile: invalid request")
+	// ErrBadDecision: the request's Decider contradicted the listing it was
+	// given: it reported the contender's node missing while the listing
+	// holds it. Creating another node would leave that one behind, once
+	// per listing, so the acquisition fails once its node is deleted.
+	ErrBadDecision = errors.New("turnstile: the Decider contradicts the listing")
+	// ErrSequenceWrapped: the lock path's sequence numbers wrapped past
+	// 2^31-1 while nodes created before the wrap remained, so their order
+	// is not the order of creation (see queue.Listing.Wrapped). Nothing is
+	// granted on such a listing: acquisitions fail, and their nodes are
+	// deleted, until the nodes from before the wrap are gone.
+	ErrSequenceWrapped = errors.New("turnstile: the lock path's sequence numbers wrapped")
 )
 
 // lostError reports a lost lease: errors.Is finds both ErrLost and the cause.

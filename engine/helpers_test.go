@@ -1,8 +1,6 @@
 package engine_test
 
 import (
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -100,22 +98,3 @@ func (g *loopGate) hold(t testing.TB, acquire func() *engine.Future[*engine.Leas
 
 // release lets the loop go on.
 func (g *loopGate) release() { g.openOnce.Do(func() { close(g.open) }) }
-
-// holdsFirst is a minimal recipe for raw requests: whoever's node has the
-// lowest number holds; a waiter watches the node just before it.
-func holdsFirst(listed []string, self string) engine.Decision {
-	children := slices.Clone(listed) // a listing is shared: never change it
-	slices.SortFunc(children, func(a, b string) int { return strings.Compare(seqOf(a), seqOf(b)) })
-	switch i := slices.Index(children, self); {
-	case i < 0:
-		return engine.Decision{Missing: true}
-	case i == 0:
-		return engine.Decision{Holds: true}
-	default:
-		return engine.Decision{Watch: children[i-1]}
-	}
-}
-
-// seqOf is a node name's last ten characters, its sequence number; the whole
-// name if shorter.
-func seqOf(name string) string { return name[max(0, len(name)-10):] }

@@ -11,6 +11,10 @@ import (
 // shared is one real ZooKeeper for the tests that do not break their server.
 var shared *zkserver.Server
 
+// zkServers is where the examples find ZooKeeper: in the tests, the one
+// TestMain started.
+func zkServers() []string { return []string{shared.Addr()} }
+
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(zkserver.Shared(m, &shared))
 }

@@ -18,7 +18,7 @@ func TestInvalidRequestsFailAtOnce(t *testing.T) {
 	raw := rawConn(t)
 	root := testRoot(t)
 	mkdirs(t, raw, root)
-	valid := engine.Request{Path: root + "/a", Prefix: "lock-", Decide: holdsFirst}
+	valid := engine.Request{Path: root + "/a", Prefix: "lock-", Decide: firstInLine}
 	for _, tc := range []struct {
 		name string
 		edit func(*engine.Request)
@@ -80,8 +80,8 @@ func TestRequestAtTheLimitsIsGranted(t *testing.T) {
 	path := root + "/" + strings.Repeat("p", engine.MaxPathLen-len(root)-1)
 	data := bytes.Repeat([]byte("d"), engine.MaxDataLen)
 	for _, req := range []engine.Request{
-		{Path: path, Prefix: "__WRIT__", Decide: holdsFirst, Data: data},
-		{Path: path, Prefix: "__READ__", Decide: holdsFirst, Data: data, Seq: "0000000042"},
+		{Path: path, Prefix: "__WRIT__", Decide: firstInLine, Data: data},
+		{Path: path, Prefix: "__READ__", Decide: firstInLine, Data: data, Seq: "0000000042"},
 	} {
 		l, err := eng.Acquire(ctx, req).Wait(ctx)
 		if err != nil {

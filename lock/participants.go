@@ -7,6 +7,7 @@ import (
 	"path"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/queue"
@@ -36,11 +37,19 @@ func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]P
 	if err != nil {
 		return nil, err
 	}
-	nodes := parseChildren(children)
+	l := queue.NewListing(children)
+	noteForeignIn(l)
 	var out []Participant
-	for _, n := range nodes {
-		p := Participant{Node: path.Join(lockPath, n.Name), Kind: n.Kind, Seq: n.Seq, Client: n.Client,
-			Holds: queue.Holds(nodes, n)}
+	for _, n := range l.Nodes() {
+		p := Participant{Node: path.Join(lockPath, n.Name), Kind: n.Kind, Seq: n.Seq, Client: n.Client}
+		switch n.Kind {
+		case queue.KindRead:
+			p.Holds = l.Read(n.Name).Holds
+		case queue.KindWrite:
+			p.Holds = l.Write(n.Name).Holds
+		case queue.KindMutex:
+			p.Holds = l.Mutex(n.Name).Holds
+		}
 		p.Data, err = eng.Data(ctx, p.Node)
 		switch {
 		case errors.Is(err, engine.ErrNoNode):
@@ -53,18 +62,35 @@ func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]P
 	return out, nil
 }
 
-// parseChildren returns the lock nodes among children in queue order. A
-// child that is no lock node (another application's, or a name no client
-// writes) is ignored, and logged once.
-func parseChildren(children []string) []queue.Node {
-	nodes, foreign := queue.Nodes(children)
-	for _, name := range foreign {
+// noteForeignIn logs, once each, the children of a listing that are no
+// lock node (another application's, or a name no client writes): they are
+// ignored. Every contender of a path is handed the same listing, so only
+// the first to see it looks: a listing of thousands of waiters is not
+// looked at thousands of times.
+func noteForeignIn(l *queue.Listing) {
+	if len(l.Foreign()) == 0 {
+		return
+	}
+	w := weak.Make(l)
+	lastNoted.Lock()
+	seen := lastNoted.l == w
+	lastNoted.l = w
+	lastNoted.Unlock()
+	if seen {
+		return
+	}
+	for _, name := range l.Foreign() {
 		noteForeign(name)
 	}
-	return nodes
 }
 
 var (
+	// lastNoted is the listing noteForeignIn looked at last, held weakly so
+	// that a large listing is not kept alive for this.
+	lastNoted struct {
+		sync.Mutex
+		l weak.Pointer[queue.Listing]
+	}
 	foreignSeen  sync.Map // child name → struct{}
 	foreignCount atomic.Int64
 )

@@ -159,11 +159,3 @@ func (rw *RWMutex) Downgrade(ctx context.Context, w *Lease) *engine.Future[*Leas
 	req.Seq = queue.FormatSeq(n.Seq)
 	return rw.acquireRead(ctx, req)
 }
-
-func decideRead(children []string, self string) engine.Decision {
-	return decision(queue.Read(parseChildren(children), self))
-}
-
-func decideWrite(children []string, self string) engine.Decision {
-	return decision(queue.Write(parseChildren(children), self))
-}

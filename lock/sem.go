@@ -122,8 +122,9 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, 
 // serialised by the mutex), so self is the newest, and that is self being
 // among the first N. Otherwise any holder's release may free a slot: watch
 // the children.
-func (s *Semaphore) decide(children []string, self string) engine.Decision {
-	d := queue.Semaphore(parseChildren(children), self, s.n)
+func (s *Semaphore) decide(l *queue.Listing, self string) engine.Decision {
+	noteForeignIn(l)
+	d := l.Semaphore(self, s.n)
 	if d.Holds || d.Missing {
 		return decision(d)
 	}

@@ -4,8 +4,11 @@
 // a contender holds the lock and which single child it must watch if not.
 //
 // Everything here is a pure function of its arguments. The package knows
-// nothing of ZooKeeper connections; the engine lists children, hands them to
-// [Nodes] and a predicate, and acts on the [Decision].
+// nothing of ZooKeeper connections; the engine lists children, parses them
+// once into a [Listing], asks the Listing's predicate for every contender
+// the listing was for, and acts on each [Decision]. The predicates that take
+// a slice of nodes give the same verdicts, at a cost of O(n) or more per
+// call.
 //
 // # Names
 //
@@ -30,7 +33,9 @@
 // parent, so nodes of different families on one path are comparable. The
 // sequence is compared as a number, not as text; the two agree for every
 // non-negative sequence, which is all a lock path sees before 2^31 child
-// changes.
+// changes. Past that the counter wraps to negative numbers, and while nodes
+// from both sides of the wrap are listed, numeric order is not creation
+// order: [Listing.Wrapped] tells, and the engine grants nothing then.
 //
 // # Predicates
 //

@@ -42,8 +42,8 @@ func ExampleRead() {
 		fmt.Printf("%s: %+v\n", self, queue.Read(nodes, self))
 	}
 	// Output:
-	// __READ__0000000001: {Holds:true Watch: Missing:false}
-	// __READ__0000000003: {Holds:false Watch:__WRIT__0000000002 Missing:false}
+	// __READ__0000000001: {Holds:true Watch: Missing:false Next:false}
+	// __READ__0000000003: {Holds:false Watch:__WRIT__0000000002 Missing:false Next:true}
 }
 
 // A create whose reply was lost: the contender finds its node by the

@@ -201,6 +201,14 @@ func FuzzPredicates(f *testing.F) {
 				if !queue.Less(w, self) {
 					t.Fatalf("%s(%s) watches %s, which does not queue before it", pname, self.Name, w.Name)
 				}
+				if d.Next {
+					// Once w has held (everything before it gone) and gone
+					// itself, self holds.
+					after := slices.DeleteFunc(slices.Clone(nodes), func(o queue.Node) bool { return !queue.Less(w, o) })
+					if !p(after, self.Name).Holds {
+						t.Fatalf("%s(%s) = Next behind %s, but does not hold once it is gone", pname, self.Name, w.Name)
+					}
+				}
 			}
 			switch limit := max(n, 1); {
 			case pname == "Mutex" && len(nodes) > 0 && holders != 1:

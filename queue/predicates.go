@@ -1,7 +1,5 @@
 package queue
 
-import "slices"
-
 // Decision is a predicate's verdict for one contender on one listing.
 type Decision struct {
 	Holds bool // self holds the lock
@@ -9,6 +7,20 @@ type Decision struct {
 	// It always sorts before self. It is "" only when Missing.
 	Watch   string
 	Missing bool // self is not among the nodes: its node is gone, create it again
+	// Next reports that Watch is the last node of this listing that can
+	// keep self out: once Watch has held the lock and is gone, self holds,
+	// with no need to list again. It is set only when Watch is exclusive (a
+	// mutex or write node, kazoo's "__lock__" included) and no other node
+	// shares its sequence number. An exclusive node holds only when every
+	// node before it is gone (but, for a write node, its own downgrade's
+	// read node, which shares its number: hence the second condition), and
+	// every node between Watch and self is one self's predicate lets by.
+	//
+	// What no listing can show is a node created after it without the
+	// sequential flag, which may take a number at or below Watch's: a
+	// downgrade's read node takes its writer's. Only whoever creates such
+	// nodes can tell, so Next holds only if nobody has since this listing.
+	Next bool
 }
 
 // Mutex decides for an exclusive lock: self holds iff no lock node of any
@@ -20,9 +32,11 @@ type Decision struct {
 // Like every predicate, Mutex accepts nodes in any order (it sorts a copy if
 // they are not in [Sort] order) and ignores nothing among them: pass only
 // parsed lock nodes, as [Nodes] returns them. self is the contender's own
-// node name.
+// node name. Each call costs O(n) at least; to decide for many contenders
+// on one listing, build a [Listing] once and ask its methods, which give
+// the same verdicts.
 func Mutex(nodes []Node, self string) Decision {
-	return Semaphore(nodes, self, 1)
+	return listingOf(nodes).Mutex(self)
 }
 
 // Write decides for the write side of a read-write lock: self holds iff no
@@ -34,17 +48,7 @@ func Mutex(nodes []Node, self string) Decision {
 // that is the read node self's owner creates to downgrade (Curator 5.5,
 // CURATOR-621), which may sort before self by name. It never blocks self.
 func Write(nodes []Node, self string) Decision {
-	nodes, i := locate(nodes, self)
-	if i < 0 {
-		return Decision{Missing: true}
-	}
-	me := nodes[i]
-	for j := i - 1; j >= 0; j-- {
-		if n := nodes[j]; n.Kind != KindRead || n.Seq != me.Seq {
-			return Decision{Watch: n.Name}
-		}
-	}
-	return Decision{Holds: true}
+	return listingOf(nodes).Write(self)
 }
 
 // Read decides for the read side of a read-write lock: self holds iff no
@@ -66,17 +70,7 @@ func Write(nodes []Node, self string) Decision {
 // CURATOR-621). Before 5.5, Curator let such a reader in by asking whether
 // the current thread owned the write lock, which no listing can show.
 func Read(nodes []Node, self string) Decision {
-	nodes, i := locate(nodes, self)
-	if i < 0 {
-		return Decision{Missing: true}
-	}
-	me := nodes[i]
-	for j := i - 1; j >= 0; j-- {
-		if n := nodes[j]; n.Kind != KindRead && n.Seq < me.Seq {
-			return Decision{Watch: n.Name}
-		}
-	}
-	return Decision{Holds: true}
+	return listingOf(nodes).Read(self)
 }
 
 // Semaphore decides for a semaphore of n permits: self holds iff fewer than
@@ -98,15 +92,7 @@ func Read(nodes []Node, self string) Decision {
 // "<path>/leases" has at most n children. Its lease nodes parse and count
 // here, but a V2 client does not follow this predicate.
 func Semaphore(nodes []Node, self string, n int) Decision {
-	nodes, i := locate(nodes, self)
-	if i < 0 {
-		return Decision{Missing: true}
-	}
-	n = max(n, 1)
-	if i < n {
-		return Decision{Holds: true}
-	}
-	return Decision{Watch: nodes[i-n].Name}
+	return listingOf(nodes).Semaphore(self, n)
 }
 
 // Latch decides for a leader election: self leads iff no latch node
@@ -119,24 +105,5 @@ func Semaphore(nodes []Node, self string, n int) Decision {
 // orders the children by the text after "latch-", which for any other name
 // is the whole name, and that sorts after every ten-digit sequence.
 func Latch(nodes []Node, self string) Decision {
-	nodes, i := locate(nodes, self)
-	if i < 0 || nodes[i].Kind != KindLatch {
-		return Decision{Missing: true}
-	}
-	for j := i - 1; j >= 0; j-- {
-		if nodes[j].Kind == KindLatch {
-			return Decision{Watch: nodes[j].Name}
-		}
-	}
-	return Decision{Holds: true}
-}
-
-// locate returns nodes in queue order, sorting a copy only if the caller's
-// are out of order, and the index of self in them, or -1.
-func locate(nodes []Node, self string) ([]Node, int) {
-	if !slices.IsSortedFunc(nodes, compare) {
-		nodes = slices.Clone(nodes)
-		Sort(nodes)
-	}
-	return nodes, slices.IndexFunc(nodes, func(n Node) bool { return n.Name == self })
+	return listingOf(nodes).Latch(self)
 }

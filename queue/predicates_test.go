@@ -57,7 +57,9 @@ func runPredCases(t *testing.T, cases []predCase) {
 				}
 			}
 			nodes, _ := queue.Nodes(children)
-			if got := tc.p.fn(nodes, self); got != want {
+			got := tc.p.fn(nodes, self)
+			got.Next = false // see TestNext
+			if got != want {
 				t.Errorf("%s(%s, %s) = %+v; want %+v", tc.p.name, tc.children, tc.self, got, want)
 			}
 		})
@@ -198,6 +200,48 @@ func TestLatch(t *testing.T) {
 		{latchP, "M1 E2", "M1", "missing"},
 		{latchP, "E-5 E0 E7", "E0", "E-5"},
 	})
+}
+
+// TestNext: a waiter is told that it holds once the node it watches has
+// held and gone only when that node is exclusive, alone at its number, and
+// the last node ahead that can keep the waiter out.
+func TestNext(t *testing.T) {
+	for _, tc := range []struct {
+		p        predicate
+		children string
+		self     string
+		next     bool
+	}{
+		{mutexP, "M1 M2", "M2", true},
+		{mutexP, "M1 M2 M3", "M3", true}, // M1 is gone by the time M2 holds
+		{mutexP, "K1 M2", "M2", true},    // kazoo's __lock__ is exclusive
+		{mutexP, "W1 M2", "M2", true},
+		{mutexP, "R1 M2", "M2", false}, // readers ahead of a reader may still hold
+		{mutexP, "R1 R2 M3", "M3", false},
+		{mutexP, "Q1 M2", "M2", false},      // kazoo's __rlock__ is a reader
+		{mutexP, "L1 M2", "M2", false},      // a lease is no exclusive node
+		{mutexP, "R5< W5> M6", "M6", false}, // a downgraded writer: its reader stays
+		{mutexP, "W5< R5> M6", "M6", false}, // (watched either way)
+		{writeP, "M1 W2", "W2", true},
+		{writeP, "W1 R2 W3", "W3", false},
+		{writeP, "R5< W5> W7", "W7", false},
+		{writeP, "R1 W2", "W2", false},
+		{readP, "W1 R2", "R2", true},
+		{readP, "W1 R2 R3", "R3", true}, // the readers between share with it
+		{readP, "M1 Q2 R3", "R3", true},
+		{readP, "K1 R2", "R2", true},
+		{readP, "R5< W5> R8", "R8", false},
+		{semP(1), "M1 M2", "M2", true},
+		{semP(2), "M1 M2 M3", "M3", false}, // M2 may still hold when M1 goes
+		{semP(2), "L1 L2 L3", "L3", false},
+	} {
+		children, names := listing(t, tc.children)
+		nodes, _ := queue.Nodes(children)
+		d := tc.p.fn(nodes, names[tc.self])
+		if d.Holds || d.Missing || d.Next != tc.next {
+			t.Errorf("%s(%s, %s) = %+v, want Next %v", tc.p.name, tc.children, tc.self, d, tc.next)
+		}
+	}
 }
 
 // TestPredicatesInputOrder: the predicates give the same verdicts for any
