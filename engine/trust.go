@@ -220,10 +220,16 @@ func (t *sessionTrust) lapse() {
 // granted. It reads the clock too: the timer may not have run yet although
 // the deadline has passed, or the loop may have decided the grant before it
 // heard of a lapse.
-func (t *sessionTrust) admit(l *Lease) bool {
+//
+// session is the session the loop believes it has, whose replies decided
+// the grant. When a server has since answered the handshake of another
+// session, that one expired and its nodes are gone, whatever the loop has
+// yet to hear: the grant came from a reply of a dead session (a loop that
+// was busy while the client reconnected), and is refused.
+func (t *sessionTrust) admit(l *Lease, session int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped || t.lapsed {
+	if t.stopped || t.lapsed || session != t.session {
 		return false
 	}
 	if t.clock() >= t.deadline() {
