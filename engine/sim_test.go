@@ -183,6 +183,17 @@ func (w *world) advance(d time.Duration) {
 	w.model.Tick(w.at())
 }
 
+// closing is the number of engines closed or closing.
+func (w *world) closing() int {
+	n := 0
+	for _, c := range w.clients {
+		if c.closing {
+			n++
+		}
+	}
+	return n
+}
+
 // move is one thing the world can do next; weight is how likely.
 type move struct {
 	weight int
@@ -230,6 +241,15 @@ func (w *world) step() {
 		}
 		if w.faults {
 			add(6, "acquire", func() { w.acquire(c) })
+			if !c.closing && 2*w.closing() < len(w.clients)-1 {
+				// Close mid-run, some of the engines: their waiters and
+				// holders end with ErrClosed, later acquisitions fail.
+				add(1, "close", func() {
+					c.closing = true
+					w.tracef("%s: Close", c.name)
+					c.eng.BeginClose()
+				})
+			}
 		}
 	}
 	add(4, "release", w.releaseOne)

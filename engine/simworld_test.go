@@ -120,6 +120,7 @@ type client struct {
 	stalledUntil     time.Duration // the loop processes nothing before this
 	partitionedUntil time.Duration // no server answers a connect before this
 	exited           bool          // the engine shut down
+	closing          bool          // Close was called
 	cancels          []*afterDone  // context.AfterFunc registrations
 }
 
