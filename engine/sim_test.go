@@ -73,6 +73,8 @@ type world struct {
 	steps      int
 	failure    string
 	ids        uint64
+	// closeFrom is the step from which one engine may be closed; -1: none.
+	closeFrom int
 }
 
 // at is the model's time now.
@@ -132,6 +134,10 @@ func newWorld(seed uint64, nClients int) *world {
 		},
 	}, w.epoch)
 	w.check.w = w
+	w.closeFrom = -1
+	if nClients >= 3 && w.rng.IntN(4) == 0 {
+		w.closeFrom = w.rng.IntN(1400)
+	}
 	w.check.lastToken = make(map[string]int64)
 	for i := range nClients {
 		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
@@ -241,9 +247,11 @@ func (w *world) step() {
 		}
 		if w.faults {
 			add(6, "acquire", func() { w.acquire(c) })
-			if !c.closing && 2*w.closing() < len(w.clients)-1 {
-				// Close mid-run, some of the engines: their waiters and
-				// holders end with ErrClosed, later acquisitions fail.
+			if w.closeFrom >= 0 && w.steps >= w.closeFrom && w.closing() == 0 {
+				// Close one engine mid-run, in a quarter of the runs of
+				// three or more: its waiters and holders end with
+				// ErrClosed, later acquisitions fail. Rarely: each close
+				// leaves fewer engines to contend.
 				add(1, "close", func() {
 					c.closing = true
 					w.tracef("%s: Close", c.name)
