@@ -32,7 +32,7 @@ import (
 
 var (
 	simSeed  = flag.Uint64("sim.seed", 0, "run only this seed")
-	simSeeds = flag.Int("sim.seeds", 150, "seeds TestSimulation runs")
+	simSeeds = flag.Int("sim.seeds", 100, "seeds TestSimulation runs")
 	simTrace = flag.Bool("sim.trace", false, "print the whole trace of the run")
 	simSoak  = flag.Duration("sim.soak", 0, "TestSimulationSoak: run seeds on every core for this long")
 	simFirst = flag.Uint64("sim.first", 1, "the first seed of a run of seeds")

@@ -209,8 +209,8 @@ func TestTrustReadsGrantedTimeout(t *testing.T) {
 // A grant decided on a reply of a session that a server has since replaced
 // (it expired, and the client reconnected with a new one, while the loop
 // was busy) is refused, although the new session is trusted: the old
-// session's nodes are gone. The simulator found the fault (seed 12453 of
-// TestSimulation, among four of 14,913 seeds).
+// session's nodes are gone. The simulator found the fault: four seeds of
+// a soak of 14,913 (see DESIGN.md, "What it found").
 func TestTrustRefusesAGrantOfAReplacedSession(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
