@@ -93,6 +93,9 @@ type input struct {
 	// inListed, the reply to a recovery read: a node carries our id but
 	// another session owns it.
 	foreign bool
+	// inRefused: the grant was refused because the session that answered
+	// has ended, not because the current one is untrusted.
+	sessionEnded bool
 	// listing is children parsed and sorted once per reply and shared by
 	// every contender the reply is handed to (inListed, and inWatchSet of a
 	// children watch); nil when the engine left it to parsed.
@@ -277,7 +280,7 @@ func (c *contender) step(in input) []effect {
 		c.untrusted = false
 		return nil
 	case inRefused:
-		return c.onRefused()
+		return c.onRefused(in)
 	case inRetry:
 		return c.onRetry()
 	case inHandoff:
@@ -558,12 +561,17 @@ func (c *contender) grant(token int64) []effect {
 }
 
 // onRefused undoes the grant just made: the session stopped being trusted
-// before the lease was handed out, so we wait, unresolved, as before it.
-func (c *contender) onRefused() []effect {
+// before the lease was handed out, or the reply that decided it came from
+// a session that has ended since, so we wait, unresolved, as before it.
+// In the second case the current session may well be trusted: the expiry,
+// which the loop hears of next, queues us again.
+func (c *contender) onRefused(in input) []effect {
 	if c.phase != phaseHeld || c.lost {
 		return nil
 	}
-	c.untrusted = true
+	if !in.sessionEnded {
+		c.untrusted = true
+	}
 	c.granted = false
 	c.resolved = false
 	return c.park(retryList)

@@ -452,6 +452,24 @@ func TestRefusedGrantWaitsForTrust(t *testing.T) {
 	s.step(listed(101, node(1, 5)), park)
 }
 
+// A grant refused because its reply came from a session that has ended
+// leaves the contender trusting: the expiry the loop hears of next queues
+// it again, and the new session's listing grants it.
+func TestGrantRefusedForAnEndedSessionRequeuesOnExpiry(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, node(1, 5)), grant(100))
+	s.step(input{kind: inRefused, sessionEnded: true}, park)
+	if s.c.resolved || s.c.granted || s.c.untrusted {
+		t.Fatalf("refused grant left resolved=%v granted=%v untrusted=%v", s.c.resolved, s.c.granted, s.c.untrusted)
+	}
+	s.step(input{kind: inExpired}, create(2))
+	s.step(input{kind: inReconnected})
+	s.step(created(node(2, 9)), list)
+	s.step(listed(101, node(2, 9)), grant(101))
+}
+
 func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
 	s := newScript(t)
 	s.step(input{kind: inStart}, create(1))
