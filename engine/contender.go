@@ -202,6 +202,11 @@ type contender struct {
 	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
 
+// errBorrowedPlaceGone fails a contender whose node has a borrowed
+// sequence number (Request.Seq) when that node is gone, or may never have
+// been made at a moment it could be: such a node is made once, never again.
+var errBorrowedPlaceGone = fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost)
+
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
 	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
 }
@@ -416,6 +421,11 @@ func (c *contender) onCreated(in input) []effect {
 		if c.cancelled {
 			return c.finish()
 		}
+		if c.fixedSeq != "" {
+			// The lock path is gone, and with it the node whose place in
+			// the queue ours was to take.
+			return c.fail(errBorrowedPlaceGone)
+		}
 		c.phase = phaseParents
 		return []effect{{kind: effCreateParents, path: c.lockPath}}
 	case outConnLoss:
@@ -486,6 +496,14 @@ func (c *contender) onListed(in input) []effect {
 			c.setNode(in.name)
 		case c.cancelled:
 			return c.finish() // the create never happened: nothing to clean
+		case c.fixedSeq != "":
+			// A node with a borrowed number is made only while the node
+			// it borrows from is there, and that may be gone by now: the
+			// watchdog may have lost that lease, and the engine deleted
+			// its node on reconnecting, before this read was answered.
+			// Made now, ours could take a place a writer queued behind
+			// has already been granted. The create is never sent again.
+			return c.fail(errBorrowedPlaceGone)
 		case in.foreign:
 			// Another session owns a node with our id: never ours to
 			// adopt or delete. Our id is taken; start under a fresh one.
@@ -524,7 +542,7 @@ func (c *contender) onListed(in input) []effect {
 			// A node with a borrowed number keeps its place only while it
 			// exists: it is never made again.
 			c.clearNode()
-			return c.fail(fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost))
+			return c.fail(errBorrowedPlaceGone)
 		}
 		return c.create()
 	case d.Holds:

@@ -689,6 +689,44 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 			t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
 		}
 	})
+	// A create whose reply was lost and that the recovery read finds was
+	// never made is not sent again: the node whose number it borrows may
+	// be gone by now (the watchdog lost that lease, and the engine deleted
+	// its node on reconnecting, before this recovery read was answered),
+	// and a writer queued behind it may hold already. Likewise when our id
+	// turns out taken, or when the lock path itself is gone.
+	lostCreate := func(s *script) {
+		fixed(s)
+		s.step(reply(inCreated, outConnLoss), park)
+		s.step(input{kind: inRetry}, recoverRead(1))
+	}
+	for _, c := range []struct {
+		name string
+		in   func(*script) input
+	}{
+		{"create never made", func(s *script) input {
+			lostCreate(s)
+			return recovered(100, "", other(6))
+		}},
+		{"id taken", func(s *script) input {
+			lostCreate(s)
+			in := recovered(100, "", other(6))
+			in.foreign = true
+			return in
+		}},
+		{"lock path gone", func(s *script) input {
+			fixed(s)
+			return reply(inCreated, outNoNode)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScript(t)
+			effs := s.c.step(c.in(s))
+			if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrLost) || effs[1] != done {
+				t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
+			}
+		})
+	}
 }
 
 // A delete refused for an unexpected reason is never given up: the node
