@@ -484,7 +484,24 @@ func (c *contender) onListed(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	default:
-		return c.fail(fmt.Errorf("turnstile: list %s: %w", c.lockPath, in.err))
+		err := fmt.Errorf("turnstile: list %s: %w", c.lockPath, in.err)
+		if c.recovering {
+			// Our node may exist, and only this read can find it to delete
+			// it: give up the acquisition, never the node. Read again
+			// after a backoff, as a refused delete is sent again; at once,
+			// a refusal that persists would repeat as fast as the server
+			// answers.
+			c.cancelled = true
+			var effs []effect
+			if !c.resolved {
+				c.resolved = true
+				effs = append(effs, effect{kind: effFail, err: err})
+			}
+			park := c.park(retryRecover)
+			park[0].err = err
+			return append(effs, park...)
+		}
+		return c.fail(err)
 	}
 
 	if c.recovering {

@@ -729,6 +729,36 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 	}
 }
 
+// A recovery read refused for a reason of its own (an ACL that lets this
+// client create but not list, say) fails the acquisition, but our node may
+// exist, and only a recovery read can find it to delete it: it is read
+// again after a backoff, for as long as the session lives, not at once (a
+// refusal that persists would have it repeat as fast as the server
+// answers).
+func TestRefusedRecoveryReadIsRetriedAfterABackoff(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	refused := errors.New("zk: not authenticated")
+	got := s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
+	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, refused) || got[1].kind != effPark {
+		t.Fatalf("refused recovery read: effects %v, want a failure and a park", got)
+	}
+	got = s.c.step(input{kind: inRetry})
+	if len(got) != 1 || got[0] != recoverRead(1) {
+		t.Fatalf("retry: effects %v, want the recovery read", got)
+	}
+	got = s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark || !errors.Is(got[0].err, refused) {
+		t.Fatalf("refused again: effects %v, want a park carrying the refusal", got)
+	}
+	s.step(input{kind: inRetry}, recoverRead(1))
+	// Found at last: deleted, and the contender ends.
+	s.step(recovered(101, node(1, 5), node(1, 5)), del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
+}
+
 // A delete refused for an unexpected reason is never given up: the node
 // would block the lock path for every client until the session ends.
 func TestRefusedDeleteIsRetried(t *testing.T) {
