@@ -708,7 +708,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 			// The watchdog found the session untrusted after the loop last
 			// heard from it, or follows a session the loop has not heard
 			// of yet: no one may be granted now.
-			e.step(en, input{kind: inRefused, sessionEnded: !e.trust.trusts(e.session)})
+			e.step(en, input{kind: inRefused, sessionEnded: !e.trust.follows(e.session)})
 			return
 		}
 		e.detach(en)

@@ -237,8 +237,8 @@ func (t *sessionTrust) admit(l *Lease, session int64) bool {
 	return true
 }
 
-// trusts reports whether session is the one the watchdog follows now.
-func (t *sessionTrust) trusts(session int64) bool {
+// follows reports whether session is the one the watchdog follows now.
+func (t *sessionTrust) follows(session int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return session == t.session

@@ -90,12 +90,12 @@ func TestTrustAdmitsOnlyItsSession(t *testing.T) {
 	tr := newTestTrust(&clock, &lapses)
 	defer tr.stop()
 	tr.handshake(0, 0x10, hourMs)
-	if !tr.admit(&Lease{}, 0x10) || !tr.trusts(0x10) {
+	if !tr.admit(&Lease{}, 0x10) || !tr.follows(0x10) {
 		t.Fatal("the session of the handshake is not trusted")
 	}
 	clock.set(time.Minute)
 	tr.handshake(time.Minute, 0x11, hourMs) // the old session expired; a new one
-	if tr.admit(&Lease{}, 0x10) || tr.trusts(0x10) {
+	if tr.admit(&Lease{}, 0x10) || tr.follows(0x10) {
 		t.Fatal("a grant in the old session admitted after a new session's handshake")
 	}
 	if !tr.admit(&Lease{}, 0x11) {
