@@ -24,7 +24,8 @@ func (k kind) exclusive() bool { return k == kMutex || k == kWrite }
 
 // checker proves exclusion three ways, per lock path:
 //   - an in-process overlap detector: who holds the path right now;
-//   - the witness files (witness.go), which peer processes share;
+//   - the witness files (witness.go), which peer processes share, when
+//     -witness-file is given (interop and fault runs: see placeWitness);
 //   - fencing tokens: an exclusive grant's token exceeds every earlier
 //     grant's of the path, and a read grant's exceeds every earlier
 //     exclusive grant's. (Semaphore holders share the lock and may be

@@ -29,7 +29,8 @@ type config struct {
 	CancelMax      time.Duration
 	LockRoot       string
 	LockPath       string
-	WitnessFile    string
+	WitnessFile    string // "" = no cross-process witness (the in-process checks always run)
+	WitnessOnDisk  bool
 	WriteRatio     float64
 	Leases         int
 	Seed           uint64
@@ -89,7 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.CancelMax, "cancel-max", 20*time.Millisecond, "with -faults cancel: a cancelled acquisition is cancelled at a random moment up to this long after it starts")
 	fs.StringVar(&c.LockRoot, "lock-root", "/stress", "ZooKeeper path under which every lock node goes")
 	fs.StringVar(&c.LockPath, "lock-path", "", "the one lock path of contended, rw and semaphore (default <lock-root>/one)")
-	fs.StringVar(&c.WitnessFile, "witness-file", "", "witness file shared with peer processes (default: a fresh temp file); multi-path workloads use `PATH`-<i>")
+	fs.StringVar(&c.WitnessFile, "witness-file", "", "cross-process witness file shared with peer processes, for interop and fault runs (default: none; the in-process checks run always); a name without a directory goes under "+memoryDir+", a path on a disk filesystem is refused; multi-path workloads use `PATH`-<i>")
+	fs.BoolVar(&c.WitnessOnDisk, "witness-on-disk", false, "allow -witness-file on a disk filesystem (its per-cycle create and remove are then measured as part of every cycle)")
 	fs.Float64Var(&c.WriteRatio, "write-ratio", 0.2, "rw: share of acquisitions that are writes")
 	fs.IntVar(&c.Leases, "leases", 3, "semaphore: leases N")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of every random choice (0: pick one; it is printed at start)")
@@ -101,8 +103,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.Verbose, "v", false, "log the clients' warnings and errors to stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./stress [flags]\n\n"+
-			"Runs lock workloads on a real ZooKeeper, checks exclusion (in process, by a\n"+
-			"witness file, by fencing tokens), counts orphaned lock nodes, and measures.\n"+
+			"Runs lock workloads on a real ZooKeeper, checks exclusion (in process and by\n"+
+			"fencing tokens always; by a witness file shared with peer processes when\n"+
+			"-witness-file is given), counts orphaned lock nodes, and measures.\n"+
 			"Exit code: 0 clean, 1 violations/orphans/leaks/stuck workers/errors, 2 bad\n"+
 			"flags or a workload the impl does not support, 130 interrupted.\n\nflags:\n")
 		fs.PrintDefaults()

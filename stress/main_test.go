@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +203,7 @@ func TestCheckersCatchNone(t *testing.T) {
 	for _, c := range []struct{ workload, leases string }{{"contended", "1"}, {"rw", "1"}, {"semaphore", "2"}} {
 		t.Run(c.workload, func(t *testing.T) {
 			o := runCmd(t, "-impl", "none", "-workload", c.workload, "-leases", c.leases, "-write-ratio", "0.5",
-				"-workers", "6", "-hold", "2ms", "-duration", "1s", "-cycles", "300")
+				"-workers", "6", "-hold", "2ms", "-duration", "1s", "-cycles", "300", "-witness-file", shmWitness(t))
 			if o.code != exitFailed {
 				t.Errorf("exit code %d, want %d", o.code, exitFailed)
 			}
@@ -302,4 +306,72 @@ func TestJSONAndSeed(t *testing.T) {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
+}
+
+// shmWitness is a witness file of the test's own under /dev/shm, named
+// without a directory as -witness-file allows, removed when the test ends.
+func shmWitness(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("turnstile-stress-test-%d-%s", os.Getpid(), strings.NewReplacer("/", "_").Replace(t.Name()))
+	t.Cleanup(func() {
+		files, _ := filepath.Glob(filepath.Join(memoryDir, name+"*"))
+		for _, f := range files {
+			os.Remove(f)
+		}
+	})
+	return name
+}
+
+// TestWitnessOnlyWhenAsked: without -witness-file the in-process detector
+// still catches every overlap, and no witness file is used; with one, the
+// witness catches them too.
+func TestWitnessOnlyWhenAsked(t *testing.T) {
+	args := []string{"-impl", "none", "-workload", "contended", "-workers", "4", "-hold", "2ms", "-duration", "1s", "-cycles", "200"}
+	o := runCmd(t, args...)
+	if o.code != exitFailed || len(o.results) != 1 {
+		t.Fatalf("exit code %d, %d results; want %d and 1", o.code, len(o.results), exitFailed)
+	}
+	if d := o.results[0].ViolationsDetail; d["overlap"] == 0 || d["witness"] != 0 {
+		t.Errorf("without -witness-file: violations %v, want overlaps from the in-process detector and none from a witness", d)
+	}
+	o = runCmd(t, append(args, "-witness-file", shmWitness(t))...)
+	if len(o.results) != 1 || o.results[0].ViolationsDetail["witness"] == 0 {
+		t.Errorf("with -witness-file: no witness violation (%d results)\n%s", len(o.results), o.stderr)
+	}
+}
+
+// TestWitnessPlacement: a bare name goes to /dev/shm; a directory that is
+// not a memory filesystem is refused unless -witness-on-disk.
+func TestWitnessPlacement(t *testing.T) {
+	f, err := placeWitness("w", false)
+	if err != nil || f != filepath.Join(memoryDir, "w") {
+		t.Errorf("placeWitness(w) = %q, %v; want %s/w", f, err, memoryDir)
+	}
+	// procfs is no memory filesystem for this purpose, and is on every Linux.
+	if _, err := placeWitness("/proc/w", false); !errors.Is(err, errWitnessOnDisk) {
+		t.Errorf("placeWitness(/proc/w) = %v, want errWitnessOnDisk", err)
+	}
+	if f, err := placeWitness("/proc/w", true); err != nil || f != "/proc/w" {
+		t.Errorf("placeWitness(/proc/w, on disk) = %q, %v", f, err)
+	}
+
+	dir := diskDir(t)
+	o := runCmd(t, "-workload", "contended", "-workers", "2", "-cycles", "10", "-witness-file", filepath.Join(dir, "w"))
+	if o.code != exitUsage || !strings.Contains(o.stderr, "-witness-on-disk") {
+		t.Errorf("-witness-file in %s: exit %d, want %d and a message naming -witness-on-disk\n%s", dir, o.code, exitUsage, o.stderr)
+	}
+}
+
+// diskDir is a directory on a disk filesystem: the package's own, or
+// /proc where the source tree is in memory.
+func diskDir(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem, _, err := inMemoryFS(wd); err == nil && !mem {
+		return wd
+	}
+	return "/proc"
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -65,16 +64,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	if cfg.WitnessFile == "" {
-		dir, err := os.MkdirTemp("", "turnstile-stress-*")
+	if cfg.WitnessFile != "" {
+		f, err := placeWitness(cfg.WitnessFile, cfg.WitnessOnDisk)
 		if err != nil {
 			fmt.Fprintln(stderr, "stress:", err)
-			return exitFailed
+			return exitUsage
 		}
-		defer os.RemoveAll(dir)
-		cfg.WitnessFile = filepath.Join(dir, "witness")
-	} else if _, err := os.Stat(cfg.WitnessFile); err == nil {
-		con.logf("warning: witness file %s exists already: a peer holds, or a run crashed (then remove it)", cfg.WitnessFile)
+		cfg.WitnessFile = f
+		if _, err := os.Stat(f); err == nil {
+			con.logf("warning: witness file %s exists already: a peer holds, or a run crashed (then remove it)", f)
+		}
 	}
 
 	var cl *cluster
@@ -203,7 +202,7 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 	defer closeClient()
 
 	w := (*witness)(nil)
-	if im.Excludes() {
+	if im.Excludes() && cfg.WitnessFile != "" {
 		w = newWitness()
 	}
 	stop, stopNow := context.WithCancel(hard)

@@ -27,8 +27,6 @@ type runState struct {
 	stop    context.Context
 	stopNow context.CancelFunc
 
-	witnessDir string
-
 	cycles    atomic.Int64
 	lost      atomic.Int64
 	cancelled atomic.Int64
