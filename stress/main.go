@@ -1,8 +1,9 @@
 // Command stress is turnstile's stress and benchmark harness: it runs lock
 // workloads against a real ZooKeeper (embedded, or -servers), for turnstile
 // and for the libraries it is measured against, injects faults, proves
-// exclusion three ways (in process, by a witness file peers can share, by
-// fencing tokens), counts orphaned lock nodes, and reports throughput,
+// exclusion three ways (in process, by fencing tokens, and with
+// -witness-file by a witness file peer processes share), counts orphaned
+// lock nodes, and reports throughput,
 // latency, requests per cycle and memory.
 //
 //	go run ./stress -workload contended -workers 16 -duration 20s -faults conn-cut
