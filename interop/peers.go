@@ -287,6 +287,21 @@ type PeerConfig struct {
 	// ExtraArgs are appended to the peer's command line as they are (e.g.
 	// kazoo's "--extra-patterns", "none").
 	ExtraArgs []string
+
+	// Duration, when positive, stops each worker from starting a cycle after
+	// it (Iterations still bounds the cycles).
+	Duration time.Duration
+	// Paths, when positive, puts worker w on Path/<w mod Paths> (and its
+	// witness on Witness-<w mod Paths>) instead of Path.
+	Paths int
+	// Bench makes the peer measure a window and print the lines of
+	// bench.go; the window opens after Warmup.
+	Bench  bool
+	Warmup time.Duration
+	// JVMFlags are appended to the Curator peer's JVM flags (the last of two
+	// equal flags wins): a benchmark asks for the JIT a long-running client
+	// has, the tests for a fast start.
+	JVMFlags []string
 }
 
 func (c PeerConfig) args() []string {
@@ -320,6 +335,15 @@ func (c PeerConfig) args() []string {
 	if c.SessionTimeout > 0 {
 		a = append(a, "--session-ms", strconv.FormatInt(c.SessionTimeout.Milliseconds(), 10))
 	}
+	if c.Duration > 0 {
+		a = append(a, "--duration-ms", strconv.FormatInt(c.Duration.Milliseconds(), 10))
+	}
+	if c.Paths > 0 {
+		a = append(a, "--paths", strconv.Itoa(c.Paths))
+	}
+	if c.Bench {
+		a = append(a, "--bench", "--warmup-ms", strconv.FormatInt(c.Warmup.Milliseconds(), 10))
+	}
 	return append(a, c.ExtraArgs...)
 }
 
@@ -347,7 +371,8 @@ func StartCurator(ctx context.Context, classpath string, cfg PeerConfig) (*Peer,
 	if err != nil {
 		return nil, err
 	}
-	args := append(append(append([]string{}, jvmFlags...), "-cp", classpath, "Peer"), cfg.args()...)
+	flags := append(append([]string{}, jvmFlags...), cfg.JVMFlags...)
+	args := append(append(flags, "-cp", classpath, "Peer"), cfg.args()...)
 	return start(ctx, "curator", java, args)
 }
 
