@@ -94,14 +94,21 @@ func LatencyRound(micros int64) int64 {
 }
 
 // WriteBench prints r as the BENCH and LAT lines, for Go programs that
-// speak the protocol.
+// speak the protocol; equal latencies are summed.
 func WriteBench(w io.Writer, r BenchResult) error {
-	lat := append([]LatencyBucket(nil), r.Latency...)
-	sort.Slice(lat, func(i, j int) bool { return lat[i].Micros < lat[j].Micros })
+	sum := map[int64]int64{}
+	for _, x := range r.Latency {
+		sum[x.Micros] += x.Count
+	}
+	us := make([]int64, 0, len(sum))
+	for v := range sum {
+		us = append(us, v)
+	}
+	sort.Slice(us, func(i, j int) bool { return us[i] < us[j] })
 	var b strings.Builder
 	fmt.Fprintf(&b, "BENCH cycles=%d errors=%d window_ns=%d\nLAT", r.Cycles, r.Errors, r.Window.Nanoseconds())
-	for _, x := range lat {
-		fmt.Fprintf(&b, " %d:%d", x.Micros, x.Count)
+	for _, v := range us {
+		fmt.Fprintf(&b, " %d:%d", v, sum[v])
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())

@@ -14,7 +14,7 @@ import (
 
 func TestBenchLinesRoundTrip(t *testing.T) {
 	in := interop.BenchResult{Cycles: 7, Errors: 1, Window: 1500 * time.Millisecond,
-		Latency: []interop.LatencyBucket{{Micros: 1230, Count: 5}, {Micros: 87, Count: 2}}}
+		Latency: []interop.LatencyBucket{{Micros: 1230, Count: 5}, {Micros: 87, Count: 1}, {Micros: 87, Count: 1}}}
 	var b bytes.Buffer
 	if err := interop.WriteBench(&b, in); err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestBenchLinesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.Cycles != 7 || out.Errors != 1 || out.Window != in.Window || len(out.Latency) != 2 ||
-		out.Latency[0] != (interop.LatencyBucket{Micros: 87, Count: 2}) || out.Latency[1] != in.Latency[0] {
+		out.Latency[0] != (interop.LatencyBucket{Micros: 87, Count: 2}) || out.Latency[1] != in.Latency[0] { // merged, ascending
 		t.Errorf("parsed %+v from\n%s", out, b.String())
 	}
 	if _, err := interop.ParseBench("RESULT acquisitions=9 violations=0\n"); err == nil {

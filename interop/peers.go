@@ -38,6 +38,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -373,7 +374,7 @@ func StartCurator(ctx context.Context, classpath string, cfg PeerConfig) (*Peer,
 	}
 	flags := append(append([]string{}, jvmFlags...), cfg.JVMFlags...)
 	args := append(append(flags, "-cp", classpath, "Peer"), cfg.args()...)
-	return start(ctx, "curator", java, args)
+	return start(ctx, "curator", java, args, nil, false)
 }
 
 // StartKazoo starts a kazoo peer on KazooPython. ctx bounds the peer's
@@ -383,7 +384,7 @@ func StartKazoo(ctx context.Context, cfg PeerConfig) (*Peer, error) {
 		return nil, err
 	}
 	args := append([]string{"-c", kazooSource}, cfg.args()...)
-	return start(ctx, "kazoo", KazooPython(), args)
+	return start(ctx, "kazoo", KazooPython(), args, nil, false)
 }
 
 // RevokeCurator asks, with Curator's Revoker.attemptRevoke, the holder of
@@ -404,7 +405,7 @@ func RevokeKazoo(ctx context.Context, connect, node string) error {
 }
 
 func runToEnd(ctx context.Context, kind, bin string, args []string) error {
-	p, err := start(ctx, kind, bin, args)
+	p, err := start(ctx, kind, bin, args, nil, false)
 	if err != nil {
 		return err
 	}
@@ -425,12 +426,23 @@ type Result struct {
 
 // Peer is one started peer process.
 type Peer struct {
-	kind string
-	pid  int
-	cmd  *exec.Cmd
-	out  *output
-	done chan struct{} // closed once the process has exited and been reaped
-	err  error         // cmd.Wait's error; valid after done is closed
+	kind  string
+	pid   int
+	cmd   *exec.Cmd
+	out   *output
+	stdin io.WriteCloser // StartProgram's peers only
+	done  chan struct{}  // closed once the process has exited and been reaped
+	err   error          // cmd.Wait's error; valid after done is closed
+}
+
+// StartProgram starts any program as a peer of the given kind (a name for
+// messages), with the care StartCurator and StartKazoo take: killed when ctx
+// ends or when this process dies, output captured, waited for. env entries
+// (KEY=value) are added to this process's environment. Its stdin is a pipe
+// that Send writes to. For programs that speak the peers' protocols, such as
+// the stress harness's plain Go programs, or servers a test starts.
+func StartProgram(ctx context.Context, kind, bin string, args, env []string) (*Peer, error) {
+	return start(ctx, kind, bin, args, env, true)
 }
 
 // start starts bin from a goroutine locked to its OS thread, which then
@@ -438,13 +450,20 @@ type Peer struct {
 // which the kernel sends when the forking *thread* exits; the locked
 // goroutine keeps that thread alive exactly as long as the child, so the
 // signal only ever comes when the test binary itself dies.
-func start(ctx context.Context, kind, bin string, args []string) (*Peer, error) {
+func start(ctx context.Context, kind, bin string, args, env []string, withStdin bool) (*Peer, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(append(os.Environ(), "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"), env...)
 	p := &Peer{kind: kind, cmd: cmd, out: newOutput(), done: make(chan struct{})}
 	cmd.Stdout = &stream{o: p.out, stdout: true}
 	cmd.Stderr = &stream{o: p.out}
+	if withStdin {
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, fmt.Errorf("interop: %s peer stdin: %w", kind, err)
+		}
+		p.stdin = in
+	}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -505,6 +524,26 @@ func (p *Peer) Kill() {
 	// os.Process holds a pidfd on Linux: a recycled PID is never hit.
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// Signal sends sig to the peer (by its PID; os.Process holds a pidfd on
+// Linux, so a recycled PID is never hit) unless it has exited.
+func (p *Peer) Signal(sig os.Signal) error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("interop: %s has exited", p)
+	default:
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Send writes line and a newline to the stdin of a peer StartProgram started.
+func (p *Peer) Send(line string) error {
+	if p.stdin == nil {
+		return fmt.Errorf("interop: %s has no stdin to send to", p)
+	}
+	_, err := io.WriteString(p.stdin, line+"\n")
+	return err
 }
 
 // Held waits until a HoldRevocable peer holds its lock and returns the lock
