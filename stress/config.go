@@ -20,7 +20,15 @@ type config struct {
 	Duration       time.Duration
 	Hold           time.Duration
 	Cycles         int64
-	Impl           string
+	Warmup         time.Duration
+	Impl           string   // as given
+	Impls          []string // what it names, in order
+	Plain          bool
+	Bench          bool
+	FSync          bool
+	RedisTTL       time.Duration
+	RedisRetry     time.Duration
+	RedisFsync     string
 	Faults         faultSet
 	FaultInterval  time.Duration
 	Latency        time.Duration
@@ -38,6 +46,7 @@ type config struct {
 	MaxInFlight    int
 	Deadline       time.Duration
 	JSON           bool
+	CPUProfile     string
 	Progress       bool
 	Verbose        bool
 }
@@ -46,7 +55,7 @@ var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "
 
 // knownFaults are the values of -faults; several may be given, comma
 // separated.
-var knownFaults = []string{"none", "conn-cut", "latency", "expire", "leader-kill", "cancel"}
+var knownFaults = []string{"none", "conn-cut", "latency", "expire", "leader-kill", "cancel", "pause"}
 
 // faultSet is the parsed -faults list, without "none".
 type faultSet []string
@@ -81,8 +90,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long workers run (0 with -cycles: until the cycles are done; waiters runs one queue-and-drain and ignores it)")
 	fs.DurationVar(&c.Hold, "hold", 0, "time held in the critical section per cycle")
 	fs.Int64Var(&c.Cycles, "cycles", 0, "stop after this many acquisition attempts in all (0: no limit, use -duration)")
-	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | rawzk (no lock: create+getChildren+delete) | all")
-	fs.StringVar(&faults, "faults", "none", "comma-separated: none | conn-cut | latency | expire | leader-kill | cancel")
+	fs.DurationVar(&c.Warmup, "warmup", 0, "run this long before the measured window opens (every impl, peers included; not for waiters)")
+	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | curator (Apache Curator's InterProcessMutex, a Java process) | kazoo (kazoo's Lock, a Python process) | redis (SET NX PX + compare-and-delete, on a redis-server of its own) | rawzk (no lock: create+getChildren+delete) | all, or a comma-separated list")
+	fs.BoolVar(&c.Plain, "plain", false, "after each of turnstile, gozk, redis and rawzk, run its plain program (a process of its own doing nothing but the loop) on the same server, to compare with the harness's run")
+	fs.BoolVar(&c.Bench, "bench", false, "run the suite of BENCHMARKS.md (uncontended with 64 workers and contended with 16, every impl and -plain; waiters 100 x 100 for turnstile and gozk) and print one table; -duration and -warmup apply to each run")
+	fs.BoolVar(&c.FSync, "fsync", true, "embedded ZooKeeper servers fsync every write before acknowledging it (ZooKeeper's default, forceSync=yes); false: forceSync=no, as the tests run")
+	fs.DurationVar(&c.RedisTTL, "redis-ttl", 0, "redis: the lock's lease (default: -session-timeout)")
+	fs.DurationVar(&c.RedisRetry, "redis-retry", time.Millisecond, "redis: a waiter retries its SET after this long, +/-50%")
+	fs.StringVar(&c.RedisFsync, "redis-appendfsync", "", "redis: run redis-server with an append-only file and this fsync policy (always | everysec); default: redis-server's defaults (snapshots only)")
+	fs.StringVar(&faults, "faults", "none", "comma-separated: none | conn-cut | latency | expire | leader-kill | cancel | pause (stop a holder process with SIGSTOP for longer than its session / TTL; contended only)")
 	fs.DurationVar(&c.FaultInterval, "fault-interval", 2*time.Second, "mean time between injected faults (each wait is drawn from 0.5x..1.5x)")
 	fs.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "with -faults latency: delay added by the proxy in each direction")
 	fs.DurationVar(&c.Jitter, "jitter", 2*time.Millisecond, "with -faults latency: +/- jitter on that delay")
@@ -98,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 5*time.Second, "ZooKeeper session timeout the clients ask for")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "turnstile: engine.Config.MaxInFlight (0: the engine's default)")
 	fs.DurationVar(&c.Deadline, "deadline", 0, "hard deadline of each run, after which it is aborted (default 2x duration + 2m, at least 5m)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the harness process's CPU profile to `file` (to see what the harness itself costs)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per measured run on stdout (the table then goes to stderr)")
 	fs.BoolVar(&c.Progress, "progress", false, "print the progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.Verbose, "v", false, "log the clients' warnings and errors to stderr")
@@ -150,10 +167,26 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if !slices.Contains(workloads, c.Workload) {
 		return nil, bad("unknown -workload %q (want %s)", c.Workload, strings.Join(workloads, ", "))
 	}
-	if c.Impl != "all" {
-		if _, err := implByName(c.Impl); err != nil {
-			return nil, bad("%v", err)
+	for _, n := range strings.Split(c.Impl, ",") {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == "all":
+			c.Impls = append(c.Impls, allImpls...)
+		case n != "":
+			if _, err := implByName(n); err != nil {
+				return nil, bad("%v", err)
+			}
+			c.Impls = append(c.Impls, n)
 		}
+	}
+	c.Impls = slices.Compact(c.Impls)
+	if len(c.Impls) == 0 {
+		return nil, bad("-impl names no impl")
+	}
+	switch c.RedisFsync {
+	case "", "always", "everysec", "no":
+	default:
+		return nil, bad("-redis-appendfsync %q: always, everysec or no", c.RedisFsync)
 	}
 	if c.Cycles > 0 && !set["duration"] {
 		c.Duration = 0
@@ -163,8 +196,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, bad("-workers must be at least 1")
 	case c.Ensemble < 1:
 		return nil, bad("-ensemble must be at least 1")
-	case c.Duration < 0 || c.Hold < 0 || c.Cycles < 0 || c.Deadline < 0:
-		return nil, bad("negative -duration, -hold, -cycles or -deadline")
+	case c.Duration < 0 || c.Hold < 0 || c.Cycles < 0 || c.Deadline < 0 || c.Warmup < 0 || c.RedisTTL < 0 || c.RedisRetry <= 0:
+		return nil, bad("negative -duration, -hold, -cycles, -deadline, -warmup or -redis-ttl, or -redis-retry not positive")
 	case c.Duration == 0 && c.Cycles == 0 && c.Workload != "waiters":
 		return nil, bad("give -duration or -cycles: every run must end by itself")
 	case c.FaultInterval <= 0:
@@ -180,6 +213,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.Faults.has("leader-kill") && (len(c.Servers) > 0 || c.Ensemble < 3) {
 		return nil, bad("-faults leader-kill needs an embedded ensemble: -ensemble 3")
+	}
+	if c.Faults.has("pause") && c.Workload != "contended" {
+		return nil, bad("-faults pause runs on -workload contended: the stalled holder and the workers share its one path")
+	}
+	if c.Bench && (set["workload"] || set["impl"] || set["workers"] || set["paths"] || set["cycles"] || len(c.Faults) > 0) {
+		return nil, bad("-bench runs its own workloads, impls and workers: give only -duration, -warmup, -hold and server flags with it")
+	}
+	if c.RedisTTL == 0 {
+		c.RedisTTL = c.SessionTimeout
 	}
 	if c.Paths == 0 {
 		c.Paths = 10

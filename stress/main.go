@@ -23,6 +23,9 @@ import (
 )
 
 func main() {
+	if code, ok := childMode(); ok {
+		os.Exit(code)
+	}
 	// SIGINT/SIGTERM cancel the run: workers stop, clients close, the
 	// embedded ZooKeeper is closed, and what was measured is printed. A
 	// second signal ends the process at once (the servers it started die
@@ -30,6 +33,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	curatorPeer.close()
 	stop()
 	os.Exit(code)
 }

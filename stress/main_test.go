@@ -22,7 +22,20 @@ import (
 var shared *zkserver.Server
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(zkserver.Shared(m, &shared))
+	// The harness re-executes its own binary for plain programs and the pause
+	// fault's holder: under test, that binary is this one.
+	if code, ok := childMode(); ok {
+		os.Exit(code)
+	}
+	goleak.VerifyTestMain(removeCuratorAfter{zkserver.Shared(m, &shared)})
+}
+
+// removeCuratorAfter removes the Curator peer's build after the tests.
+type removeCuratorAfter struct{ m interface{ Run() int } }
+
+func (r removeCuratorAfter) Run() int {
+	defer curatorPeer.close()
+	return r.m.Run()
 }
 
 // outcome is one invocation of the command.
@@ -122,8 +135,8 @@ func TestWorkloads(t *testing.T) {
 				if r.Checked != (im != "rawzk") {
 					t.Errorf("checked = %v for %s", r.Checked, im)
 				}
-				if r.ZKRequestsPerCycle == nil {
-					t.Errorf("no zk_requests_per_cycle")
+				if r.ServerRequestsPerCycle == nil {
+					t.Errorf("no server_requests_per_cycle")
 				}
 			})
 		}
@@ -223,17 +236,19 @@ func TestCheckersCatchNone(t *testing.T) {
 
 func TestImplAll(t *testing.T) {
 	o := runCmd(t, "-impl", "all", "-workload", "contended", "-workers", "4", "-cycles", "200", "-duration", "2s")
-	clean(t, o, "turnstile", "gozk", "rawzk")
-	for _, want := range []string{"turnstile vs gozk: cycles/s", "turnstile vs rawzk: cycles/s"} {
-		if !strings.Contains(o.stderr, want) {
+	clean(t, o, allImpls...)
+	for _, im := range allImpls[1:] {
+		if want := "turnstile vs " + im + ": cycles/s"; !strings.Contains(o.stderr, want) {
 			t.Errorf("no ratio line %q in the table:\n%s", want, o.stderr)
 		}
 	}
 	// Unsupported impls are skipped under all, not fatal.
 	o = runCmd(t, "-impl", "all", "-workload", "waiters", "-paths", "2", "-workers", "5")
 	clean(t, o, "turnstile", "gozk")
-	if !strings.Contains(o.stderr, "rawzk: skipped") {
-		t.Errorf("rawzk's skip not reported")
+	for _, im := range []string{"curator", "kazoo", "redis", "rawzk"} {
+		if !strings.Contains(o.stderr, im+": skipped") {
+			t.Errorf("%s's skip not reported", im)
+		}
 	}
 }
 
@@ -243,6 +258,10 @@ func TestUnsupported(t *testing.T) {
 		{"-impl", "rawzk", "-workload", "waiters"},
 		{"-impl", "gozk", "-workload", "rw"},
 		{"-impl", "rawzk", "-workload", "semaphore"},
+		{"-impl", "curator", "-workload", "waiters"},
+		{"-impl", "kazoo", "-faults", "conn-cut"},
+		{"-impl", "redis", "-workload", "rw"},
+		{"-impl", "rawzk", "-faults", "pause"},
 	} {
 		o := runCmd(t, append(args, "-duration", "1s")...)
 		if o.code != exitUsage {
@@ -263,6 +282,10 @@ func TestFlags(t *testing.T) {
 		{"-duration", "0"},         // nothing would end the run
 		{"-workers", "0"},
 		{"-lock-path", "/elsewhere/x"},
+		{"-impl", "turnstile,nope"},
+		{"-bench", "-workload", "contended"}, // the suite has its own
+		{"-faults", "pause", "-workload", "uncontended"},
+		{"-redis-appendfsync", "sometimes"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage {
@@ -301,7 +324,8 @@ func TestJSONAndSeed(t *testing.T) {
 	}
 	for _, k := range []string{"impl", "workload", "workers", "paths", "duration_s", "faults", "seed", "servers",
 		"violations", "orphans", "lost", "goroutines_peak", "heap_inuse_bytes", "rss_bytes", "cycles", "cycles_per_s",
-		"acquire_p50_ms", "acquire_p99_ms", "acquire_max_ms", "zk_requests_per_cycle"} {
+		"acquire_p50_ms", "acquire_p99_ms", "acquire_max_ms", "server_requests_per_cycle",
+		"client_cpu_us_per_cycle", "server_cpu_us_per_cycle"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
