@@ -119,7 +119,7 @@ func (kazooImpl) Spawn(ctx context.Context, s spawnSpec) (*interop.Peer, error) 
 type plainImpl struct{ of impl }
 
 func (p plainImpl) Name() string         { return p.of.Name() + " plain" }
-func (p plainImpl) Excludes() bool       { return p.of.Excludes() }
+func (p plainImpl) Excludes() bool       { return false } // a plain program checks nothing
 func (p plainImpl) Backend() backendKind { return p.of.Backend() }
 func (p plainImpl) Supports(w string, f faultSet) error {
 	if err := p.of.Supports(w, f); err != nil {

@@ -1,14 +1,18 @@
 // Command stress is turnstile's stress and benchmark harness: it runs lock
 // workloads against a real ZooKeeper (embedded, or -servers), for turnstile
-// and for the libraries it is measured against, injects faults, proves
+// and for the libraries it is measured against (go-zookeeper's Lock, Apache
+// Curator and kazoo as processes of their own, a Redis lock on a
+// redis-server it starts, the bare requests), injects faults, proves
 // exclusion three ways (in process, by fencing tokens, and with
 // -witness-file by a witness file peer processes share), counts orphaned
-// lock nodes, and reports throughput,
-// latency, requests per cycle and memory.
+// lock nodes, and reports throughput, latency, requests per cycle, CPU time
+// per cycle on the client and the server, and memory.
 //
+//	go run ./stress -bench -warmup 2s -duration 6s
 //	go run ./stress -workload contended -workers 16 -duration 20s -faults conn-cut
-//	go run ./stress -impl all -workload uncontended -workers 64 -duration 10s
+//	go run ./stress -impl all -plain -workload uncontended -workers 64 -duration 10s
 //	go run ./stress -impl all -workload waiters -paths 100 -workers 100
+//	go run ./stress -impl turnstile,redis -faults pause -session-timeout 2s -duration 12s
 //	go run ./stress -ensemble 3 -faults leader-kill -workload paths -duration 60s
 //
 // Run with -help for every flag. The exit code is non-zero when a run saw a
