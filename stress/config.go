@@ -244,6 +244,26 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	return c, nil
 }
 
+// spec is the workload as a process of its own runs it on servers: the
+// same paths the harness's workers use (lockPath), the same bounds.
+func (c *config) spec(servers []string) workloadSpec {
+	s := workloadSpec{
+		servers: servers, path: c.LockPath, workers: c.Workers, duration: c.Duration, warmup: c.Warmup,
+		hold: c.Hold, sessionTimeout: c.SessionTimeout, maxInFlight: c.MaxInFlight,
+		redisTTL: c.RedisTTL, redisRetry: c.RedisRetry,
+	}
+	switch c.Workload {
+	case "uncontended":
+		s.path, s.paths = c.LockRoot+"/u", c.Workers
+	case "paths":
+		s.path, s.paths = c.LockRoot+"/p", c.Paths
+	}
+	if c.Cycles > 0 {
+		s.iterations = int((c.Cycles + int64(c.Workers) - 1) / int64(c.Workers))
+	}
+	return s
+}
+
 // serversLabel is the servers field of a result.
 func (c *config) serversLabel() string {
 	if len(c.Servers) == 0 {

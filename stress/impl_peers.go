@@ -25,20 +25,9 @@ type spawner interface {
 
 // spawnSpec is the workload as a peer runs it.
 type spawnSpec struct {
-	servers        []string
-	path           string // the lock path, or with paths > 0 the parent of worker w's path/<w mod paths>
-	paths          int
-	workers        int
-	iterations     int // per worker; 0: no limit
-	duration       time.Duration
-	warmup         time.Duration
-	hold           time.Duration
-	sessionTimeout time.Duration
-	maxInFlight    int
-	witness        string
-	redisTTL       time.Duration
-	redisRetry     time.Duration
-	env            *runEnv
+	workloadSpec
+	witness string // "" = no witness checks
+	env     *runEnv
 }
 
 // peerWorkloads are the workloads a spawned impl runs: mutex cycles on one
@@ -138,11 +127,8 @@ func hasPlain(name string) bool {
 }
 
 func (p plainImpl) Spawn(ctx context.Context, s spawnSpec) (*interop.Peer, error) {
-	o := plainOptions{
-		impl: p.of.Name(), servers: s.servers, path: s.path, paths: s.paths, workers: s.workers,
-		iterations: s.iterations, duration: s.duration, warmup: s.warmup, hold: s.hold,
-		sessionTimeout: s.sessionTimeout, maxInFlight: s.maxInFlight, redisTTL: s.redisTTL, redisRetry: s.redisRetry,
-	}
+	o := s.workloadSpec
+	o.impl = p.of.Name()
 	return startChild(ctx, "plain", o.args())
 }
 

@@ -56,10 +56,10 @@ type stallOutcome struct {
 // startPauser starts the stalled holder's process for impl im on servers.
 func startPauser(ctx context.Context, cfg *config, env *runEnv, im impl, servers []string, marker []byte) (*pauser, error) {
 	o := pauseChildOptions{
-		impl: im.Name(), servers: servers, path: cfg.LockPath, witness: cfg.WitnessFile,
+		workloadSpec: cfg.spec(servers), witness: cfg.WitnessFile,
 		resource: cfg.WitnessFile + ".resource", marker: string(marker) + ":stalled",
-		sessionTimeout: cfg.SessionTimeout, redisTTL: cfg.RedisTTL, redisRetry: cfg.RedisRetry,
 	}
+	o.impl, o.workers = im.Name(), 1
 	child, err := startChild(ctx, "pause", o.args())
 	if err != nil {
 		return nil, err

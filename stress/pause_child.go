@@ -33,19 +33,15 @@ import (
 //
 // Anything that fails is printed as "ERROR N <what>" and the child goes on.
 
-// pauseChildOptions are the child's flags.
+// pauseChildOptions are the child's flags: the workload's (one worker on
+// its path), and where the witness file and the resource are.
 type pauseChildOptions struct {
-	impl, path, witness, resource, marker string
-	servers                               []string
-	sessionTimeout, redisTTL, redisRetry  time.Duration
+	workloadSpec
+	witness, resource, marker string
 }
 
 func (o pauseChildOptions) args() []string {
-	return []string{
-		"-impl", o.impl, "-servers", strings.Join(o.servers, ","), "-path", o.path, "-witness", o.witness,
-		"-resource", o.resource, "-marker", o.marker, "-session-timeout", o.sessionTimeout.String(),
-		"-redis-ttl", o.redisTTL.String(), "-redis-retry", o.redisRetry.String(),
-	}
+	return append(o.workloadSpec.args(), "-witness", o.witness, "-resource", o.resource, "-marker", o.marker)
 }
 
 func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -53,15 +49,10 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	var servers string
 	fl := flag.NewFlagSet("pause", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&o.impl, "impl", "", "")
-	fl.StringVar(&servers, "servers", "", "")
-	fl.StringVar(&o.path, "path", "", "")
+	o.register(fl, &servers)
 	fl.StringVar(&o.witness, "witness", "", "")
 	fl.StringVar(&o.resource, "resource", "", "")
 	fl.StringVar(&o.marker, "marker", "", "")
-	fl.DurationVar(&o.sessionTimeout, "session-timeout", 5*time.Second, "")
-	fl.DurationVar(&o.redisTTL, "redis-ttl", 5*time.Second, "")
-	fl.DurationVar(&o.redisRetry, "redis-retry", time.Millisecond, "")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}

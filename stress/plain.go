@@ -29,58 +29,20 @@ import (
 // the same server, so the two can be compared; a harness that slows a
 // library down shows as a gap between the two rows.
 //
-// Nothing here uses the harness's types: only the libraries, and the lock
-// recipe of redislock.go, which is the Redis "library" both use.
+// Nothing here uses the harness's workers, checks or metrics: only the
+// libraries, the lock recipe of redislock.go (the Redis "library" both
+// use) and the workload's flags (workloadSpec).
 
 // plainCycle is one acquire → release; it returns the acquire's duration.
 type plainCycle func(ctx context.Context) (time.Duration, error)
 
-// plainOptions are the plain program's flags.
-type plainOptions struct {
-	impl           string
-	servers        []string
-	path           string
-	paths          int // 0: every worker on path; n: worker w on path/<w mod n>
-	workers        int
-	iterations     int // per worker; 0: no limit
-	duration       time.Duration
-	warmup         time.Duration
-	hold           time.Duration
-	sessionTimeout time.Duration
-	maxInFlight    int
-	redisTTL       time.Duration
-	redisRetry     time.Duration
-}
-
-// args is the command line that asks a plain program for o.
-func (o plainOptions) args() []string {
-	return []string{
-		"-impl", o.impl, "-servers", strings.Join(o.servers, ","), "-path", o.path,
-		"-paths", fmt.Sprint(o.paths), "-workers", fmt.Sprint(o.workers), "-iterations", fmt.Sprint(o.iterations),
-		"-duration", o.duration.String(), "-warmup", o.warmup.String(), "-hold", o.hold.String(),
-		"-session-timeout", o.sessionTimeout.String(), "-max-in-flight", fmt.Sprint(o.maxInFlight),
-		"-redis-ttl", o.redisTTL.String(), "-redis-retry", o.redisRetry.String(),
-	}
-}
-
-func parsePlain(args []string, stderr io.Writer) (plainOptions, error) {
-	var o plainOptions
+// parsePlain reads a plain program's flags: a workloadSpec.
+func parsePlain(args []string, stderr io.Writer) (workloadSpec, error) {
+	var o workloadSpec
 	var servers string
 	fs := flag.NewFlagSet("plain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.impl, "impl", "", "turnstile | gozk | rawzk | redis")
-	fs.StringVar(&servers, "servers", "", "host:port,...")
-	fs.StringVar(&o.path, "path", "", "lock path (Redis: key)")
-	fs.IntVar(&o.paths, "paths", 0, "")
-	fs.IntVar(&o.workers, "workers", 1, "")
-	fs.IntVar(&o.iterations, "iterations", 0, "")
-	fs.DurationVar(&o.duration, "duration", 0, "")
-	fs.DurationVar(&o.warmup, "warmup", 0, "")
-	fs.DurationVar(&o.hold, "hold", 0, "")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", 5*time.Second, "")
-	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "")
-	fs.DurationVar(&o.redisTTL, "redis-ttl", 5*time.Second, "")
-	fs.DurationVar(&o.redisRetry, "redis-retry", time.Millisecond, "")
+	o.register(fs, &servers)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -91,7 +53,7 @@ func parsePlain(args []string, stderr io.Writer) (plainOptions, error) {
 	return o, nil
 }
 
-// plainMain runs a plain program; see plainOptions.
+// plainMain runs a plain program of the workload its flags describe.
 func plainMain(args []string, stdout, stderr io.Writer) int {
 	o, err := parsePlain(args, stderr)
 	if err != nil {
@@ -116,15 +78,9 @@ func plainMain(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// openPlain connects the library and makes each worker's cycle.
-func openPlain(ctx context.Context, o plainOptions) (cycles []plainCycle, closeLib func(), err error) {
-	paths := make([]string, o.workers)
-	for w := range paths {
-		paths[w] = o.path
-		if o.paths > 0 {
-			paths[w] = fmt.Sprintf("%s/%d", o.path, w%o.paths)
-		}
-	}
+// openPlain connects the library and makes each worker's cycle: the
+// library's own acquire and release, timed.
+func openPlain(ctx context.Context, o workloadSpec) (cycles []plainCycle, closeLib func(), err error) {
 	cycles = make([]plainCycle, o.workers)
 	switch o.impl {
 	case "turnstile":
@@ -133,18 +89,15 @@ func openPlain(ctx context.Context, o plainOptions) (cycles []plainCycle, closeL
 		if err != nil {
 			return nil, nil, err
 		}
-		for w, p := range paths {
-			m := lock.NewMutex(eng, p)
-			cycles[w] = func(ctx context.Context) (time.Duration, error) {
-				t0 := time.Now()
+		for w := range cycles {
+			m := lock.NewMutex(eng, o.workerPath(w))
+			cycles[w] = timed(o.hold, func(ctx context.Context) (func(context.Context) error, error) {
 				l, err := m.Lock(ctx)
 				if err != nil {
-					return 0, err
+					return nil, err
 				}
-				d := time.Since(t0)
-				hold(o.hold)
-				return d, l.Release(ctx)
-			}
+				return l.Release, nil
+			})
 		}
 		return cycles, func() { eng.Close() }, nil
 	case "gozk", "rawzk":
@@ -152,31 +105,26 @@ func openPlain(ctx context.Context, o plainOptions) (cycles []plainCycle, closeL
 		if err != nil {
 			return nil, nil, err
 		}
-		for w, p := range paths {
+		for w := range cycles {
+			p := o.workerPath(w)
 			if o.impl == "gozk" {
 				l := zk.NewLock(conn.conn, p, zk.WorldACL(zk.PermAll))
-				cycles[w] = func(context.Context) (time.Duration, error) {
-					t0 := time.Now()
+				cycles[w] = timed(o.hold, func(context.Context) (func(context.Context) error, error) {
 					if err := l.Lock(); err != nil {
-						return 0, err
+						return nil, err
 					}
-					d := time.Since(t0)
-					hold(o.hold)
-					return d, l.Unlock()
-				}
+					return func(context.Context) error { return l.Unlock() }, nil
+				})
 				continue
 			}
-			cycles[w] = func(context.Context) (time.Duration, error) {
-				t0 := time.Now()
+			cycles[w] = timed(o.hold, func(context.Context) (func(context.Context) error, error) {
 				node, err := createLockNode(conn.conn, p, nil)
 				if err != nil {
-					return 0, err
+					return nil, err
 				}
 				_, _, err = conn.conn.Children(p)
-				d := time.Since(t0)
-				hold(o.hold)
-				return d, errors.Join(err, conn.conn.Delete(node, -1))
-			}
+				return func(context.Context) error { return errors.Join(err, conn.conn.Delete(node, -1)) }, nil
+			})
 		}
 		return cycles, func() { conn.Close() }, nil
 	case "redis":
@@ -184,34 +132,42 @@ func openPlain(ctx context.Context, o plainOptions) (cycles []plainCycle, closeL
 		if err != nil {
 			return nil, nil, err
 		}
-		for w, p := range paths {
-			l := newRedisLock(rdb, p, o.redisTTL, o.redisRetry, "plain")
-			cycles[w] = func(ctx context.Context) (time.Duration, error) {
-				t0 := time.Now()
+		for w := range cycles {
+			l := newRedisLock(rdb, o.workerPath(w), o.redisTTL, o.redisRetry, "plain")
+			cycles[w] = timed(o.hold, func(ctx context.Context) (func(context.Context) error, error) {
 				h, err := l.Acquire(ctx)
 				if err != nil {
-					return 0, err
+					return nil, err
 				}
-				d := time.Since(t0)
-				hold(o.hold)
-				return d, h.Release(ctx)
-			}
+				return h.Release, nil
+			})
 		}
 		return cycles, func() { rdb.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("no plain program for -impl %q", o.impl)
 }
 
-func hold(d time.Duration) {
-	if d > 0 {
-		time.Sleep(d)
+// timed is the cycle of acquire (which returns its release): acquire,
+// timed; hold; release.
+func timed(hold time.Duration, acquire func(context.Context) (func(context.Context) error, error)) plainCycle {
+	return func(ctx context.Context) (time.Duration, error) {
+		t0 := time.Now()
+		release, err := acquire(ctx)
+		if err != nil {
+			return 0, err
+		}
+		d := time.Since(t0)
+		if hold > 0 {
+			time.Sleep(hold)
+		}
+		return d, release(ctx)
 	}
 }
 
 // runPlain runs the workers and measures the window, as the peers do:
 // open after the warm-up, closed after the duration (or when every worker
 // is done); a cycle counts when it completes while the window is open.
-func runPlain(ctx context.Context, o plainOptions, cycles []plainCycle, stdout io.Writer) interop.BenchResult {
+func runPlain(ctx context.Context, o workloadSpec, cycles []plainCycle, stdout io.Writer) interop.BenchResult {
 	var open, stopping atomic.Bool
 	var errs atomic.Int64
 	lat := make([]map[int64]int64, len(cycles))

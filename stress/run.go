@@ -576,14 +576,7 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		res.Notes = append(res.Notes, pz.notes()...)
 	}
 	if sc != nil {
-		left, err := sc.settle(context.Background(), cfg.LockRoot, marker, v.settle)
-		res.Orphans = len(left)
-		if err != nil {
-			res.Notes = append(res.Notes, "orphan scan: "+err.Error())
-		}
-		if len(left) > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("orphaned lock nodes, e.g. %s", left[0]))
-		}
+		res.scanOrphans(sc, cfg.LockRoot, marker, v.settle)
 	}
 
 	res.Violations = r.check.violations()
@@ -611,20 +604,7 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 // measures it from outside: CPU times and the server's counters at the
 // peer's BENCH-START and BENCH-END, cycles and latencies from its report.
 func runSpawned(hard context.Context, cfg *config, env *runEnv, sp spawner, v backendView, sc nodeScanner, res *result) {
-	spec := spawnSpec{
-		servers: v.addrs, path: cfg.LockPath, workers: cfg.Workers, duration: cfg.Duration, warmup: cfg.Warmup,
-		hold: cfg.Hold, sessionTimeout: cfg.SessionTimeout, maxInFlight: cfg.MaxInFlight, witness: cfg.WitnessFile,
-		redisTTL: cfg.RedisTTL, redisRetry: cfg.RedisRetry, env: env,
-	}
-	switch cfg.Workload {
-	case "uncontended":
-		spec.path, spec.paths = cfg.LockRoot+"/u", cfg.Workers
-	case "paths":
-		spec.path, spec.paths = cfg.LockRoot+"/p", cfg.Paths
-	}
-	if cfg.Cycles > 0 {
-		spec.iterations = int((cfg.Cycles + int64(cfg.Workers) - 1) / int64(cfg.Workers))
-	}
+	spec := spawnSpec{workloadSpec: cfg.spec(v.addrs), witness: cfg.WitnessFile, env: env}
 	res.Checked = cfg.WitnessFile != "" && sp.Excludes()
 	peer, err := sp.Spawn(hard, spec)
 	if err != nil {
@@ -676,14 +656,21 @@ func runSpawned(hard context.Context, cfg *config, env *runEnv, sp spawner, v ba
 	res.window(s0, s1, true)
 	if sc != nil {
 		// The peer has exited: any lock node left under the root is its.
-		left, err := sc.settle(context.Background(), cfg.LockRoot, nil, v.settle)
-		res.Orphans = len(left)
-		if err != nil {
-			res.Notes = append(res.Notes, "orphan scan: "+err.Error())
-		}
-		if len(left) > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("orphaned lock nodes, e.g. %s", left[0]))
-		}
+		res.scanOrphans(sc, cfg.LockRoot, nil, v.settle)
+	}
+}
+
+// scanOrphans counts the lock nodes carrying marker left under root once
+// the client has gone, after the settle time in which a dead session's
+// nodes may linger.
+func (res *result) scanOrphans(sc nodeScanner, root string, marker []byte, settle time.Duration) {
+	left, err := sc.settle(context.Background(), root, marker, settle)
+	res.Orphans = len(left)
+	if err != nil {
+		res.Notes = append(res.Notes, "orphan scan: "+err.Error())
+	}
+	if len(left) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("orphaned lock nodes, e.g. %s", left[0]))
 	}
 }
 
