@@ -137,14 +137,14 @@ func bytesIEC(b float64) string {
 }
 
 // printTable writes the human table, then turnstile's ratio to every other
-// impl that ran.
-func printTable(w io.Writer, cfg *config, results []*result) {
+// impl that ran; load is the load average when the runs began.
+func printTable(w io.Writer, cfg *config, results []*result, load string) {
 	if len(results) == 0 {
 		return
 	}
 	r0 := results[0]
-	fmt.Fprintf(w, "\nworkload %s · workers %d · paths %d · hold %v · faults %s · seed %d · zookeeper %s %s\n\n",
-		cfg.Workload, cfg.Workers, r0.Paths, cfg.Hold, cfg.Faults, cfg.Seed, r0.Servers, r0.ZKVersion)
+	fmt.Fprintf(w, "\nworkload %s · workers %d · paths %d · hold %v · faults %s · seed %d · server %s %s · load before %s\n\n",
+		cfg.Workload, cfg.Workers, r0.Paths, cfg.Hold, cfg.Faults, cfg.Seed, r0.Servers, r0.ZKVersion, load)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	waiters := cfg.Workload == "waiters"
 	head := "impl\tcycles\tcycles/s\tp50 ms\tp99 ms\tmax ms\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tlost\terrors\tgoroutines peak\trss\t"

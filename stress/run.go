@@ -161,6 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, p := range plans {
 		var results []*result
+		load := loadAverage()
 		for _, im := range p.impls {
 			if ctx.Err() != nil {
 				break
@@ -173,9 +174,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		results = append(results, p.skipped...)
 		if cfg.JSON {
 			printJSON(stdout, results)
-			printTable(stderr, p.cfg, results)
+			printTable(stderr, p.cfg, results, load)
 		} else {
-			printTable(stdout, p.cfg, results)
+			printTable(stdout, p.cfg, results, load)
 		}
 		all = append(all, results...)
 	}
