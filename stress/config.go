@@ -21,6 +21,7 @@ type config struct {
 	Hold           time.Duration
 	Cycles         int64
 	Warmup         time.Duration
+	ServerWarmup   time.Duration
 	Impl           string   // as given
 	Impls          []string // what it names, in order
 	Plain          bool
@@ -91,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.Hold, "hold", 0, "time held in the critical section per cycle")
 	fs.Int64Var(&c.Cycles, "cycles", 0, "stop after this many acquisition attempts in all (0: no limit, use -duration)")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "run this long before the measured window opens (every impl, peers included; not for waiters)")
+	fs.DurationVar(&c.ServerWarmup, "server-warmup", 0, "before the first impl, load the ZooKeeper servers this long with bare cycles, unmeasured, so that the JVM has compiled its hot paths and the first impl does not pay for it (default 10s with -bench)")
 	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | curator (Apache Curator's InterProcessMutex, a Java process) | kazoo (kazoo's Lock, a Python process) | redis (SET NX PX + compare-and-delete, on a redis-server of its own) | rawzk (no lock: create+getChildren+delete) | all, or a comma-separated list")
 	fs.BoolVar(&c.Plain, "plain", false, "after each of turnstile, gozk, redis and rawzk, run its plain program (a process of its own doing nothing but the loop) on the same server, to compare with the harness's run")
 	fs.BoolVar(&c.Bench, "bench", false, "run the suite of BENCHMARKS.md (uncontended with 64 workers and contended with 16, every impl and -plain; waiters 100 x 100 for turnstile and gozk) and print one table; -duration and -warmup apply to each run")
@@ -196,7 +198,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, bad("-workers must be at least 1")
 	case c.Ensemble < 1:
 		return nil, bad("-ensemble must be at least 1")
-	case c.Duration < 0 || c.Hold < 0 || c.Cycles < 0 || c.Deadline < 0 || c.Warmup < 0 || c.RedisTTL < 0 || c.RedisRetry <= 0:
+	case c.Duration < 0 || c.Hold < 0 || c.Cycles < 0 || c.Deadline < 0 || c.Warmup < 0 || c.ServerWarmup < 0 || c.RedisTTL < 0 || c.RedisRetry <= 0:
 		return nil, bad("negative -duration, -hold, -cycles, -deadline, -warmup or -redis-ttl, or -redis-retry not positive")
 	case c.Duration == 0 && c.Cycles == 0 && c.Workload != "waiters":
 		return nil, bad("give -duration or -cycles: every run must end by itself")
@@ -222,6 +224,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.RedisTTL == 0 {
 		c.RedisTTL = c.SessionTimeout
+	}
+	if c.Bench && !set["server-warmup"] {
+		c.ServerWarmup = 10 * time.Second
 	}
 	if c.Paths == 0 {
 		c.Paths = 10

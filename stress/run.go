@@ -148,13 +148,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	var all []*result
 	idx := 0
-	if cfg.Bench && needZK {
+	if cfg.ServerWarmup > 0 && needZK {
 		// A fresh JVM interprets, then compiles, ZooKeeper's hot paths over
 		// its first seconds of load; the first impl measured would pay for
 		// it. Bare cycles, unmeasured, run it in first.
 		w := *cfg
-		w.Workload, w.Workers, w.Duration, w.Warmup, w.Plain = "uncontended", 64, serverWarmup, 0, false
-		con.logf("server warm-up: rawzk, 64 workers, %v", serverWarmup)
+		w.Workload, w.Workers, w.Duration, w.Warmup, w.Plain, w.Cycles = "uncontended", 64, cfg.ServerWarmup, 0, false, 0
+		con.logf("server warm-up: rawzk, 64 workers, %v", cfg.ServerWarmup)
 		res := runOne(ctx, &w, env, rawzkImpl{}, idx)
 		idx++
 		con.logf("server warm-up: %.0f cycles/s", res.CyclesPerS)
@@ -199,9 +199,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return code
 }
-
-// serverWarmup is how long -bench loads the server before it measures.
-const serverWarmup = 10 * time.Second
 
 func yesNo(b bool) string {
 	if b {
