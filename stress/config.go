@@ -25,6 +25,7 @@ type config struct {
 	Impl           string   // as given
 	Impls          []string // what it names, in order
 	Plain          bool
+	PlainFirst     bool
 	Bench          bool
 	FSync          bool
 	RedisTTL       time.Duration
@@ -95,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.ServerWarmup, "server-warmup", 0, "before the first impl, load the ZooKeeper servers this long with bare cycles, unmeasured, so that the JVM has compiled its hot paths and the first impl does not pay for it (default 10s with -bench)")
 	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | curator (Apache Curator's InterProcessMutex, a Java process) | kazoo (kazoo's Lock, a Python process) | redis (SET NX PX + compare-and-delete, on a redis-server of its own) | rawzk (no lock: create+getChildren+delete) | all, or a comma-separated list")
 	fs.BoolVar(&c.Plain, "plain", false, "after each of turnstile, gozk, redis and rawzk, run its plain program (a process of its own doing nothing but the loop) on the same server, to compare with the harness's run")
+	fs.BoolVar(&c.PlainFirst, "plain-first", false, "with -plain: run each plain program before the harness's run instead of after (to see that the order does not decide the comparison)")
 	fs.BoolVar(&c.Bench, "bench", false, "run the suite of BENCHMARKS.md (uncontended with 64 workers and contended with 16, every impl and -plain; waiters 100 x 100 for turnstile and gozk) and print one table; -duration and -warmup apply to each run")
 	fs.BoolVar(&c.FSync, "fsync", true, "embedded ZooKeeper servers fsync every write before acknowledging it (ZooKeeper's default, forceSync=yes); false: forceSync=no, as the tests run")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", 0, "redis: the lock's lease (default: -session-timeout)")

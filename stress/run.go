@@ -95,10 +95,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cands := []impl{im}
 			if sc.Plain && hasPlain(n) {
 				cands = append(cands, plainImpl{of: im})
+				if sc.PlainFirst {
+					cands[0], cands[1] = cands[1], cands[0]
+				}
 			}
 			for _, c := range cands {
 				if err := c.Supports(sc.Workload, sc.Faults); err != nil {
-					if len(sc.Impls) == 1 && c == im {
+					if len(sc.Impls) == 1 && c == impl(im) {
 						fmt.Fprintln(stderr, "stress:", err)
 						return exitUsage
 					}
