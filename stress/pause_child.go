@@ -64,22 +64,32 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	ctx := context.Background()
-	octx, cancel := context.WithTimeout(ctx, time.Minute)
-	c, err := im.Open(octx, openOptions{
-		Servers: o.servers, SessionTimeout: o.sessionTimeout, Marker: []byte(o.marker), Workers: 1,
-		RedisTTL: o.redisTTL, RedisRetry: o.redisRetry, Logger: slog.New(slog.DiscardHandler),
-	})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(stderr, "pause child: connect:", err)
-		return exitFailed
+	// A holder whose session expired starts again with a client of its own
+	// after each stall, as an application does after losing its session
+	// (go-zookeeper's connection does not always recover by itself).
+	open := func() (client, locker, error) {
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		c, err := im.Open(octx, openOptions{
+			Servers: o.servers, SessionTimeout: o.sessionTimeout, Marker: []byte(o.marker), Workers: 1,
+			RedisTTL: o.redisTTL, RedisRetry: o.redisRetry, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := c.Mutex(o.path)
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return c, l, nil
 	}
-	defer c.Close()
-	l, err := c.Mutex(o.path)
+	c, l, err := open()
 	if err != nil {
 		fmt.Fprintln(stderr, "pause child:", err)
 		return exitFailed
 	}
+	defer func() { c.Close() }()
 	res := &fencedResource{path: o.resource}
 	who := fmt.Sprintf("%d.stalled", os.Getpid())
 	lines := bufio.NewScanner(stdin)
@@ -157,6 +167,11 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		}
 		cancel()
 		fmt.Fprintf(stdout, "DONE %s write=%s lost_at_write=%v lost_after=%s release=%s\n", n, outcome, lostAtWrite, told, rel)
+		c.Close()
+		if c, l, err = open(); err != nil {
+			fmt.Fprintln(stderr, "pause child: reconnect:", err)
+			return exitFailed
+		}
 	}
 }
 

@@ -479,6 +479,10 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		if cfg.Duration > 0 {
 			sleepCtx(r.stop, cfg.Duration)
 			s1 = take()
+			// A fault under way ends while the workers still run: a pause
+			// with nobody left to take the lock would show nothing.
+			stopInj()
+			<-injDone
 			stopNow()
 			res.Stuck = workers.finish(cfg.SessionTimeout + 10*time.Second)
 		} else {
