@@ -93,7 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.Hold, "hold", 0, "time held in the critical section per cycle")
 	fs.Int64Var(&c.Cycles, "cycles", 0, "stop after this many acquisition attempts in all (0: no limit, use -duration)")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "run this long before the measured window opens (every impl, peers included; not for waiters)")
-	fs.DurationVar(&c.ServerWarmup, "server-warmup", 0, "before the first impl, load the ZooKeeper servers this long with bare cycles, unmeasured, so that the JVM has compiled its hot paths and the first impl does not pay for it (default 10s with -bench)")
+	fs.DurationVar(&c.ServerWarmup, "server-warmup", 0, "before the first impl, load the ZooKeeper servers this long with bare cycles and turnstile's, unmeasured, so that the JVM has compiled its hot paths and the first impl does not pay for it (default 10s with -bench)")
 	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | curator (Apache Curator's InterProcessMutex, a Java process) | kazoo (kazoo's Lock, a Python process) | redis (SET NX PX + compare-and-delete, on a redis-server of its own) | rawzk (no lock: create+getChildren+delete) | all, or a comma-separated list")
 	fs.BoolVar(&c.Plain, "plain", false, "after each of turnstile, gozk, redis and rawzk, run its plain program (a process of its own doing nothing but the loop) on the same server, to compare with the harness's run")
 	fs.BoolVar(&c.PlainFirst, "plain-first", false, "with -plain: run each plain program before the harness's run instead of after (to see that the order does not decide the comparison)")
