@@ -11,8 +11,9 @@ import (
 // loop goroutine) shared by every worker of the run.
 type turnstileImpl struct{}
 
-func (turnstileImpl) Name() string   { return "turnstile" }
-func (turnstileImpl) Excludes() bool { return true }
+func (turnstileImpl) Name() string         { return "turnstile" }
+func (turnstileImpl) Excludes() bool       { return true }
+func (turnstileImpl) Backend() backendKind { return zookeeperBackend }
 
 func (turnstileImpl) Supports(string, faultSet) error { return nil }
 
