@@ -191,8 +191,9 @@ func (l *Lease) markLost(err error) {
 		return
 	}
 	l.lostErr = &lostError{cause: err}
-	l.lost.fire()
+	// The context first: whoever sees Lost closed sees it cancelled.
 	l.endLocked(l.lostErr)
+	l.lost.fire()
 }
 
 func (l *Lease) setSuspended(on bool) {

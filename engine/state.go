@@ -46,8 +46,9 @@ func (e *Engine) State() State { return e.states.current() }
 //
 //	for s := range eng.StateChanges(ctx) { ... }
 //
-// sees every state the engine settles in until it closes. It works whether
-// or not any lock is held, and costs no goroutine.
+// ends with StateClosed when the engine closes. It works whether or not
+// any lock is held, and costs no goroutine: each call adds a channel the
+// engine keeps until ctx ends or the engine closes.
 func (e *Engine) StateChanges(ctx context.Context) <-chan State {
 	return e.states.follow(ctx)
 }
