@@ -157,6 +157,9 @@ type Engine struct {
 	// wrapLogged holds the lock paths whose wrapped sequence numbers were
 	// logged (see parseListing); made on first use.
 	wrapLogged map[string]struct{}
+	// foreignLogged holds the children of lock paths, no lock node, that
+	// were logged (see noteForeign); made on first use.
+	foreignLogged map[string]struct{}
 }
 
 // entry is the loop's record of one contender.
@@ -610,10 +613,12 @@ func (e *Engine) listed(d events.OpDone, in input) {
 }
 
 // parseListing parses one listing of path for every contender it is
-// handed to, and logs, once per path, a listing whose sequence numbers
-// wrapped: the contenders fail on it with ErrSequenceWrapped.
+// handed to, logs the children no recipe reads (see noteForeign), and
+// logs, once per path, a listing whose sequence numbers wrapped: the
+// contenders fail on it with ErrSequenceWrapped.
 func (e *Engine) parseListing(path string, children []string) *queue.Listing {
 	l := queue.NewListing(children)
+	e.noteForeign(path, l)
 	if !l.Wrapped() {
 		return l
 	}

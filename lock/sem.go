@@ -123,7 +123,6 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, 
 // among the first N. Otherwise any holder's release may free a slot: watch
 // the children.
 func (s *Semaphore) decide(l *queue.Listing, self string) engine.Decision {
-	noteForeignIn(l)
 	d := l.Semaphore(self, s.n)
 	if d.Holds || d.Missing {
 		return decision(d)
