@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -83,9 +84,13 @@ func TestObserverReportsEachAcquisitionUnderOneID(t *testing.T) {
 		{events.Acquiring, events.Failed},
 		{events.Acquiring, events.Cancelled},
 	}
-	if got := seen.sequences(); !slices.EqualFunc(got, want, slices.Equal) {
-		t.Fatalf("reports per contender: %v, want %v", got, want)
-	}
+	// The loop reports an ending after it resolves the future, so the
+	// last report may follow Wait's return.
+	eventually(t, fmt.Sprintf("reports per contender %v", want), func() bool {
+		got := seen.sequences()
+		t.Logf("reports per contender: %v", got)
+		return slices.EqualFunc(got, want, slices.Equal)
+	})
 }
 
 // Sessions counts a disconnection that outlasts the session's trust, the
