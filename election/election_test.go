@@ -12,7 +12,7 @@ import (
 
 // pending reports whether a campaign is still waiting.
 func pending(f *engine.Future[*election.Leadership]) bool {
-	_, _, ok := f.Result()
+	_, ok, _ := f.Result()
 	return !ok
 }
 

@@ -47,7 +47,8 @@ func (l *Leadership) Value() []byte { return l.value }
 func (l *Leadership) Node() string { return l.lease.Node() }
 
 // Resign ends the term and deletes the leader's node, so the next candidate
-// is elected. It returns once the node is deleted, or with ctx's error when
-// ctx ends first (the deletion goes on regardless). A lost leadership
-// reports its loss (ErrLost); a second call returns ErrNotHeld.
+// is elected. It returns once the node is deleted, or with
+// context.Cause(ctx) when ctx ends first (the deletion goes on regardless).
+// A lost leadership reports its loss (ErrLost); a second call returns
+// ErrNotHeld.
 func (l *Leadership) Resign(ctx context.Context) error { return l.lease.Release(ctx) }

@@ -71,12 +71,13 @@ func zkErr(err error) error {
 	return err
 }
 
-// direct runs one synchronous request of the client, giving up (but not
-// abandoning the request, which the client bounds) when ctx ends.
+// direct runs one synchronous request of the client, giving up with
+// context.Cause(ctx) (but not abandoning the request, which the client
+// bounds) when ctx ends.
 func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, error) {
 	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
+	if ctx.Err() != nil {
+		return zero, context.Cause(ctx)
 	}
 	e.mu.Lock()
 	if e.closed {
@@ -99,6 +100,6 @@ func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, e
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return zero, context.Cause(ctx)
 	}
 }

@@ -276,7 +276,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	case <-timer.C:
 		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
 	case <-ctx.Done():
-		err = fmt.Errorf("%w: %w", ErrUnreachable, ctx.Err())
+		err = fmt.Errorf("%w: %w", ErrUnreachable, context.Cause(ctx))
 	}
 	e.Close()
 	return nil, err
@@ -311,8 +311,8 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 		return resolvedFuture[*Lease](nil, err)
 	}
 	req.Path = full
-	if err := ctx.Err(); err != nil {
-		return resolvedFuture[*Lease](nil, err)
+	if ctx.Err() != nil {
+		return resolvedFuture[*Lease](nil, context.Cause(ctx))
 	}
 	fut := newFuture[*Lease]()
 	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
@@ -351,6 +351,13 @@ func (e *Engine) post(cmd any) bool {
 // hang a callback that calls Close (it would wait for itself). Callbacks of
 // the futures Close resolves may run after it returns. It must not be
 // called from the Observer, which runs on the loop Close waits for.
+//
+// Close always returns nil; the error result makes an Engine an
+// io.Closer. Nothing it leaves undone is the caller's to act on: a node
+// whose deletion was not answered within CloseTimeout goes with the
+// session, which Close ends (or, with no server reachable, which the
+// server expires), and how each acquisition and lease ended is told by
+// its own future, Lost channel and Err.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() { e.post(closeCmd{}) })
 	<-e.loopDone

@@ -139,9 +139,11 @@ func (l *Lease) endLocked(cause error) {
 }
 
 // Release gives the lock up and deletes the lease's node. It returns once
-// the node is deleted, or with ctx's error when ctx ends first (the deletion
-// goes on regardless). A lost lease reports its loss (ErrLost). A second
-// call returns ErrNotHeld and does nothing.
+// the node is deleted, or with context.Cause(ctx) when ctx ends first (the
+// deletion goes on regardless). A lost lease reports its loss (ErrLost). A
+// second call returns ErrNotHeld and does nothing. A deletion the server
+// refuses for lack of rights fails with ErrNoAuth; the node then stays
+// until the session ends.
 func (l *Lease) Release(ctx context.Context) error {
 	_, err := l.ReleaseAsync().Wait(ctx)
 	return err

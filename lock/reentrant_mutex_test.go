@@ -415,7 +415,7 @@ func TestReentrantMutexInvalidOwnersEverywhere(t *testing.T) {
 		"slice in an interface field": boxed{v: []int{1}},
 	} {
 		f := r.Acquire(ctx, owner)
-		if _, err, done := f.Result(); !done || !errors.Is(err, lock.ErrInvalidOwner) {
+		if _, done, err := f.Result(); !done || !errors.Is(err, lock.ErrInvalidOwner) {
 			t.Errorf("%s: Acquire resolved=%v err=%v, want ErrInvalidOwner at once", name, done, err)
 		}
 		if _, err := r.TryAcquire(ctx, owner); !errors.Is(err, lock.ErrInvalidOwner) {

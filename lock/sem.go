@@ -67,7 +67,8 @@ func (s *Semaphore) Path() string { return s.path }
 func (s *Semaphore) Leases() int { return s.n }
 
 // Acquire asks for a lease and returns at once. Cancelling ctx before the
-// grant resolves the future with ctx's error and leaves no node behind.
+// grant resolves the future with context.Cause(ctx) and leaves no node
+// behind.
 func (s *Semaphore) Acquire(ctx context.Context) *engine.Future[*Lease] {
 	return s.acquire(ctx, false)
 }
