@@ -1,6 +1,6 @@
 module github.com/turnstile-go/turnstile
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
@@ -8,7 +8,7 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/rs/zerolog v1.28.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sync v0.24.0
+	golang.org/x/sync v0.22.0
 )
 
 require (
