@@ -17,10 +17,7 @@ import (
 func TestLeaseContextEndsWithRelease(t *testing.T) {
 	ctx := boundedCtx(t)
 	eng := startEngine(t, engine.Config{})
-	l, err := lock.NewMutex(eng, testRoot(t)+"/l").Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := lockOwn(ctx, t, eng, "/l")
 	lctx := l.Context()
 	if lctx != l.Context() {
 		t.Error("a second call made another context")
@@ -38,10 +35,7 @@ func TestLeaseContextEndsWithRelease(t *testing.T) {
 		t.Errorf("after Release: cause %v, want ErrNotHeld", cause)
 	}
 
-	l2, err := lock.NewMutex(eng, testRoot(t)+"/late").Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := lockOwn(ctx, t, eng, "/late")
 	if err := l2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +50,7 @@ func TestLeaseContextEndsWithLoss(t *testing.T) {
 	ctx := boundedCtx(t)
 	var p netfault.Partition
 	eng := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: p.Dial})
-	l, err := lock.NewMutex(eng, testRoot(t)+"/l").Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := lockOwn(ctx, t, eng, "/l")
 	lctx := l.Context()
 	p.Cut()
 	defer p.Heal()
@@ -82,13 +73,21 @@ func TestLeaseContextEndsWithLoss(t *testing.T) {
 func TestLeaseContextEndsWithClose(t *testing.T) {
 	ctx := boundedCtx(t)
 	eng := startEngine(t, engine.Config{})
-	l, err := lock.NewMutex(eng, testRoot(t)+"/l").Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := lockOwn(ctx, t, eng, "/l")
 	lctx := l.Context()
 	eng.Close()
 	if cause := context.Cause(lctx); !errors.Is(cause, engine.ErrLost) || !errors.Is(cause, engine.ErrClosed) {
 		t.Errorf("cause after Close: %v, want ErrLost and ErrClosed", cause)
 	}
+}
+
+// lockOwn locks a mutex at name under the test's own root, or fails the
+// test.
+func lockOwn(ctx context.Context, t *testing.T, eng *engine.Engine, name string) *lock.Lease {
+	t.Helper()
+	l, err := lock.NewMutex(eng, testRoot(t)+name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
