@@ -43,8 +43,15 @@ func (l *Leadership) Token() int64 { return l.lease.Token() }
 // Value is the value the leader campaigned with. It must not be modified.
 func (l *Leadership) Value() []byte { return l.value }
 
-// Node is the full path of the leader's node.
+// Node is the path of the leader's node, relative to the engine's
+// Config.Root.
 func (l *Leadership) Node() string { return l.lease.Node() }
+
+// Context is cancelled when the term ends: when the leadership is lost
+// (the cause is Err, which errors.Is finds as ErrLost) or once Resign has
+// deleted the node (the cause is engine.ErrNotHeld). Hand it to the work
+// only the leader may do. See engine.Lease.Context.
+func (l *Leadership) Context() context.Context { return l.lease.Context() }
 
 // Resign ends the term and deletes the leader's node, so the next candidate
 // is elected. It returns once the node is deleted, or with
