@@ -93,6 +93,9 @@ type input struct {
 	// inListed, the reply to a recovery read: a node carries our id but
 	// another session owns it.
 	foreign bool
+	// inRefused: the grant was refused because the session that answered
+	// has ended, not because the current one is untrusted.
+	sessionEnded bool
 	// listing is children parsed and sorted once per reply and shared by
 	// every contender the reply is handed to (inListed, and inWatchSet of a
 	// children watch); nil when the engine left it to parsed.
@@ -199,6 +202,11 @@ type contender struct {
 	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
 
+// errBorrowedPlaceGone fails a contender whose node has a borrowed
+// sequence number (Request.Seq) when that node is gone, or may never have
+// been made at a moment it could be: such a node is made once, never again.
+var errBorrowedPlaceGone = fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost)
+
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
 	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
 }
@@ -277,7 +285,7 @@ func (c *contender) step(in input) []effect {
 		c.untrusted = false
 		return nil
 	case inRefused:
-		return c.onRefused()
+		return c.onRefused(in)
 	case inRetry:
 		return c.onRetry()
 	case inHandoff:
@@ -413,6 +421,11 @@ func (c *contender) onCreated(in input) []effect {
 		if c.cancelled {
 			return c.finish()
 		}
+		if c.fixedSeq != "" {
+			// The lock path is gone, and with it the node whose place in
+			// the queue ours was to take.
+			return c.fail(errBorrowedPlaceGone)
+		}
 		c.phase = phaseParents
 		return []effect{{kind: effCreateParents, path: c.lockPath}}
 	case outConnLoss:
@@ -471,11 +484,33 @@ func (c *contender) onListed(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	default:
-		// A recovery read refused leaves our node, if the lost create
-		// made one, to the session's end: looking again would be refused
-		// again, for ever.
-		c.recovering = false
-		return c.fail(refused("list", c.lockPath, in.err))
+		err := refused("list", c.lockPath, in.err)
+		switch {
+		case c.recovering && noAuth(in.err):
+			// The lock path is no longer readable to us: every read would
+			// be refused for as long as the session lives. Our node, if
+			// the lost create made one, is left to the session's end.
+			c.recovering = false
+			effs := c.fail(err)
+			effs[len(effs)-1].err = err // effDone: the engine logs it
+			return effs
+		case c.recovering:
+			// Our node may exist, and only this read can find it to delete
+			// it: give up the acquisition, never the node. Read again
+			// after a backoff, as a refused delete is sent again; at once,
+			// a refusal that persists would repeat as fast as the server
+			// answers.
+			c.cancelled = true
+			var effs []effect
+			if !c.resolved {
+				c.resolved = true
+				effs = append(effs, effect{kind: effFail, err: err})
+			}
+			park := c.park(retryRecover)
+			park[0].err = err
+			return append(effs, park...)
+		}
+		return c.fail(err)
 	}
 
 	if c.recovering {
@@ -487,6 +522,14 @@ func (c *contender) onListed(in input) []effect {
 			c.setNode(in.name)
 		case c.cancelled:
 			return c.finish() // the create never happened: nothing to clean
+		case c.fixedSeq != "":
+			// A node with a borrowed number is made only while the node
+			// it borrows from is there, and that may be gone by now: the
+			// watchdog may have lost that lease, and the engine deleted
+			// its node on reconnecting, before this read was answered.
+			// Made now, ours could take a place a writer queued behind
+			// has already been granted. The create is never sent again.
+			return c.fail(errBorrowedPlaceGone)
 		case in.foreign:
 			// Another session owns a node with our id: never ours to
 			// adopt or delete. Our id is taken; start under a fresh one.
@@ -525,7 +568,7 @@ func (c *contender) onListed(in input) []effect {
 			// A node with a borrowed number keeps its place only while it
 			// exists: it is never made again.
 			c.clearNode()
-			return c.fail(fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost))
+			return c.fail(errBorrowedPlaceGone)
 		}
 		return c.create()
 	case d.Holds:
@@ -562,12 +605,17 @@ func (c *contender) grant(token int64) []effect {
 }
 
 // onRefused undoes the grant just made: the session stopped being trusted
-// before the lease was handed out, so we wait, unresolved, as before it.
-func (c *contender) onRefused() []effect {
+// before the lease was handed out, or the reply that decided it came from
+// a session that has ended since, so we wait, unresolved, as before it.
+// In the second case the current session may well be trusted: the expiry,
+// which the loop hears of next, queues us again.
+func (c *contender) onRefused(in input) []effect {
 	if c.phase != phaseHeld || c.lost {
 		return nil
 	}
-	c.untrusted = true
+	if !in.sessionEnded {
+		c.untrusted = true
+	}
 	c.granted = false
 	c.resolved = false
 	return c.park(retryList)

@@ -728,10 +728,11 @@ func (e *Engine) apply(en *entry, ef effect) {
 	case effGrant:
 		en.attempts = 0
 		lease := newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
-		if !e.trust.admit(lease) {
+		if !e.trust.admit(lease, e.session) {
 			// The watchdog found the session untrusted after the loop last
-			// heard from it: no one may be granted now.
-			e.step(en, input{kind: inRefused})
+			// heard from it, or follows a session the loop has not heard
+			// of yet: no one may be granted now.
+			e.step(en, input{kind: inRefused, sessionEnded: !e.trust.follows(e.session)})
 			return
 		}
 		e.detach(en)

@@ -212,15 +212,21 @@ func (t *sessionTrust) lapse() {
 	t.changed(true)
 }
 
-// admit registers a lease about to be granted, so that a lapse loses it;
-// false when the session is not trusted now, and then no one may be
-// granted. It reads the clock too: the timer may not have run yet although
-// the deadline has passed, or the loop may have decided the grant before it
-// heard of a lapse.
-func (t *sessionTrust) admit(l *Lease) bool {
+// admit registers a lease about to be granted in session, the session the
+// loop knows, so that a lapse loses it; false when the session is not
+// trusted now, and then no one may be granted. It reads the clock too: the
+// timer may not have run yet although the deadline has passed, or the loop
+// may have decided the grant before it heard of a lapse.
+//
+// It is false as well when the session trusted now is not session: the
+// loop has not yet heard that session end, so the reply that decided the
+// grant may be one of the old session, whose nodes the server removed
+// when it expired it, and another client may hold the lock already. A new
+// session's trust says nothing about the old one's replies.
+func (t *sessionTrust) admit(l *Lease, session int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped || t.lapsed {
+	if t.stopped || t.lapsed || session != t.session {
 		return false
 	}
 	if t.clock() >= t.deadline() {
@@ -229,6 +235,13 @@ func (t *sessionTrust) admit(l *Lease) bool {
 	}
 	t.held[l] = struct{}{}
 	return true
+}
+
+// follows reports whether session is the one the watchdog follows now.
+func (t *sessionTrust) follows(session int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return session == t.session
 }
 
 // forget drops a lease that was lost or has ended.

@@ -27,12 +27,12 @@ func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
 	deadline := 10*time.Second + 48*time.Minute
 
 	held := &Lease{}
-	if !tr.admit(held) {
+	if !tr.admit(held, 0x10) {
 		t.Fatal("not trusted after the handshake was answered")
 	}
 	clock.set(deadline - time.Nanosecond)
 	tr.check()
-	if closedChan(held.Lost()) || !tr.admit(&Lease{}) {
+	if closedChan(held.Lost()) || !tr.admit(&Lease{}, 0x10) {
 		t.Fatal("lost before the deadline")
 	}
 	clock.set(deadline)
@@ -40,17 +40,17 @@ func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
 	if !closedChan(held.Lost()) || !errors.Is(held.Err(), ErrLost) {
 		t.Fatalf("at the deadline: lost=%v err=%v, want Lost() closed with ErrLost", closedChan(held.Lost()), held.Err())
 	}
-	if tr.admit(&Lease{}) {
+	if tr.admit(&Lease{}, 0x10) {
 		t.Fatal("granted after the deadline")
 	}
 
 	tr.answered(10 * time.Second) // a late reply to a request sent long ago
-	if tr.admit(&Lease{}) {
+	if tr.admit(&Lease{}, 0x10) {
 		t.Fatal("trusted again on a reply to a request sent before the last one heard")
 	}
 	tr.answered(deadline - time.Second) // sent a second before the lapse
 	again := &Lease{}
-	if !tr.admit(again) {
+	if !tr.admit(again, 0x10) {
 		t.Fatal("not trusted again when a request sent in time is answered")
 	}
 	if held.Err() == nil {
@@ -70,13 +70,36 @@ func TestTrustAdmitReadsTheClock(t *testing.T) {
 	defer tr.stop()
 	tr.handshake(0, 0x10, hourMs)
 	held := &Lease{}
-	tr.admit(held)
+	tr.admit(held, 0x10)
 	clock.set(48 * time.Minute)
-	if tr.admit(&Lease{}) {
+	if tr.admit(&Lease{}, 0x10) {
 		t.Fatal("admitted at the deadline")
 	}
 	if !closedChan(held.Lost()) || !slices.Equal(lapses, []bool{false, true}) {
 		t.Fatalf("refused without the lapse: lost=%v changes=%v", closedChan(held.Lost()), lapses)
+	}
+}
+
+// A grant is admitted only in the session the watchdog follows: once a
+// new session's handshake is answered, a grant the loop decided on a reply
+// of the old one (it has not heard of the expiry yet) is refused, though
+// the new session is trusted.
+func TestTrustAdmitsOnlyItsSession(t *testing.T) {
+	var clock fakeClock
+	var lapses []bool
+	tr := newTestTrust(&clock, &lapses)
+	defer tr.stop()
+	tr.handshake(0, 0x10, hourMs)
+	if !tr.admit(&Lease{}, 0x10) || !tr.follows(0x10) {
+		t.Fatal("the session of the handshake is not trusted")
+	}
+	clock.set(time.Minute)
+	tr.handshake(time.Minute, 0x11, hourMs) // the old session expired; a new one
+	if tr.admit(&Lease{}, 0x10) || tr.follows(0x10) {
+		t.Fatal("a grant in the old session admitted after a new session's handshake")
+	}
+	if !tr.admit(&Lease{}, 0x11) {
+		t.Fatal("the new session is not trusted")
 	}
 }
 
@@ -136,7 +159,7 @@ func TestTrustIgnoresWallClockSteps(t *testing.T) {
 	defer tr.stop()
 	tr.handshake(clock(), 0x10, 300) // trusted for 240ms from now
 	held := &Lease{}
-	if !tr.admit(held) {
+	if !tr.admit(held, 0x10) {
 		t.Fatal("not trusted after the handshake")
 	}
 	stepped.Store(true)

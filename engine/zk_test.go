@@ -153,7 +153,7 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 				clock.advance(time.Millisecond) // later pieces of a frame go out later
 			})
 		}
-		if c.trust.admit(&Lease{}) {
+		if c.trust.admit(&Lease{}, 0x10) {
 			t.Fatalf("trial %d: trusted before the server said a word", trial)
 		}
 		for _, r := range reads {
@@ -183,7 +183,7 @@ func TestTrackedConnHandshake(t *testing.T) {
 	clock.set(time.Second)
 	silent.wrote(connectRequest(), clock.read())
 	clock.set(2 * time.Second)
-	if tr.admit(&Lease{}) || len(lapses) != 0 {
+	if tr.admit(&Lease{}, 0x10) || len(lapses) != 0 {
 		t.Fatalf("trusted (changes %v) with a handshake sent and never answered", lapses)
 	}
 
@@ -191,7 +191,7 @@ func TestTrackedConnHandshake(t *testing.T) {
 	first.wrote(connectRequest(), clock.read())
 	first.read(connectResponse(hourMs, 0x10))
 	held := &Lease{}
-	if !tr.admit(held) || heard(tr) != 2*time.Second {
+	if !tr.admit(held, 0x10) || heard(tr) != 2*time.Second {
 		t.Fatalf("not trusted from the answered handshake sent at 2s (heard at %v)", heard(tr))
 	}
 
@@ -199,7 +199,7 @@ func TestTrackedConnHandshake(t *testing.T) {
 	expired := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
 	expired.wrote(connectRequest(), clock.read())
 	expired.read(connectResponse(hourMs, 0))
-	if tr.admit(&Lease{}) || !closedChan(held.Lost()) {
+	if tr.admit(&Lease{}, 0x10) || !closedChan(held.Lost()) {
 		t.Fatal("still trusted, or the held lease not lost, after the server said the session expired")
 	}
 
@@ -207,7 +207,7 @@ func TestTrackedConnHandshake(t *testing.T) {
 	renewed := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
 	renewed.wrote(connectRequest(), clock.read())
 	renewed.read(connectResponse(hourMs, 0x11))
-	if !tr.admit(&Lease{}) || heard(tr) != 4*time.Second {
+	if !tr.admit(&Lease{}, 0x11) || heard(tr) != 4*time.Second {
 		t.Fatalf("a new session is not trusted from its handshake (heard at %v)", heard(tr))
 	}
 	if want := []bool{false, true, false}; !slices.Equal(lapses, want) {

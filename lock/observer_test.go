@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -84,13 +83,11 @@ func TestObserverReportsEachAcquisitionUnderOneID(t *testing.T) {
 		{events.Acquiring, events.Failed},
 		{events.Acquiring, events.Cancelled},
 	}
-	// The loop reports an ending after it resolves the future, so the
-	// last report may follow Wait's return.
-	eventually(t, fmt.Sprintf("reports per contender %v", want), func() bool {
-		got := seen.sequences()
-		t.Logf("reports per contender: %v", got)
-		return slices.EqualFunc(got, want, slices.Equal)
-	})
+	// The loop reports just after it resolves a future: wait for the last.
+	eventually(t, "the cancelled waiter reported", func() bool { return len(seen.sequences()) == 3 && len(seen.sequences()[2]) == 2 })
+	if got := seen.sequences(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("reports per contender: %v, want %v", got, want)
+	}
 }
 
 // Sessions counts a disconnection that outlasts the session's trust, the
