@@ -128,7 +128,7 @@ const (
 	effResume                          // the lease's session is back
 	effLost                            // the lease is lost, with err
 	effPark                            // wait for inRetry; err: the unexpected refusal to retry, if any
-	effDone                            // terminal: forget the contender
+	effDone                            // terminal: forget the contender; err: why our node was left to the session's end, if it was
 )
 
 var effectNames = [...]string{"create", "create-parents", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "done"}
@@ -441,7 +441,7 @@ func (c *contender) onCreated(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(fmt.Errorf("turnstile: create %s: %w", c.lockPath, in.err))
+	return c.fail(refused("create in", c.lockPath, in.err))
 }
 
 func (c *contender) onParents(in input) []effect {
@@ -465,7 +465,7 @@ func (c *contender) onParents(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(fmt.Errorf("turnstile: create parents of %s: %w", c.lockPath, in.err))
+	return c.fail(refused("create", c.lockPath, in.err))
 }
 
 func (c *contender) onListed(in input) []effect {
@@ -484,8 +484,17 @@ func (c *contender) onListed(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	default:
-		err := fmt.Errorf("turnstile: list %s: %w", c.lockPath, in.err)
-		if c.recovering {
+		err := refused("list", c.lockPath, in.err)
+		switch {
+		case c.recovering && noAuth(in.err):
+			// The lock path is no longer readable to us: every read would
+			// be refused for as long as the session lives. Our node, if
+			// the lost create made one, is left to the session's end.
+			c.recovering = false
+			effs := c.fail(err)
+			effs[len(effs)-1].err = err // effDone: the engine logs it
+			return effs
+		case c.recovering:
 			// Our node may exist, and only this read can find it to delete
 			// it: give up the acquisition, never the node. Read again
 			// after a backoff, as a refused delete is sent again; at once,
@@ -651,7 +660,7 @@ func (c *contender) onWatchSet(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(fmt.Errorf("turnstile: watch %s: %w", c.watch, in.err))
+	return c.fail(refused("watch", c.watch, in.err))
 }
 
 func (c *contender) onWatchFired() []effect {
@@ -693,6 +702,22 @@ func (c *contender) onDeleted(in input) []effect {
 		// Closing the session removes the ephemeral node.
 		c.clearNode()
 		return c.afterDelete()
+	}
+	if noAuth(in.err) {
+		// The lock path's ACL denies us the deletion of our own node (it
+		// was changed, or made by another client, after our create). That
+		// is no passing fault: asking again would be refused for as long
+		// as the session lives. Give up: the node stays until the session
+		// ends, and a release reports why.
+		err := refused("delete", c.nodePath(), in.err)
+		c.clearNode()
+		var effs []effect
+		if c.granted && !c.lost {
+			effs = append(effs, effect{kind: effReleased, err: err})
+		}
+		effs = append(effs, c.finish()...)
+		effs[len(effs)-1].err = err // effDone: the engine logs the node left behind
+		return effs
 	}
 	// Refused for a reason of its own. None is expected (the node is ours,
 	// ephemeral, deleted at any version), and giving up would leave it

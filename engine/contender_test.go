@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -842,4 +844,43 @@ func TestListedWithoutAParsedListing(t *testing.T) {
 	s.step(input{kind: inListed, children: []string{other(4), node(1, 5)}, pzxid: 100}, watch(other(4)))
 	s.step(reply(inWatchSet, outNoNode), list)
 	s.step(input{kind: inListed, children: []string{node(1, 5)}, pzxid: 101}, grant(101))
+}
+
+// A delete the ACL refuses is not retried: asking again would be refused
+// for as long as the session lives. A release fails with the refusal
+// (ErrNoAuth); a waiter's cleanup ends; the node is left to the session.
+func TestDeleteRefusedByACLEnds(t *testing.T) {
+	noAuth := fmt.Errorf("wrapped: %w", zk.ErrNoAuth)
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inRelease}, del(node(1, 5)))
+	got := s.c.step(input{kind: inDeleted, outcome: outFailed, err: noAuth})
+	if len(got) != 2 || got[0].kind != effReleased || !errors.Is(got[0].err, ErrNoAuth) ||
+		got[1].kind != effDone || !errors.Is(got[1].err, zk.ErrNoAuth) {
+		t.Fatalf("release refused: effects %v, want released with ErrNoAuth, then done", got)
+	}
+
+	s = newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	got = s.c.step(input{kind: inDeleted, outcome: outFailed, err: noAuth})
+	if len(got) != 1 || got[0].kind != effDone {
+		t.Fatalf("cleanup refused: effects %v, want done", got)
+	}
+}
+
+// A recovery read refused for lack of rights (the create's fate unknown,
+// and the lock path no longer readable to us) fails the acquisition and
+// ends: looking for the node again would be refused for as long as the
+// session lives. Other refusals are read again after a backoff.
+func TestRefusedRecoveryReadEnds(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, effect{kind: effRecover, path: "/locks/a", id: "00000000-0000-4000-8000-000000000001"})
+	got := s.c.step(input{kind: inListed, outcome: outFailed, err: zk.ErrNoAuth})
+	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, ErrNoAuth) ||
+		got[1].kind != effDone || !errors.Is(got[1].err, ErrNoAuth) {
+		t.Fatalf("refused recovery read: effects %v, want a failure with ErrNoAuth, then done (logging it)", got)
+	}
 }

@@ -94,7 +94,7 @@ func downgradeAfterWriterGone(t *testing.T, trial int) {
 		}
 	}
 	lw2, w2done := (*lock.Lease)(nil), false
-	if l, err, ok := w2.Result(); ok && err == nil {
+	if l, ok, err := w2.Result(); ok && err == nil {
 		lw2, w2done = l, true
 	}
 	t.Logf("trial %d: read lease: err=%v; c's writer granted by then: %v", trial, rerr, w2done)

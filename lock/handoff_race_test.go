@@ -85,12 +85,12 @@ func TestCloseWhileAHandoffIsPending(t *testing.T) {
 		if err := eng.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err, ok := released.Result(); !ok {
+		if _, ok, err := released.Result(); !ok {
 			t.Fatal("release unresolved after Close")
 		} else if err != nil && !errors.Is(err, lock.ErrLost) {
 			t.Fatalf("release: %v", err)
 		}
-		l, err, ok := w.Result()
+		l, ok, err := w.Result()
 		switch {
 		case !ok:
 			t.Fatal("waiter unresolved after Close")

@@ -90,7 +90,7 @@ func TestNoGrantOnAnExpiredSessionsListing(t *testing.T) {
 	// Let a's loop handle what waited: the writer is either granted (on
 	// the old listing) or queued again under the new session.
 	eventually(t, "a's writer granted or queued again", func() bool {
-		_, _, done := w.Result()
+		_, done, _ := w.Result()
 		return done || lockNodes(t, conn, path) == 2
 	})
 	if beside.Load() {

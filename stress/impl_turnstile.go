@@ -88,7 +88,7 @@ func (l turnstileLocker) Acquire(ctx context.Context) (held, error) {
 	// The engine resolves the future when ctx ends, so waiting on Done alone
 	// never drops a lease granted at the moment ctx ended.
 	<-f.Done()
-	lease, err, _ := f.Result()
+	lease, _, err := f.Result()
 	if err != nil {
 		return nil, err
 	}

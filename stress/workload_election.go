@@ -136,7 +136,7 @@ func (e turnstileElector) Campaign(ctx context.Context) (held, error) {
 	// The future resolves when ctx ends, so waiting on Done alone never
 	// drops a leadership granted at that moment.
 	<-f.Done()
-	l, err, _ := f.Result()
+	l, _, err := f.Result()
 	if err != nil {
 		return nil, err
 	}
