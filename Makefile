@@ -5,6 +5,9 @@
 #   make simulate  the deterministic simulator's soak on every core
 #                (SIM_DURATION, default 5m; SIM_FIRST, the first seed)
 #   make deps    install what the tests need (Debian/Ubuntu, as root)
+#   make bench   the benchmark table of BENCHMARKS.md (about 4 minutes)
+#   make pause   what each lock does when its holder stalls past its lease
+#   make stress  a bounded soak under connection cuts
 
 GO ?= go
 
@@ -12,8 +15,11 @@ GO ?= go
 # DEB_PACKAGES: the Debian packages `make deps` ensures are installed.
 # Each is checked with `dpkg -s`; only the missing ones are installed, after
 # at most one `apt-get update`. Curator (Java) and kazoo (Python) are the
-# peers of the interop tests.
-DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo
+# peers of the interop tests and the benchmark; redis-server is the Redis
+# lock the benchmark measures turnstile against. (Where an init system runs,
+# Debian's redis-server package starts a service of its own on port 6379;
+# the harness never uses it: it starts its own server on a free port.)
+DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server
 # Java 17 with javac: ZooKeeper runs on it and the interop tests compile
 # their Curator peer with it. Skipped if the release has none.
 JAVA_DEB := openjdk-17-jdk-headless
@@ -24,7 +30,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench simulate
+.PHONY: all deps test vet fmt-check run stress bench pause simulate
 
 all: test
 
@@ -36,6 +42,8 @@ deps:
 			echo "deps: need Java 17 and ZooKeeper 3.8 ($$jar); set ZK_JAR (and ZK_CLASSPATH), or on Debian/Ubuntu run make deps as root without ZK_JAR" >&2; \
 			exit 1; \
 		fi; \
+		command -v "$${REDIS_SERVER:-redis-server}" >/dev/null 2>&1 || \
+			echo "deps: no redis-server (set REDIS_SERVER): the stress tests and make bench need one" >&2; \
 		echo "deps: using $$jar (apt not used)"; \
 	else \
 		missing=""; \
@@ -64,20 +72,25 @@ deps:
 		fi; \
 		test -f /usr/share/java/zookeeper.jar || { echo "deps: /usr/share/java/zookeeper.jar missing after install" >&2; exit 1; }; \
 		command -v "$${JAVA:-java}" >/dev/null 2>&1 || { echo "deps: no java after install" >&2; exit 1; }; \
+		test -x /usr/bin/redis-server || { echo "deps: /usr/bin/redis-server missing after install" >&2; exit 1; }; \
 	fi
 	$(GO) mod download
 
+# The harness (stress/) and the metrics exporter (metrics/, with its
+# example) are modules of their own, so that the library's go.mod lists
+# only what the library needs; go.work joins them, and `./...` from here
+# does not descend into another module: each is named explicitly.
+PKGS := ./... ./stress/... ./metrics/... ./examples/metrics/...
+
 vet:
-	$(GO) vet ./...
-	$(GO) vet ./metrics/... ./examples/metrics/...
+	$(GO) vet $(PKGS)
 
 fmt-check:
 	@files="$$(gofmt -l .)"; \
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
 
 test: deps vet fmt-check
-	$(GO) test -race -count=1 -timeout 15m ./...
-	$(GO) test -race -count=1 -timeout 15m ./metrics/... ./examples/metrics/...
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 run: deps
 	$(GO) run ./examples/pipeline
@@ -87,12 +100,20 @@ run: deps
 stress: deps
 	$(GO) run ./stress -workload contended -workers 16 -duration 20s -faults conn-cut
 
-# The ratio table of BENCHMARKS.md: turnstile against go-zookeeper's Lock
-# and the bare ZooKeeper requests, one run each on one embedded server.
+# The table of BENCHMARKS.md: turnstile against go-zookeeper's Lock,
+# Curator, kazoo, a Redis lock and the bare ZooKeeper requests, each beside
+# its plain program, on one embedded ZooKeeper in its default durability
+# (forceSync=yes) and one redis-server: 64 workers on paths of their own,
+# 16 on one path, 10,000 queued waiters; one table at the end.
 bench: deps
-	$(GO) run ./stress -impl all -workload uncontended -workers 64 -duration 10s
-	$(GO) run ./stress -impl all -workload contended -workers 16 -duration 10s
-	$(GO) run ./stress -impl all -workload waiters -paths 100 -workers 100 -duration 10s
+	$(GO) run ./stress -bench -warmup 2s -duration 6s
+
+# A holder process stopped (SIGSTOP) past its session timeout or TTL, for
+# turnstile, go-zookeeper's Lock and the Redis lock: who gets in meanwhile,
+# and whether the stalled holder's write is refused when it goes on.
+pause: deps
+	$(GO) run ./stress -impl turnstile,gozk,redis -faults pause -workload contended -workers 8 \
+		-session-timeout 2s -fault-interval 1s -duration 12s
 
 # The simulator's soak (engine/sim_test.go): seeds from SIM_FIRST on, one
 # per core at a time, each single-threaded and reproducible, for

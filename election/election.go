@@ -82,8 +82,8 @@ func (e *Election) Path() string { return e.path }
 
 // Campaign enters a candidate with value (its participant id, written as
 // its node's data) and returns at once. The future resolves with the
-// Leadership once this candidate leads, or with an error: ctx's when it
-// ends first (the candidate's node is then removed), ErrClosed, or
+// Leadership once this candidate leads, or with an error: context.Cause(ctx)
+// when ctx ends first (the candidate's node is then removed), ErrClosed, or
 // ErrSessionExpired (see WithFailOnExpiry). Every Campaign is a candidate
 // of its own, whatever its value, and joins at the back of the election:
 // a leader that resigns and campaigns again waits for every candidate that

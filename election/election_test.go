@@ -12,7 +12,7 @@ import (
 
 // pending reports whether a campaign is still waiting.
 func pending(f *engine.Future[*election.Leadership]) bool {
-	_, _, ok := f.Result()
+	_, ok, _ := f.Result()
 	return !ok
 }
 
@@ -45,8 +45,15 @@ func TestCampaignOrderAndResignGoesToTheBack(t *testing.T) {
 		t.Errorf("Value() = %q", first.Value())
 	}
 
+	termCtx := first.Context()
+	if err := termCtx.Err(); err != nil {
+		t.Fatalf("the leader's context: %v", err)
+	}
 	if err := first.Resign(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if cause := context.Cause(termCtx); !errors.Is(cause, engine.ErrNotHeld) {
+		t.Errorf("the term's context after Resign: cause %v, want ErrNotHeld", cause)
 	}
 	again := el.Campaign(ctx, []byte("same")) // behind third
 	lead2, err := second.Wait(ctx)

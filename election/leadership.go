@@ -43,11 +43,19 @@ func (l *Leadership) Token() int64 { return l.lease.Token() }
 // Value is the value the leader campaigned with. It must not be modified.
 func (l *Leadership) Value() []byte { return l.value }
 
-// Node is the full path of the leader's node.
+// Node is the path of the leader's node, relative to the engine's
+// Config.Root.
 func (l *Leadership) Node() string { return l.lease.Node() }
 
+// Context is cancelled when the term ends: when the leadership is lost
+// (the cause is Err, which errors.Is finds as ErrLost) or once Resign has
+// deleted the node (the cause is engine.ErrNotHeld). Hand it to the work
+// only the leader may do. See engine.Lease.Context.
+func (l *Leadership) Context() context.Context { return l.lease.Context() }
+
 // Resign ends the term and deletes the leader's node, so the next candidate
-// is elected. It returns once the node is deleted, or with ctx's error when
-// ctx ends first (the deletion goes on regardless). A lost leadership
-// reports its loss (ErrLost); a second call returns ErrNotHeld.
+// is elected. It returns once the node is deleted, or with
+// context.Cause(ctx) when ctx ends first (the deletion goes on regardless).
+// A lost leadership reports its loss (ErrLost); a second call returns
+// ErrNotHeld.
 func (l *Leadership) Resign(ctx context.Context) error { return l.lease.Release(ctx) }

@@ -52,7 +52,7 @@ func TestWrappedListingLoggedOnce(t *testing.T) {
 		e.contenders[en.id] = en
 		e.listings[path] = &listing{current: []uint64{en.id}}
 		e.listed(events.OpDone{Op: events.OpList, Path: path, Children: []string{other(2147483647), name}, Pzxid: 1}, input{})
-		if _, err, done := en.acquired.Result(); !done || !errors.Is(err, ErrSequenceWrapped) {
+		if _, done, err := en.acquired.Result(); !done || !errors.Is(err, ErrSequenceWrapped) {
 			t.Fatalf("round %d: acquisition resolved %v with %v, want ErrSequenceWrapped", round, done, err)
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/events"
 )
@@ -18,7 +21,8 @@ type Config struct {
 	// maxSessionTimeout); the engine reads what was granted from the
 	// server's handshake and judges whether a lease is lost by that.
 	SessionTimeout time.Duration
-	// ConnectTimeout bounds Start's wait for a first session (default 15s).
+	// ConnectTimeout bounds Start's wait for a first session, and then its
+	// wait for the server to accept the credentials of Auth (default 15s).
 	ConnectTimeout time.Duration
 	// MaxInFlight bounds the ZooKeeper requests outstanding at once
 	// (default 256). Requests beyond it wait in the loop's queue.
@@ -43,6 +47,28 @@ type Config struct {
 	// Dialer connects to a server (default net.DialTimeout); tests and
 	// deployments behind proxies set it.
 	Dialer func(network, address string, timeout time.Duration) (net.Conn, error)
+	// Auth are the credentials the session presents, each added with
+	// ZooKeeper's addAuth before Start returns. The client sends them again
+	// on every new connection, before any other request, so they hold
+	// across reconnects and session expiries. For digest authentication:
+	// {Scheme: "digest", Secret: []byte("user:password")}.
+	Auth []Credential
+	// ACL is the access control list of every node the engine creates:
+	// lock nodes, and the containers of lock paths (and of Root) that do
+	// not exist yet. Default: zk.WorldACL(zk.PermAll), anyone may do
+	// anything. zk.AuthACL(zk.PermAll) gives every right to the identities
+	// of Auth alone (the creator), as does zk.DigestACL for a named user.
+	// An operation the server refuses for lack of rights fails the
+	// acquisition (or the release) with an error wrapping ErrNoAuth; it is
+	// never retried.
+	ACL []zk.ACL
+	// Root is a namespace, like a chroot: every path the engine is given
+	// (a Request's, Children's, Data's, SetData's) lives under it, and every
+	// path it hands back (Lease.Path, Lease.Node, the paths of
+	// events.Report) is relative to it. Engines with different roots never
+	// see each other's locks. It must be a valid path, such as "/myapp"
+	// (see ValidatePath); empty or "/" means the server's root.
+	Root string
 	// Observer, if set, is told when each acquisition starts and how it
 	// ends (granted, failed, cancelled), and of each lease's suspensions,
 	// revocation and end (released or lost); see events.Report. It runs on
@@ -75,6 +101,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = 5 * time.Second
 	}
+	if err := c.validateSecurity(); err != nil {
+		return c, err
+	}
+	if c.Root == "/" {
+		c.Root = ""
+	}
+	if c.Root != "" {
+		if err := ValidatePath(c.Root); err != nil {
+			return c, fmt.Errorf("%w: Root: %w", ErrInvalidConfig, err)
+		}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -82,4 +119,39 @@ func (c Config) withDefaults() (Config, error) {
 		c.Dialer = net.DialTimeout
 	}
 	return c, nil
+}
+
+// Credential is one identity the session presents to ZooKeeper (addAuth):
+// an authentication scheme the server knows, such as "digest", and its
+// secret in that scheme's form ("user:password" for digest).
+type Credential struct {
+	Scheme string
+	Secret []byte
+}
+
+// validateSecurity checks Auth and ACL and defaults ACL to the open one.
+func (c *Config) validateSecurity() error {
+	for _, cred := range c.Auth {
+		if cred.Scheme == "" {
+			return fmt.Errorf("%w: a credential without a scheme", ErrInvalidConfig)
+		}
+	}
+	if len(c.ACL) == 0 {
+		c.ACL = openACL
+		return nil
+	}
+	for _, a := range c.ACL {
+		switch {
+		case a.Scheme == "":
+			return fmt.Errorf("%w: an ACL entry without a scheme", ErrInvalidConfig)
+		case a.Perms&zk.PermAll == 0 || a.Perms&^zk.PermAll != 0:
+			return fmt.Errorf("%w: ACL entry %s:%s has permissions %#x", ErrInvalidConfig, a.Scheme, a.ID, a.Perms)
+		case a.Scheme == "auth" && len(c.Auth) == 0:
+			// The server would refuse every create with InvalidACL: the
+			// "auth" scheme names the creator's credentials, and there are none.
+			return fmt.Errorf("%w: ACL scheme \"auth\" without Auth credentials", ErrInvalidConfig)
+		}
+	}
+	c.ACL = slices.Clone(c.ACL)
+	return nil
 }

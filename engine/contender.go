@@ -93,6 +93,9 @@ type input struct {
 	// inListed, the reply to a recovery read: a node carries our id but
 	// another session owns it.
 	foreign bool
+	// inRefused: the grant was refused because the session that answered
+	// has ended, not because the current one is untrusted.
+	sessionEnded bool
 	// listing is children parsed and sorted once per reply and shared by
 	// every contender the reply is handed to (inListed, and inWatchSet of a
 	// children watch); nil when the engine left it to parsed.
@@ -125,7 +128,7 @@ const (
 	effResume                          // the lease's session is back
 	effLost                            // the lease is lost, with err
 	effPark                            // wait for inRetry; err: the unexpected refusal to retry, if any
-	effDone                            // terminal: forget the contender
+	effDone                            // terminal: forget the contender; err: why our node was left to the session's end, if it was
 )
 
 var effectNames = [...]string{"create", "create-parents", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "done"}
@@ -198,6 +201,11 @@ type contender struct {
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
 	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
+
+// errBorrowedPlaceGone fails a contender whose node has a borrowed
+// sequence number (Request.Seq) when that node is gone, or may never have
+// been made at a moment it could be: such a node is made once, never again.
+var errBorrowedPlaceGone = fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost)
 
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
 	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
@@ -277,7 +285,7 @@ func (c *contender) step(in input) []effect {
 		c.untrusted = false
 		return nil
 	case inRefused:
-		return c.onRefused()
+		return c.onRefused(in)
 	case inRetry:
 		return c.onRetry()
 	case inHandoff:
@@ -413,6 +421,11 @@ func (c *contender) onCreated(in input) []effect {
 		if c.cancelled {
 			return c.finish()
 		}
+		if c.fixedSeq != "" {
+			// The lock path is gone, and with it the node whose place in
+			// the queue ours was to take.
+			return c.fail(errBorrowedPlaceGone)
+		}
 		c.phase = phaseParents
 		return []effect{{kind: effCreateParents, path: c.lockPath}}
 	case outConnLoss:
@@ -428,7 +441,7 @@ func (c *contender) onCreated(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(fmt.Errorf("turnstile: create %s: %w", c.lockPath, in.err))
+	return c.fail(refused("create in", c.lockPath, in.err))
 }
 
 func (c *contender) onParents(in input) []effect {
@@ -452,7 +465,7 @@ func (c *contender) onParents(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(fmt.Errorf("turnstile: create parents of %s: %w", c.lockPath, in.err))
+	return c.fail(refused("create", c.lockPath, in.err))
 }
 
 func (c *contender) onListed(in input) []effect {
@@ -471,7 +484,33 @@ func (c *contender) onListed(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	default:
-		return c.fail(fmt.Errorf("turnstile: list %s: %w", c.lockPath, in.err))
+		err := refused("list", c.lockPath, in.err)
+		switch {
+		case c.recovering && noAuth(in.err):
+			// The lock path is no longer readable to us: every read would
+			// be refused for as long as the session lives. Our node, if
+			// the lost create made one, is left to the session's end.
+			c.recovering = false
+			effs := c.fail(err)
+			effs[len(effs)-1].err = err // effDone: the engine logs it
+			return effs
+		case c.recovering:
+			// Our node may exist, and only this read can find it to delete
+			// it: give up the acquisition, never the node. Read again
+			// after a backoff, as a refused delete is sent again; at once,
+			// a refusal that persists would repeat as fast as the server
+			// answers.
+			c.cancelled = true
+			var effs []effect
+			if !c.resolved {
+				c.resolved = true
+				effs = append(effs, effect{kind: effFail, err: err})
+			}
+			park := c.park(retryRecover)
+			park[0].err = err
+			return append(effs, park...)
+		}
+		return c.fail(err)
 	}
 
 	if c.recovering {
@@ -483,6 +522,14 @@ func (c *contender) onListed(in input) []effect {
 			c.setNode(in.name)
 		case c.cancelled:
 			return c.finish() // the create never happened: nothing to clean
+		case c.fixedSeq != "":
+			// A node with a borrowed number is made only while the node
+			// it borrows from is there, and that may be gone by now: the
+			// watchdog may have lost that lease, and the engine deleted
+			// its node on reconnecting, before this read was answered.
+			// Made now, ours could take a place a writer queued behind
+			// has already been granted. The create is never sent again.
+			return c.fail(errBorrowedPlaceGone)
 		case in.foreign:
 			// Another session owns a node with our id: never ours to
 			// adopt or delete. Our id is taken; start under a fresh one.
@@ -521,7 +568,7 @@ func (c *contender) onListed(in input) []effect {
 			// A node with a borrowed number keeps its place only while it
 			// exists: it is never made again.
 			c.clearNode()
-			return c.fail(fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost))
+			return c.fail(errBorrowedPlaceGone)
 		}
 		return c.create()
 	case d.Holds:
@@ -558,12 +605,17 @@ func (c *contender) grant(token int64) []effect {
 }
 
 // onRefused undoes the grant just made: the session stopped being trusted
-// before the lease was handed out, so we wait, unresolved, as before it.
-func (c *contender) onRefused() []effect {
+// before the lease was handed out, or the reply that decided it came from
+// a session that has ended since, so we wait, unresolved, as before it.
+// In the second case the current session may well be trusted: the expiry,
+// which the loop hears of next, queues us again.
+func (c *contender) onRefused(in input) []effect {
 	if c.phase != phaseHeld || c.lost {
 		return nil
 	}
-	c.untrusted = true
+	if !in.sessionEnded {
+		c.untrusted = true
+	}
 	c.granted = false
 	c.resolved = false
 	return c.park(retryList)
@@ -608,7 +660,7 @@ func (c *contender) onWatchSet(in input) []effect {
 	case outClosing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(fmt.Errorf("turnstile: watch %s: %w", c.watch, in.err))
+	return c.fail(refused("watch", c.watch, in.err))
 }
 
 func (c *contender) onWatchFired() []effect {
@@ -650,6 +702,22 @@ func (c *contender) onDeleted(in input) []effect {
 		// Closing the session removes the ephemeral node.
 		c.clearNode()
 		return c.afterDelete()
+	}
+	if noAuth(in.err) {
+		// The lock path's ACL denies us the deletion of our own node (it
+		// was changed, or made by another client, after our create). That
+		// is no passing fault: asking again would be refused for as long
+		// as the session lives. Give up: the node stays until the session
+		// ends, and a release reports why.
+		err := refused("delete", c.nodePath(), in.err)
+		c.clearNode()
+		var effs []effect
+		if c.granted && !c.lost {
+			effs = append(effs, effect{kind: effReleased, err: err})
+		}
+		effs = append(effs, c.finish()...)
+		effs[len(effs)-1].err = err // effDone: the engine logs the node left behind
+		return effs
 	}
 	// Refused for a reason of its own. None is expected (the node is ours,
 	// ephemeral, deleted at any version), and giving up would leave it

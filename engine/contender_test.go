@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -452,6 +454,24 @@ func TestRefusedGrantWaitsForTrust(t *testing.T) {
 	s.step(listed(101, node(1, 5)), park)
 }
 
+// A grant refused because its reply came from a session that has ended
+// leaves the contender trusting: the expiry the loop hears of next queues
+// it again, and the new session's listing grants it.
+func TestGrantRefusedForAnEndedSessionRequeuesOnExpiry(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, node(1, 5)), grant(100))
+	s.step(input{kind: inRefused, sessionEnded: true}, park)
+	if s.c.resolved || s.c.granted || s.c.untrusted {
+		t.Fatalf("refused grant left resolved=%v granted=%v untrusted=%v", s.c.resolved, s.c.granted, s.c.untrusted)
+	}
+	s.step(input{kind: inExpired}, create(2))
+	s.step(input{kind: inReconnected})
+	s.step(created(node(2, 9)), list)
+	s.step(listed(101, node(2, 9)), grant(101))
+}
+
 func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
 	s := newScript(t)
 	s.step(input{kind: inStart}, create(1))
@@ -671,6 +691,74 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 			t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
 		}
 	})
+	// A create whose reply was lost and that the recovery read finds was
+	// never made is not sent again: the node whose number it borrows may
+	// be gone by now (the watchdog lost that lease, and the engine deleted
+	// its node on reconnecting, before this recovery read was answered),
+	// and a writer queued behind it may hold already. Likewise when our id
+	// turns out taken, or when the lock path itself is gone.
+	lostCreate := func(s *script) {
+		fixed(s)
+		s.step(reply(inCreated, outConnLoss), park)
+		s.step(input{kind: inRetry}, recoverRead(1))
+	}
+	for _, c := range []struct {
+		name string
+		in   func(*script) input
+	}{
+		{"create never made", func(s *script) input {
+			lostCreate(s)
+			return recovered(100, "", other(6))
+		}},
+		{"id taken", func(s *script) input {
+			lostCreate(s)
+			in := recovered(100, "", other(6))
+			in.foreign = true
+			return in
+		}},
+		{"lock path gone", func(s *script) input {
+			fixed(s)
+			return reply(inCreated, outNoNode)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScript(t)
+			effs := s.c.step(c.in(s))
+			if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrLost) || effs[1] != done {
+				t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
+			}
+		})
+	}
+}
+
+// A recovery read refused for a reason of its own (an ACL that lets this
+// client create but not list, say) fails the acquisition, but our node may
+// exist, and only a recovery read can find it to delete it: it is read
+// again after a backoff, for as long as the session lives, not at once (a
+// refusal that persists would have it repeat as fast as the server
+// answers).
+func TestRefusedRecoveryReadIsRetriedAfterABackoff(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, recoverRead(1))
+	refused := errors.New("zk: not authenticated")
+	got := s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
+	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, refused) || got[1].kind != effPark {
+		t.Fatalf("refused recovery read: effects %v, want a failure and a park", got)
+	}
+	got = s.c.step(input{kind: inRetry})
+	if len(got) != 1 || got[0] != recoverRead(1) {
+		t.Fatalf("retry: effects %v, want the recovery read", got)
+	}
+	got = s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
+	if len(got) != 1 || got[0].kind != effPark || !errors.Is(got[0].err, refused) {
+		t.Fatalf("refused again: effects %v, want a park carrying the refusal", got)
+	}
+	s.step(input{kind: inRetry}, recoverRead(1))
+	// Found at last: deleted, and the contender ends.
+	s.step(recovered(101, node(1, 5), node(1, 5)), del(node(1, 5)))
+	s.step(reply(inDeleted, outOK), done)
 }
 
 // A delete refused for an unexpected reason is never given up: the node
@@ -756,4 +844,43 @@ func TestListedWithoutAParsedListing(t *testing.T) {
 	s.step(input{kind: inListed, children: []string{other(4), node(1, 5)}, pzxid: 100}, watch(other(4)))
 	s.step(reply(inWatchSet, outNoNode), list)
 	s.step(input{kind: inListed, children: []string{node(1, 5)}, pzxid: 101}, grant(101))
+}
+
+// A delete the ACL refuses is not retried: asking again would be refused
+// for as long as the session lives. A release fails with the refusal
+// (ErrNoAuth); a waiter's cleanup ends; the node is left to the session.
+func TestDeleteRefusedByACLEnds(t *testing.T) {
+	noAuth := fmt.Errorf("wrapped: %w", zk.ErrNoAuth)
+	s := newScript(t)
+	s.toHeld()
+	s.step(input{kind: inRelease}, del(node(1, 5)))
+	got := s.c.step(input{kind: inDeleted, outcome: outFailed, err: noAuth})
+	if len(got) != 2 || got[0].kind != effReleased || !errors.Is(got[0].err, ErrNoAuth) ||
+		got[1].kind != effDone || !errors.Is(got[1].err, zk.ErrNoAuth) {
+		t.Fatalf("release refused: effects %v, want released with ErrNoAuth, then done", got)
+	}
+
+	s = newScript(t)
+	s.toWaiting()
+	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	got = s.c.step(input{kind: inDeleted, outcome: outFailed, err: noAuth})
+	if len(got) != 1 || got[0].kind != effDone {
+		t.Fatalf("cleanup refused: effects %v, want done", got)
+	}
+}
+
+// A recovery read refused for lack of rights (the create's fate unknown,
+// and the lock path no longer readable to us) fails the acquisition and
+// ends: looking for the node again would be refused for as long as the
+// session lives. Other refusals are read again after a backoff.
+func TestRefusedRecoveryReadEnds(t *testing.T) {
+	s := newScript(t)
+	s.step(input{kind: inStart}, create(1))
+	s.step(reply(inCreated, outConnLoss), park)
+	s.step(input{kind: inRetry}, effect{kind: effRecover, path: "/locks/a", id: "00000000-0000-4000-8000-000000000001"})
+	got := s.c.step(input{kind: inListed, outcome: outFailed, err: zk.ErrNoAuth})
+	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, ErrNoAuth) ||
+		got[1].kind != effDone || !errors.Is(got[1].err, ErrNoAuth) {
+		t.Fatalf("refused recovery read: effects %v, want a failure with ErrNoAuth, then done (logging it)", got)
+	}
 }

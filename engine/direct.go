@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -15,11 +16,13 @@ func NewPromise[T any]() (*Future[T], func(T, error) bool) {
 	return f, f.resolve
 }
 
-// Children lists path's children on the engine's session. Recipes and
+// Children lists path's children on the engine's session; path is under
+// Config.Root, as for every method of the engine. Recipes and
 // tools use it for one-off reads (who holds, who waits); acquisitions never
 // do, they go through the loop.
 func (e *Engine) Children(ctx context.Context, path string) ([]string, error) {
-	if err := ValidatePath(path); err != nil {
+	path, err := e.serverPath(path)
+	if err != nil {
 		return nil, err
 	}
 	return direct(ctx, e, func() ([]string, error) {
@@ -30,7 +33,8 @@ func (e *Engine) Children(ctx context.Context, path string) ([]string, error) {
 
 // Data reads a node's data on the engine's session.
 func (e *Engine) Data(ctx context.Context, path string) ([]byte, error) {
-	if err := ValidatePath(path); err != nil {
+	path, err := e.serverPath(path)
+	if err != nil {
 		return nil, err
 	}
 	return direct(ctx, e, func() ([]byte, error) {
@@ -41,10 +45,11 @@ func (e *Engine) Data(ctx context.Context, path string) ([]byte, error) {
 
 // SetData writes a node's data on the engine's session, whatever its version.
 func (e *Engine) SetData(ctx context.Context, path string, data []byte) error {
-	if err := ValidatePath(path); err != nil {
+	path, err := e.serverPath(path)
+	if err != nil {
 		return err
 	}
-	_, err := direct(ctx, e, func() (struct{}, error) {
+	_, err = direct(ctx, e, func() (struct{}, error) {
 		_, err := e.conn.Set(path, data, -1)
 		return struct{}{}, zkErr(err)
 	})
@@ -52,22 +57,27 @@ func (e *Engine) SetData(ctx context.Context, path string, data []byte) error {
 }
 
 // ErrNoNode is returned by Children, Data and SetData for a node that does
-// not exist.
+// not exist. A read or write the node's ACL does not allow fails with an
+// error wrapping ErrNoAuth.
 var ErrNoNode = errors.New("turnstile: no such node")
 
 func zkErr(err error) error {
-	if errors.Is(err, zk.ErrNoNode) {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
 		return ErrNoNode
+	case noAuth(err):
+		return fmt.Errorf("%w: %w", ErrNoAuth, err)
 	}
 	return err
 }
 
-// direct runs one synchronous request of the client, giving up (but not
-// abandoning the request, which the client bounds) when ctx ends.
+// direct runs one synchronous request of the client, giving up with
+// context.Cause(ctx) (but not abandoning the request, which the client
+// bounds) when ctx ends.
 func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, error) {
 	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
+	if ctx.Err() != nil {
+		return zero, context.Cause(ctx)
 	}
 	e.mu.Lock()
 	if e.closed {
@@ -90,6 +100,6 @@ func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, e
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return zero, context.Cause(ctx)
 	}
 }

@@ -107,6 +107,7 @@ type Engine struct {
 	sem   *semaphore.Weighted
 	count counters
 
+	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
 	gauges   gauges        // for monitoring; see gauges.go
@@ -157,6 +158,9 @@ type Engine struct {
 	// wrapLogged holds the lock paths whose wrapped sequence numbers were
 	// logged (see parseListing); made on first use.
 	wrapLogged map[string]struct{}
+	// foreignLogged holds the children of lock paths, no lock node, that
+	// were logged (see noteForeign); made on first use.
+	foreignLogged map[string]struct{}
 }
 
 // entry is the loop's record of one contender.
@@ -256,11 +260,13 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	defer timer.Stop()
 	select {
 	case <-e.ready:
-		return e, nil
+		if err = e.authenticate(ctx); err == nil {
+			return e, nil
+		}
 	case <-timer.C:
 		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
 	case <-ctx.Done():
-		err = fmt.Errorf("%w: %w", ErrUnreachable, ctx.Err())
+		err = fmt.Errorf("%w: %w", ErrUnreachable, context.Cause(ctx))
 	}
 	e.Close()
 	return nil, err
@@ -273,6 +279,7 @@ func newEngine(cfg Config) *Engine {
 		log:        cfg.Logger,
 		inbox:      events.NewInbox(),
 		sem:        semaphore.NewWeighted(int64(cfg.MaxInFlight)),
+		states:     newStateWatch(),
 		loopDone:   make(chan struct{}),
 		ready:      make(chan struct{}),
 		contenders: make(map[uint64]*entry),
@@ -307,8 +314,11 @@ func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
 
 // Acquire asks for a lock and returns at once; the future resolves with a
-// Lease once the recipe admits this contender, or with an error. Cancelling
-// ctx before the grant resolves the future with ctx's error and removes the
+// Lease once the recipe admits this contender, or with an error. req.Path
+// is a path under Config.Root. Cancelling ctx before the grant resolves the
+// future with context.Cause(ctx) (ctx.Err() when ctx was cancelled
+// without a cause: errors.Is finds context.Canceled or
+// context.DeadlineExceeded) and removes the
 // contender's node; after the grant it has no effect on the lease. A
 // request that cannot work resolves the future at once, before anything is
 // sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest.
@@ -316,8 +326,13 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if err := req.validate(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
 	}
-	if err := ctx.Err(); err != nil {
+	full, err := e.serverPath(req.Path)
+	if err != nil {
 		return resolvedFuture[*Lease](nil, err)
+	}
+	req.Path = full
+	if ctx.Err() != nil {
+		return resolvedFuture[*Lease](nil, context.Cause(ctx))
 	}
 	fut := newFuture[*Lease]()
 	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
@@ -356,6 +371,13 @@ func (e *Engine) post(cmd any) bool {
 // hang a callback that calls Close (it would wait for itself). Callbacks of
 // the futures Close resolves may run after it returns. It must not be
 // called from the Observer, which runs on the loop Close waits for.
+//
+// Close always returns nil; the error result makes an Engine an
+// io.Closer. Nothing it leaves undone is the caller's to act on: a node
+// whose deletion was not answered within CloseTimeout goes with the
+// session, which Close ends (or, with no server reachable, which the
+// server expires), and how each acquisition and lease ended is told by
+// its own future, Lost channel and Err.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() { e.post(closeCmd{}) })
 	<-e.loopDone
@@ -629,10 +651,12 @@ func (e *Engine) listed(d events.OpDone, in input) {
 }
 
 // parseListing parses one listing of path for every contender it is
-// handed to, and logs, once per path, a listing whose sequence numbers
-// wrapped: the contenders fail on it with ErrSequenceWrapped.
+// handed to, logs the children no recipe reads (see noteForeign), and
+// logs, once per path, a listing whose sequence numbers wrapped: the
+// contenders fail on it with ErrSequenceWrapped.
 func (e *Engine) parseListing(path string, children []string) *queue.Listing {
 	l := queue.NewListing(children)
+	e.noteForeign(path, l)
 	if !l.Wrapped() {
 		return l
 	}
@@ -751,8 +775,9 @@ func (e *Engine) apply(en *entry, ef effect) {
 		lease := newLease(e, en.id, en.c.lockPath, en.c.full, ef.token)
 		if !e.trust.admit(lease, e.session) {
 			// The watchdog found the session untrusted after the loop last
-			// heard from it: no one may be granted now.
-			e.step(en, input{kind: inRefused})
+			// heard from it, or follows a session the loop has not heard
+			// of yet: no one may be granted now.
+			e.step(en, input{kind: inRefused, sessionEnded: !e.trust.follows(e.session)})
 			return
 		}
 		e.detach(en)
@@ -779,6 +804,7 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 		e.report(en, events.Report{Kind: kind, Path: en.c.lockPath, Err: ef.err})
 	case effReleased:
+		en.lease.end(ef.err)
 		if en.released != nil {
 			en.released.resolve(struct{}{}, ef.err)
 		}
@@ -802,18 +828,22 @@ func (e *Engine) apply(en *entry, ef effect) {
 		}
 		e.park(en)
 	case effDone:
+		if ef.err != nil {
+			e.log.Error("node left until the session ends", "path", en.c.lockPath, "err", ef.err)
+		}
 		e.unwatch(en)
 		if en.c.node != "" {
 			e.gone(en.c.nodePath()) // forgotten, whether or not it still exists
 		}
 		if en.revokeWatch {
-			if node := en.lease.Node(); e.revokers[node] == en.id {
+			if node := en.lease.node; e.revokers[node] == en.id {
 				delete(e.revokers, node)
 			}
 		}
 		e.detach(en)
 		if en.lease != nil {
 			e.trust.forget(en.lease)
+			en.lease.end(nil)
 		}
 		if en.released != nil {
 			// A release that raced a loss ends with the loss.
@@ -944,6 +974,7 @@ func (e *Engine) forceEnd(en *entry, err error) {
 func (e *Engine) report(en *entry, r events.Report) {
 	if e.cfg.Observer != nil {
 		r.ID = en.id
+		r.Path = e.namespacePath(r.Path)
 		e.cfg.Observer(r)
 	}
 }
@@ -977,6 +1008,7 @@ func (e *Engine) handleTimer(id uint64) {
 }
 
 func (e *Engine) handleSession(ev events.SessionChanged) {
+	defer e.publishState()
 	switch ev.State {
 	case events.Connected:
 		id := e.conn.SessionID()
@@ -988,6 +1020,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		}
 		if !e.everReady {
 			e.everReady = true
+			e.publishState() // before Start returns
 			close(e.ready)
 		}
 		e.log.Info("session connected", "session", fmt.Sprintf("%#x", id))
@@ -1043,6 +1076,7 @@ func (e *Engine) expire() {
 // channels) and their machines park the deletion of their nodes; no waiter
 // is granted until answers resume.
 func (e *Engine) handleTrust(c trustChanged) {
+	defer e.publishState()
 	e.untrusted = c.lapsed
 	kind := inTrusted
 	if c.lapsed {
@@ -1068,6 +1102,7 @@ func (e *Engine) shutdown() {
 		delete(e.timers, id)
 	}
 	e.rt.closeConn()
+	e.states.set(StateClosed)
 	// Commands posted before closed was set still wait in the inbox.
 	for _, ev := range e.inbox.Drain(nil) {
 		cmd, ok := ev.(events.Command)

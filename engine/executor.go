@@ -94,6 +94,7 @@ func (c *counters) snapshot() Stats {
 	}
 }
 
+// openACL is the default Config.ACL: anyone may do anything.
 var openACL = zk.WorldACL(zk.PermAll)
 
 // Encoded sizes, in bytes, of the parts of a multi request in ZooKeeper's
@@ -107,20 +108,21 @@ const (
 	multiEnvelopeSize = 4 + 4 + multiHeaderSize
 )
 
-// openACLSize is the encoded size of openACL: per entry, the permissions,
-// the scheme and the id.
-var openACLSize = func() int {
+// aclSize is the encoded size of acl: its count, then per entry the
+// permissions, the scheme and the id.
+func aclSize(acl []zk.ACL) int {
 	n := 4
-	for _, a := range openACL {
+	for _, a := range acl {
 		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
 	}
 	return n
-}()
+}
 
-// multiOpSize is the encoded size of a create or a delete inside a multi.
-func multiOpSize(o op) int {
+// multiOpSize is the encoded size of a create (with an ACL of aclBytes)
+// or a delete inside a multi.
+func multiOpSize(o op, aclBytes int) int {
 	if o.kind == events.OpCreate {
-		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + openACLSize + 4 // path, data, acl, flags
+		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + aclBytes + 4 // path, data, acl, flags
 	}
 	return multiHeaderSize + 4 + len(o.path) + 4 // path, version
 }
@@ -160,10 +162,11 @@ const (
 // flushWrites sends the queued creates and deletes, in order, as batches
 // bounded by count and encoded size.
 func (e *Engine) flushWrites() {
+	acl := aclSize(e.cfg.ACL)
 	for len(e.writes) > 0 && e.writing < maxWrites {
-		n, size := 1, multiEnvelopeSize+multiOpSize(e.writes[0])
+		n, size := 1, multiEnvelopeSize+multiOpSize(e.writes[0], acl)
 		for n < min(len(e.writes), maxBatch) {
-			s := multiOpSize(e.writes[n])
+			s := multiOpSize(e.writes[n], acl)
 			if size+s > maxBatchBytes {
 				break
 			}
@@ -251,7 +254,7 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 		e.count.n[o.kind].Add(1)
 		switch o.kind {
 		case events.OpCreate:
-			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: openACL, Flags: o.createFlags()}
+			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: e.cfg.ACL, Flags: o.createFlags()}
 		case events.OpDelete:
 			reqs[i] = &zk.DeleteRequest{Path: o.path, Version: -1}
 		}
@@ -297,7 +300,7 @@ func (e *Engine) exec(o op) events.OpDone {
 	e.count.n[o.kind].Add(1)
 	switch o.kind {
 	case events.OpCreate:
-		created, err := e.conn.Create(o.path, o.data, o.createFlags(), openACL)
+		created, err := e.conn.Create(o.path, o.data, o.createFlags(), e.cfg.ACL)
 		done.Name, done.Err = path.Base(created), err
 	case events.OpCreateParents:
 		done.Err = e.ensurePath(o.path)
@@ -374,7 +377,7 @@ func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int6
 // the server removes once they are empty. It works bottom-up, so an existing
 // parent costs one request.
 func (e *Engine) ensurePath(p string) error {
-	_, err := e.conn.CreateContainer(p, nil, zk.FlagContainer, openACL)
+	_, err := e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.ACL)
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNodeExists):
 		return nil
@@ -385,7 +388,7 @@ func (e *Engine) ensurePath(p string) error {
 			}
 		}
 		e.count.n[events.OpCreateParents].Add(1)
-		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, openACL)
+		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.ACL)
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}

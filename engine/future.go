@@ -83,11 +83,12 @@ var closed = func() chan struct{} {
 }()
 
 // Wait blocks until the future resolves or ctx is done. When ctx ends first
-// it returns ctx's error, and the future may still resolve later: to give up
+// it returns context.Cause(ctx) (which is ctx.Err() when ctx was cancelled
+// without a cause), and the future may still resolve later: to give up
 // an acquisition, cancel the context given to Acquire instead, which
 // resolves the future and removes the waiter's node.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
-	if v, err, ok := f.Result(); ok {
+	if v, ok, err := f.Result(); ok {
 		return v, err
 	}
 	select {
@@ -95,16 +96,16 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 		return f.val, f.err
 	case <-ctx.Done():
 		var zero T
-		return zero, ctx.Err()
+		return zero, context.Cause(ctx)
 	}
 }
 
-// Result returns the outcome without blocking; ok is false while the
-// future is unresolved.
-func (f *Future[T]) Result() (v T, err error, ok bool) {
+// Result returns the outcome without blocking: resolved is false, and v
+// and err zero, while the future is unresolved.
+func (f *Future[T]) Result() (v T, resolved bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.val, f.err, f.resolved
+	return f.val, f.resolved, f.err
 }
 
 // Then arranges for fn to run once with the outcome, on a goroutine of its

@@ -21,7 +21,7 @@ func TestFutureResolvesOnce(t *testing.T) {
 			wg.Done()
 		})
 	}
-	if _, _, ok := f.Result(); ok {
+	if _, ok, _ := f.Result(); ok {
 		t.Fatal("resolved before resolve")
 	}
 	if !f.resolve(7, nil) {

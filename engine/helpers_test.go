@@ -89,7 +89,7 @@ func (g *loopGate) hold(t testing.TB, acquire func() *engine.Future[*engine.Leas
 	case <-f.Done():
 	}
 	// Resolved; the grant's report comes after the future's resolution.
-	if _, err, _ := f.Result(); err != nil {
+	if _, _, err := f.Result(); err != nil {
 		t.Fatalf("gate acquisition: %v", err)
 	}
 	<-g.entered

@@ -11,8 +11,8 @@ import (
 type Lease struct {
 	eng   *Engine
 	id    uint64
-	path  string
-	node  string
+	path  string // the lock path on the server, under Config.Root
+	node  string // the node's path on the server
 	token int64
 
 	releasing atomic.Bool
@@ -22,20 +22,29 @@ type Lease struct {
 	lostErr   error
 	suspended signal // fired while the session is disconnected
 	revoked   signal
+	// ended is why the lease ended (its loss, or its release), nil while it
+	// is held. ctx, made on the first call to Context, is cancelled with it
+	// as the cause: most leases are never asked for a context, and cost
+	// none.
+	ended  error
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 func newLease(e *Engine, id uint64, path, node string, token int64) *Lease {
 	return &Lease{eng: e, id: id, path: path, node: node, token: token}
 }
 
-// Path is the lock path.
-func (l *Lease) Path() string { return l.path }
+// Path is the lock path, as given to Acquire: relative to Config.Root.
+func (l *Lease) Path() string { return l.eng.namespacePath(l.path) }
 
 // Engine is the engine whose session holds the lease.
 func (l *Lease) Engine() *Engine { return l.eng }
 
-// Node is the full path of the lease's own znode.
-func (l *Lease) Node() string { return l.node }
+// Node is the path of the lease's own znode, relative to Config.Root like
+// Path: Path, a slash and the node's name. lock.Revoke and the engine's
+// Data and SetData take it as it is.
+func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 
 // Token is the fencing token of this grant. Successive grants of one lock
 // path carry strictly increasing tokens, across sessions, reconnects and
@@ -86,10 +95,55 @@ func (l *Lease) Suspended() <-chan struct{} {
 	return l.suspended.wait()
 }
 
+// Context returns a context that is cancelled when the lease ends, for the
+// work the lease guards (database calls, RPCs): when it is lost, with
+// Err() as the cause (errors.Is finds ErrLost), and when its release has
+// completed, with ErrNotHeld as the cause, or the release's error when the
+// server refused the deletion. context.Cause reads the cause; ctx.Err() is
+// context.Canceled either way. It carries no deadline and no values, and
+// is the same context on every call.
+//
+// A loss cancels it at the moment Lost closes, from the engine's watchdog,
+// whatever the engine's loop is doing.
+func (l *Lease) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if l.ended != nil {
+			l.cancel(l.ended)
+		}
+	}
+	return l.ctx
+}
+
+// end records that the lease ended, because of cause (nil: it was
+// released), and cancels its context; only the first call counts.
+func (l *Lease) end(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.endLocked(cause)
+}
+
+func (l *Lease) endLocked(cause error) {
+	if l.ended != nil {
+		return
+	}
+	if cause == nil {
+		cause = ErrNotHeld
+	}
+	l.ended = cause
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
+}
+
 // Release gives the lock up and deletes the lease's node. It returns once
-// the node is deleted, or with ctx's error when ctx ends first (the deletion
-// goes on regardless). A lost lease reports its loss (ErrLost). A second
-// call returns ErrNotHeld and does nothing.
+// the node is deleted, or with context.Cause(ctx) when ctx ends first (the
+// deletion goes on regardless). A lost lease reports its loss (ErrLost). A
+// second call returns ErrNotHeld and does nothing. A deletion the server
+// refuses for lack of rights fails with ErrNoAuth; the node then stays
+// until the session ends.
 func (l *Lease) Release(ctx context.Context) error {
 	_, err := l.ReleaseAsync().Wait(ctx)
 	return err
@@ -139,6 +193,8 @@ func (l *Lease) markLost(err error) {
 		return
 	}
 	l.lostErr = &lostError{cause: err}
+	// The context first: whoever sees Lost closed sees it cancelled.
+	l.endLocked(l.lostErr)
 	l.lost.fire()
 }
 

@@ -121,7 +121,7 @@ func TestRecoveryOnServerIgnoresNodeOfAnotherSession(t *testing.T) {
 	f := lock.NewMutex(eng, lockPath).Acquire(ctx)
 	var own []string
 	eventually(t, "the engine's own node, or the acquisition's end", func() bool {
-		if _, _, ok := f.Result(); ok {
+		if _, ok, _ := f.Result(); ok {
 			return true
 		}
 		own = nodesOf(t, raw, lockPath, eng.SessionID())
@@ -134,7 +134,7 @@ func TestRecoveryOnServerIgnoresNodeOfAnotherSession(t *testing.T) {
 		t.Fatalf("the other session's create: %q, %v", foreign, foreignErr)
 	}
 	mu.Unlock()
-	if l, err, ok := f.Result(); ok {
+	if l, ok, err := f.Result(); ok {
 		node := ""
 		if l != nil {
 			node = l.Node()

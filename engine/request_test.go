@@ -47,7 +47,7 @@ func TestInvalidRequestsFailAtOnce(t *testing.T) {
 			defer cancel() // ends an acquisition that did not fail at once
 			before := eng.Stats()
 			f := eng.Acquire(ctx, req)
-			_, err, resolved := f.Result()
+			_, resolved, err := f.Result()
 			if !resolved {
 				cancel()
 				_, err = f.Wait(context.Background())

@@ -29,6 +29,7 @@ type zkConn interface {
 	Multi(ops ...any) ([]zk.MultiResponse, error)
 	Sync(path string) (string, error)
 	Exists(path string) (bool, *zk.Stat, error)
+	AddAuth(scheme string, auth []byte) error
 	SessionID() int64
 }
 

@@ -120,12 +120,12 @@ func (k *checker) noNodesLeft() {
 func (k *checker) allResolved() {
 	w := k.w
 	for _, a := range w.acqs {
-		if _, _, ok := a.fut.Result(); !ok {
+		if _, ok, _ := a.fut.Result(); !ok {
 			w.fail("%v: its future never resolved", a)
 			return
 		}
 		if a.relFut != nil {
-			if _, _, ok := a.relFut.Result(); !ok {
+			if _, ok, _ := a.relFut.Result(); !ok {
 				w.fail("%v: its release's future never resolved", a)
 				return
 			}

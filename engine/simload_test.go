@@ -55,7 +55,7 @@ func (a *acq) String() string {
 
 // lease is the granted lease, or nil.
 func (a *acq) lease() *lock.Lease {
-	l, err, ok := a.fut.Result()
+	l, ok, err := a.fut.Result()
 	if !ok || err != nil {
 		return nil
 	}
@@ -63,14 +63,14 @@ func (a *acq) lease() *lock.Lease {
 }
 
 func (a *acq) unsettled() string {
-	if _, _, ok := a.fut.Result(); !ok {
+	if _, ok, _ := a.fut.Result(); !ok {
 		return "still waiting"
 	}
 	if l := a.lease(); l != nil && !a.released && l.Err() == nil {
 		return "still held"
 	}
 	if a.relFut != nil {
-		if _, _, ok := a.relFut.Result(); !ok {
+		if _, ok, _ := a.relFut.Result(); !ok {
 			return "release still pending"
 		}
 	}
@@ -187,7 +187,7 @@ func (w *world) releaseOne() {
 func (w *world) cancelOne() {
 	var waiting []*acq
 	for _, a := range w.open {
-		if _, _, ok := a.fut.Result(); !ok {
+		if _, ok, _ := a.fut.Result(); !ok {
 			waiting = append(waiting, a)
 		}
 	}

@@ -306,6 +306,9 @@ func (c *client) Exists(p string) (bool, *zk.Stat, error) {
 	return true, stat(rep.Stat), nil
 }
 
+// AddAuth is never called: the simulated engines have no credentials.
+func (c *client) AddAuth(string, []byte) error { return nil }
+
 func (c *client) SessionID() int64 { return int64(c.session) }
 
 // codeErrors are the errors go-zookeeper makes of the codes the model

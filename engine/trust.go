@@ -215,17 +215,17 @@ func (t *sessionTrust) lapse() {
 	t.changed(true)
 }
 
-// admit registers a lease about to be granted, so that a lapse loses it;
-// false when the session is not trusted now, and then no one may be
-// granted. It reads the clock too: the timer may not have run yet although
-// the deadline has passed, or the loop may have decided the grant before it
-// heard of a lapse.
+// admit registers a lease about to be granted in session, the session the
+// loop knows, so that a lapse loses it; false when the session is not
+// trusted now, and then no one may be granted. It reads the clock too: the
+// timer may not have run yet although the deadline has passed, or the loop
+// may have decided the grant before it heard of a lapse.
 //
-// session is the session the loop believes it has, whose replies decided
-// the grant. When a server has since answered the handshake of another
-// session, that one expired and its nodes are gone, whatever the loop has
-// yet to hear: the grant came from a reply of a dead session (a loop that
-// was busy while the client reconnected), and is refused.
+// It is false as well when the session trusted now is not session: the
+// loop has not yet heard that session end, so the reply that decided the
+// grant may be one of the old session, whose nodes the server removed
+// when it expired it, and another client may hold the lock already. A new
+// session's trust says nothing about the old one's replies.
 func (t *sessionTrust) admit(l *Lease, session int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -238,6 +238,13 @@ func (t *sessionTrust) admit(l *Lease, session int64) bool {
 	}
 	t.held[l] = struct{}{}
 	return true
+}
+
+// follows reports whether session is the one the watchdog follows now.
+func (t *sessionTrust) follows(session int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return session == t.session
 }
 
 // forget drops a lease that was lost or has ended.

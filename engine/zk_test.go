@@ -153,7 +153,7 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 				clock.advance(time.Millisecond) // later pieces of a frame go out later
 			})
 		}
-		if c.trust.admit(&Lease{}, session) {
+		if c.trust.admit(&Lease{}, 0x10) {
 			t.Fatalf("trial %d: trusted before the server said a word", trial)
 		}
 		for _, r := range reads {

@@ -39,6 +39,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -291,6 +292,21 @@ type PeerConfig struct {
 	// ExtraArgs are appended to the peer's command line as they are (e.g.
 	// kazoo's "--extra-patterns", "none").
 	ExtraArgs []string
+
+	// Duration, when positive, stops each worker from starting a cycle after
+	// it (Iterations still bounds the cycles).
+	Duration time.Duration
+	// Paths, when positive, puts worker w on Path/<w mod Paths> (and its
+	// witness on Witness-<w mod Paths>) instead of Path.
+	Paths int
+	// Bench makes the peer measure a window and print the lines of
+	// bench.go; the window opens after Warmup.
+	Bench  bool
+	Warmup time.Duration
+	// JVMFlags are appended to the Curator peer's JVM flags (the last of two
+	// equal flags wins): a benchmark asks for the JIT a long-running client
+	// has, the tests for a fast start.
+	JVMFlags []string
 }
 
 func (c PeerConfig) args() []string {
@@ -324,6 +340,15 @@ func (c PeerConfig) args() []string {
 	if c.SessionTimeout > 0 {
 		a = append(a, "--session-ms", strconv.FormatInt(c.SessionTimeout.Milliseconds(), 10))
 	}
+	if c.Duration > 0 {
+		a = append(a, "--duration-ms", strconv.FormatInt(c.Duration.Milliseconds(), 10))
+	}
+	if c.Paths > 0 {
+		a = append(a, "--paths", strconv.Itoa(c.Paths))
+	}
+	if c.Bench {
+		a = append(a, "--bench", "--warmup-ms", strconv.FormatInt(c.Warmup.Milliseconds(), 10))
+	}
 	return append(a, c.ExtraArgs...)
 }
 
@@ -351,8 +376,9 @@ func StartCurator(ctx context.Context, classpath string, cfg PeerConfig) (*Peer,
 	if err != nil {
 		return nil, err
 	}
-	args := append(append(append([]string{}, jvmFlags...), "-cp", classpath, "Peer"), cfg.args()...)
-	return start(ctx, "curator", java, args)
+	flags := append(append([]string{}, jvmFlags...), cfg.JVMFlags...)
+	args := append(append(flags, "-cp", classpath, "Peer"), cfg.args()...)
+	return start(ctx, "curator", java, args, nil, false)
 }
 
 // StartKazoo starts a kazoo peer on KazooPython. ctx bounds the peer's
@@ -362,7 +388,7 @@ func StartKazoo(ctx context.Context, cfg PeerConfig) (*Peer, error) {
 		return nil, err
 	}
 	args := append([]string{"-c", kazooSource}, cfg.args()...)
-	return start(ctx, "kazoo", KazooPython(), args)
+	return start(ctx, "kazoo", KazooPython(), args, nil, false)
 }
 
 // RevokeCurator asks, with Curator's Revoker.attemptRevoke, the holder of
@@ -383,7 +409,7 @@ func RevokeKazoo(ctx context.Context, connect, node string) error {
 }
 
 func runToEnd(ctx context.Context, kind, bin string, args []string) error {
-	p, err := start(ctx, kind, bin, args)
+	p, err := start(ctx, kind, bin, args, nil, false)
 	if err != nil {
 		return err
 	}
@@ -404,12 +430,23 @@ type Result struct {
 
 // Peer is one started peer process.
 type Peer struct {
-	kind string
-	pid  int
-	cmd  *exec.Cmd
-	out  *output
-	done chan struct{} // closed once the process has exited and been reaped
-	err  error         // cmd.Wait's error; valid after done is closed
+	kind  string
+	pid   int
+	cmd   *exec.Cmd
+	out   *output
+	stdin io.WriteCloser // StartProgram's peers only
+	done  chan struct{}  // closed once the process has exited and been reaped
+	err   error          // cmd.Wait's error; valid after done is closed
+}
+
+// StartProgram starts any program as a peer of the given kind (a name for
+// messages), with the care StartCurator and StartKazoo take: killed when ctx
+// ends or when this process dies, output captured, waited for. env entries
+// (KEY=value) are added to this process's environment. Its stdin is a pipe
+// that Send writes to. For programs that speak the peers' protocols, such as
+// the stress harness's plain Go programs, or servers a test starts.
+func StartProgram(ctx context.Context, kind, bin string, args, env []string) (*Peer, error) {
+	return start(ctx, kind, bin, args, env, true)
 }
 
 // start starts bin from a goroutine locked to its OS thread, which then
@@ -417,13 +454,20 @@ type Peer struct {
 // which the kernel sends when the forking *thread* exits; the locked
 // goroutine keeps that thread alive exactly as long as the child, so the
 // signal only ever comes when the test binary itself dies.
-func start(ctx context.Context, kind, bin string, args []string) (*Peer, error) {
+func start(ctx context.Context, kind, bin string, args, env []string, withStdin bool) (*Peer, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(append(os.Environ(), "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"), env...)
 	p := &Peer{kind: kind, cmd: cmd, out: newOutput(), done: make(chan struct{})}
 	cmd.Stdout = &stream{o: p.out, stdout: true}
 	cmd.Stderr = &stream{o: p.out}
+	if withStdin {
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, fmt.Errorf("interop: %s peer stdin: %w", kind, err)
+		}
+		p.stdin = in
+	}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -484,6 +528,26 @@ func (p *Peer) Kill() {
 	// os.Process holds a pidfd on Linux: a recycled PID is never hit.
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// Signal sends sig to the peer (by its PID; os.Process holds a pidfd on
+// Linux, so a recycled PID is never hit) unless it has exited.
+func (p *Peer) Signal(sig os.Signal) error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("interop: %s has exited", p)
+	default:
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Send writes line and a newline to the stdin of a peer StartProgram started.
+func (p *Peer) Send(line string) error {
+	if p.stdin == nil {
+		return fmt.Errorf("interop: %s has no stdin to send to", p)
+	}
+	_, err := io.WriteString(p.stdin, line+"\n")
+	return err
 }
 
 // Held waits until a HoldRevocable peer holds its lock and returns the lock

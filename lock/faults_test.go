@@ -160,7 +160,7 @@ func TestCloseWithManyWaiters(t *testing.T) {
 	}
 	t.Logf("Close with 1000 waiters took %v", time.Since(start))
 	for i, f := range futures {
-		_, err, ok := f.Result()
+		_, ok, err := f.Result()
 		if !ok || !errors.Is(err, lock.ErrClosed) {
 			t.Fatalf("future %d: resolved=%v err=%v, want ErrClosed", i, ok, err)
 		}

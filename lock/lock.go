@@ -88,7 +88,7 @@ func (o options) data() []byte {
 // only risk dropping a lease granted at the same moment.
 func wait[T any](f *engine.Future[T]) (T, error) {
 	<-f.Done()
-	v, err, _ := f.Result()
+	v, _, err := f.Result()
 	return v, err
 }
 

@@ -35,7 +35,7 @@ func (m *Mutex) request(try bool) engine.Request {
 
 // Acquire asks for the lock and returns at once. The future resolves with a
 // lease when the lock is granted. Cancelling ctx before that resolves it
-// with ctx's error and removes this contender's node.
+// with context.Cause(ctx) and removes this contender's node.
 func (m *Mutex) Acquire(ctx context.Context) *engine.Future[*Lease] {
 	return m.eng.Acquire(ctx, m.request(false))
 }

@@ -83,6 +83,8 @@ func TestObserverReportsEachAcquisitionUnderOneID(t *testing.T) {
 		{events.Acquiring, events.Failed},
 		{events.Acquiring, events.Cancelled},
 	}
+	// The loop reports just after it resolves a future: wait for the last.
+	eventually(t, "the cancelled waiter reported", func() bool { return len(seen.sequences()) == 3 && len(seen.sequences()[2]) == 2 })
 	if got := seen.sequences(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("reports per contender: %v, want %v", got, want)
 	}

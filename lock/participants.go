@@ -3,11 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"path"
-	"sync"
-	"sync/atomic"
-	"weak"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/queue"
@@ -15,7 +11,7 @@ import (
 
 // Participant is one contender of a lock path, as Participants lists it.
 type Participant struct {
-	Node string     // the node's full path
+	Node string     // the node's path, relative to the engine's Config.Root
 	Kind queue.Kind // mutex, read, write or lease
 	Seq  int64      // the sequence number that orders it
 	// Holds reports whether the node holds the lock by its kind's rule
@@ -30,7 +26,8 @@ type Participant struct {
 
 // Participants lists the contenders of the lock at path in queue order:
 // holders first, then waiters in the order they will be served. Children
-// that are not lock nodes are left out. A contender that leaves while the
+// that are not lock nodes are left out (the engine logs them, through
+// Config.Logger, when a waiter's listing holds them). A contender that leaves while the
 // list is read is left out too; the list is a snapshot, stale at once.
 func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]Participant, error) {
 	children, err := eng.Children(ctx, lockPath)
@@ -38,7 +35,6 @@ func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]P
 		return nil, err
 	}
 	l := queue.NewListing(children)
-	noteForeignIn(l)
 	var out []Participant
 	for _, n := range l.Nodes() {
 		p := Participant{Node: path.Join(lockPath, n.Name), Kind: n.Kind, Seq: n.Seq, Client: n.Client}
@@ -60,50 +56,4 @@ func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]P
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// noteForeignIn logs, once each, the children of a listing that are no
-// lock node (another application's, or a name no client writes): they are
-// ignored. Every contender of a path is handed the same listing, so only
-// the first to see it looks: a listing of thousands of waiters is not
-// looked at thousands of times.
-func noteForeignIn(l *queue.Listing) {
-	if len(l.Foreign()) == 0 {
-		return
-	}
-	w := weak.Make(l)
-	lastNoted.Lock()
-	seen := lastNoted.l == w
-	lastNoted.l = w
-	lastNoted.Unlock()
-	if seen {
-		return
-	}
-	for _, name := range l.Foreign() {
-		noteForeign(name)
-	}
-}
-
-var (
-	// lastNoted is the listing noteForeignIn looked at last, held weakly so
-	// that a large listing is not kept alive for this.
-	lastNoted struct {
-		sync.Mutex
-		l weak.Pointer[queue.Listing]
-	}
-	foreignSeen  sync.Map // child name → struct{}
-	foreignCount atomic.Int64
-)
-
-// maxForeignLogged bounds the memory spent remembering what was logged.
-const maxForeignLogged = 1024
-
-func noteForeign(name string) {
-	if foreignCount.Load() >= maxForeignLogged {
-		return
-	}
-	if _, seen := foreignSeen.LoadOrStore(name, struct{}{}); !seen {
-		foreignCount.Add(1)
-		slog.Warn("turnstile: ignoring a child of a lock path that is no lock node", "child", name)
-	}
 }

@@ -13,18 +13,16 @@ func decision(d queue.Decision) engine.Decision {
 }
 
 // decideMutex runs the mutex predicate over one listing. Children that are
-// not lock nodes (other recipes' or foreign names) are ignored.
+// not lock nodes (other recipes' or foreign names) are ignored; the engine
+// logs them.
 func decideMutex(l *queue.Listing, self string) engine.Decision {
-	noteForeignIn(l)
 	return decision(l.Mutex(self))
 }
 
 func decideRead(l *queue.Listing, self string) engine.Decision {
-	noteForeignIn(l)
 	return decision(l.Read(self))
 }
 
 func decideWrite(l *queue.Listing, self string) engine.Decision {
-	noteForeignIn(l)
 	return decision(l.Write(self))
 }

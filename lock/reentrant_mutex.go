@@ -48,9 +48,9 @@ func (r *ReentrantMutex) Path() string { return r.m.path }
 // Acquire asks for the lock on behalf of owner and returns at once. If owner
 // holds it, the future is resolved already with the same lease and the
 // count goes up. If owner's earlier acquisition is still pending, this one
-// joins it: it resolves with it, or with its own ctx's error (giving its
-// count back) if ctx ends first. Only the first acquisition's ctx cancels
-// the acquisition itself.
+// joins it: it resolves with it, or with context.Cause of its own ctx
+// (giving its count back) if ctx ends first. Only the first acquisition's
+// ctx cancels the acquisition itself.
 func (r *ReentrantMutex) Acquire(ctx context.Context, owner any) *engine.Future[*Lease] {
 	return r.acquire(ctx, owner, false)
 }
@@ -74,7 +74,7 @@ func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engi
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if h := r.owners[owner]; h != nil {
-		l, err, done := h.fut.Result()
+		l, done, err := h.fut.Result()
 		switch {
 		case done && err == nil && l.Held():
 			h.count++
@@ -102,7 +102,8 @@ func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engi
 }
 
 // join counts one more acquisition on owner's pending one. It resolves with
-// that one, or with ctx's error when ctx ends first, giving its count back.
+// that one, or with context.Cause(ctx) when ctx ends first, giving its
+// count back.
 // Called with r.mu held.
 func (r *ReentrantMutex) join(ctx context.Context, owner any, h *hold) *engine.Future[*Lease] {
 	h.count++
@@ -136,7 +137,7 @@ func (r *ReentrantMutex) Release(ctx context.Context, owner any) error {
 		r.mu.Unlock()
 		return ErrNotHeld
 	}
-	l, err, done := h.fut.Result()
+	l, done, err := h.fut.Result()
 	switch {
 	case !done:
 		r.mu.Unlock()
@@ -174,7 +175,7 @@ func (r *ReentrantMutex) Count(owner any) int {
 	if h == nil {
 		return 0
 	}
-	if l, err, done := h.fut.Result(); !done || err != nil || !l.Held() {
+	if l, done, err := h.fut.Result(); !done || err != nil || !l.Held() {
 		return 0
 	}
 	return h.count

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,9 +123,14 @@ func TestReentrantMutexLostOnExpiry(t *testing.T) {
 }
 
 // Children of the lock path that no client names are ignored: the lock
-// works around them.
+// works around them. Each is logged once, through the engine's logger and
+// never the process-wide default one.
 func TestForeignChildrenIgnored(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
+	var global, own logRecords
+	prev := slog.Default()
+	slog.SetDefault(slog.New(&global))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	eng := startEngine(t, engine.Config{Logger: slog.New(&own)})
 	conn := inspect(t, shared.Addr())
 	path := lockRoot(t) + "/foreign"
 	ctx := context.Background()
@@ -144,6 +150,58 @@ func TestForeignChildrenIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	next.Release(ctx)
+	if n := global.total(); n != 0 {
+		t.Errorf("%d foreign children logged through slog.Default", n)
+	}
+	for _, name := range []string{"_c_", "_c_short-lock-", "lock-notanumber", "readme", "x-lock-0000000001-extra"} {
+		if n := own.count(name); n != 1 {
+			t.Errorf("foreign child %q logged %d times through Config.Logger, want once", name, n)
+		}
+	}
+}
+
+// logRecords is a slog.Handler that keeps every record's "child"
+// attribute.
+type logRecords struct {
+	mu       sync.Mutex
+	children []string
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "child" {
+			h.children = append(h.children, a.Value.String())
+		}
+		return true
+	})
+	return nil
+}
+
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecords) WithGroup(string) slog.Handler      { return h }
+
+// count is how many records named child.
+func (h *logRecords) count(child string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.children {
+		if c == child {
+			n++
+		}
+	}
+	return n
+}
+
+// total is how many records named a child.
+func (h *logRecords) total() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.children)
 }
 
 func TestReentrantMutexCancelLeavesNoNode(t *testing.T) {
@@ -357,7 +415,7 @@ func TestReentrantMutexInvalidOwnersEverywhere(t *testing.T) {
 		"slice in an interface field": boxed{v: []int{1}},
 	} {
 		f := r.Acquire(ctx, owner)
-		if _, err, done := f.Result(); !done || !errors.Is(err, lock.ErrInvalidOwner) {
+		if _, done, err := f.Result(); !done || !errors.Is(err, lock.ErrInvalidOwner) {
 			t.Errorf("%s: Acquire resolved=%v err=%v, want ErrInvalidOwner at once", name, done, err)
 		}
 		if _, err := r.TryAcquire(ctx, owner); !errors.Is(err, lock.ErrInvalidOwner) {

@@ -21,7 +21,7 @@ func queued(t *testing.T, eng *engine.Engine, before engine.Stats, n uint64) {
 }
 
 func pending(f *engine.Future[*lock.Lease]) bool {
-	_, _, ok := f.Result()
+	_, ok, _ := f.Result()
 	return !ok
 }
 
@@ -408,7 +408,7 @@ func TestRWMutexDowngradeRejectsOtherLeases(t *testing.T) {
 		"mutex lease":             mutexLease,
 	} {
 		f := rw.Downgrade(ctx, l)
-		_, err, done := f.Result()
+		_, done, err := f.Result()
 		if !done {
 			t.Fatalf("%s: Downgrade did not resolve at once", name)
 		}
@@ -438,7 +438,7 @@ func TestRWMutexUpgradeRefusedAtOncePerHandle(t *testing.T) {
 	}
 	before := eng.Stats().Requests()
 	f := rw.Writer().Acquire(ctx)
-	if _, err, done := f.Result(); !done || !errors.Is(err, lock.ErrUpgrade) {
+	if _, done, err := f.Result(); !done || !errors.Is(err, lock.ErrUpgrade) {
 		t.Fatalf("Acquire: resolved=%v err=%v, want ErrUpgrade at once", done, err)
 	}
 	if _, err := rw.Writer().TryAcquire(ctx); !errors.Is(err, lock.ErrUpgrade) {

@@ -67,7 +67,8 @@ func (s *Semaphore) Path() string { return s.path }
 func (s *Semaphore) Leases() int { return s.n }
 
 // Acquire asks for a lease and returns at once. Cancelling ctx before the
-// grant resolves the future with ctx's error and leaves no node behind.
+// grant resolves the future with context.Cause(ctx) and leaves no node
+// behind.
 func (s *Semaphore) Acquire(ctx context.Context) *engine.Future[*Lease] {
 	return s.acquire(ctx, false)
 }
@@ -123,7 +124,6 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, 
 // among the first N. Otherwise any holder's release may free a slot: watch
 // the children.
 func (s *Semaphore) decide(l *queue.Listing, self string) engine.Decision {
-	noteForeignIn(l)
 	d := l.Semaphore(self, s.n)
 	if d.Holds || d.Missing {
 		return decision(d)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,8 @@ func (k kind) exclusive() bool { return k == kMutex || k == kWrite }
 
 // checker proves exclusion three ways, per lock path:
 //   - an in-process overlap detector: who holds the path right now;
-//   - the witness files (witness.go), which peer processes share;
+//   - the witness files (witness.go), which peer processes share, when
+//     -witness-file is given (interop and fault runs: see placeWitness);
 //   - fencing tokens: an exclusive grant's token exceeds every earlier
 //     grant's of the path, and a read grant's exceeds every earlier
 //     exclusive grant's. (Semaphore holders share the lock and may be
@@ -44,7 +46,16 @@ type checker struct {
 	overlaps     atomic.Int64
 	witnessFails atomic.Int64
 	tokenBack    atomic.Int64
+	// fenceRefused: the fenced resource (pause runs) refused a holder that
+	// was not told it lost: its token was not the greatest.
+	fenceRefused atomic.Int64
 	logged       atomic.Int64
+
+	// staleOverlaps counts grants that found the witness file of the pause
+	// fault's stalled holder: a second holder while the first, frozen, still
+	// believes it holds. That is what the pause fault shows, not a fault of
+	// the harness's workers, so it is reported apart from the violations.
+	staleOverlaps atomic.Int64
 }
 
 type pathState struct {
@@ -142,8 +153,11 @@ func (c *checker) enter(path, wbase string, worker int, k kind, h held) *holding
 	}
 
 	if c.witness != nil {
-		if why := c.witness.enter(hd, c.leases); why != "" {
-			c.violation(&c.witnessFails, "%s: worker %d (%s): witness %s", path, worker, k, why)
+		switch err := c.witness.enter(hd, c.leases); {
+		case errors.Is(err, errStalledHolder):
+			c.staleOverlaps.Add(1)
+		case err != nil:
+			c.violation(&c.witnessFails, "%s: worker %d (%s): witness %v", path, worker, k, err)
 		}
 	}
 	return hd
@@ -163,8 +177,14 @@ func (c *checker) leave(hd *holding) {
 	}
 }
 
+// refused records that the fenced resource refused worker's write while
+// its lease was not lost.
+func (c *checker) refused(path string, worker int, token int64) {
+	c.violation(&c.fenceRefused, "%s: worker %d: the fenced resource refused token %d of a holder that was not told it lost", path, worker, token)
+}
+
 func (c *checker) violations() int64 {
-	return c.overlaps.Load() + c.witnessFails.Load() + c.tokenBack.Load()
+	return c.overlaps.Load() + c.witnessFails.Load() + c.tokenBack.Load() + c.fenceRefused.Load()
 }
 
 func (c *checker) detail() map[string]int64 {
@@ -172,9 +192,10 @@ func (c *checker) detail() map[string]int64 {
 		"overlap":        c.overlaps.Load(),
 		"witness":        c.witnessFails.Load(),
 		"token_backward": c.tokenBack.Load(),
+		"fence_refused":  c.fenceRefused.Load(),
 	}
 }
 
 func (c *checker) String() string {
-	return fmt.Sprintf("overlap %d, witness %d, token %d", c.overlaps.Load(), c.witnessFails.Load(), c.tokenBack.Load())
+	return fmt.Sprintf("overlap %d, witness %d, token %d, fence %d", c.overlaps.Load(), c.witnessFails.Load(), c.tokenBack.Load(), c.fenceRefused.Load())
 }

@@ -24,20 +24,29 @@ type cluster struct {
 	minSession, maxSession, tick time.Duration
 }
 
+// serverOptions are the embedded servers' options. The harness measures
+// ZooKeeper as it is run in production: -fsync (the default) keeps its
+// default durability, forceSync=yes, where the tests' servers skip the
+// fsync; and its JVM gets the full JIT (zkserver's default flags stop at
+// the C1 compiler for a fast start, and the last of two equal flags wins).
+func serverOptions(cfg *config) zkserver.Options {
+	return zkserver.Options{ForceSync: cfg.FSync, JVMFlags: []string{"-XX:TieredStopAtLevel=4"}}
+}
+
 func startCluster(ctx context.Context, cfg *config) (*cluster, error) {
 	c := &cluster{}
 	switch {
 	case len(cfg.Servers) > 0:
 		c.addrs = cfg.Servers
 	case cfg.Ensemble > 1:
-		ens, err := zkserver.StartEnsemble(ctx, cfg.Ensemble, zkserver.Options{})
+		ens, err := zkserver.StartEnsemble(ctx, cfg.Ensemble, serverOptions(cfg))
 		if err != nil {
 			return nil, fmt.Errorf("start an embedded ensemble of %d: %w", cfg.Ensemble, err)
 		}
 		c.ensemble = ens
 		c.addrs = ens.Addrs()
 	default:
-		srv, err := zkserver.Start(ctx, zkserver.Options{})
+		srv, err := zkserver.Start(ctx, serverOptions(cfg))
 		if err != nil {
 			return nil, fmt.Errorf("start an embedded ZooKeeper: %w", err)
 		}
@@ -69,6 +78,24 @@ func (c *cluster) Close() {
 	if c.ensemble != nil {
 		c.ensemble.Close()
 	}
+}
+
+// pids are the embedded servers' processes (none for -servers).
+func (c *cluster) pids() []int {
+	var servers []*zkserver.Server
+	switch {
+	case c.server != nil:
+		servers = []*zkserver.Server{c.server}
+	case c.ensemble != nil:
+		servers = c.ensemble.Servers
+	}
+	var pids []int
+	for _, s := range servers {
+		if p := s.PID(); p != 0 {
+			pids = append(pids, p)
+		}
+	}
+	return pids
 }
 
 // negotiated is the session timeout a server grants for asked: asked

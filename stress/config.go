@@ -20,7 +20,17 @@ type config struct {
 	Duration       time.Duration
 	Hold           time.Duration
 	Cycles         int64
-	Impl           string
+	Warmup         time.Duration
+	ServerWarmup   time.Duration
+	Impl           string   // as given
+	Impls          []string // what it names, in order
+	Plain          bool
+	PlainFirst     bool
+	Bench          bool
+	FSync          bool
+	RedisTTL       time.Duration
+	RedisRetry     time.Duration
+	RedisFsync     string
 	Faults         faultSet
 	FaultInterval  time.Duration
 	Latency        time.Duration
@@ -29,7 +39,8 @@ type config struct {
 	CancelMax      time.Duration
 	LockRoot       string
 	LockPath       string
-	WitnessFile    string
+	WitnessFile    string // "" = no cross-process witness (the in-process checks always run)
+	WitnessOnDisk  bool
 	WriteRatio     float64
 	Leases         int
 	Seed           uint64
@@ -37,6 +48,7 @@ type config struct {
 	MaxInFlight    int
 	Deadline       time.Duration
 	JSON           bool
+	CPUProfile     string
 	Progress       bool
 	Verbose        bool
 }
@@ -45,7 +57,7 @@ var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "
 
 // knownFaults are the values of -faults; several may be given, comma
 // separated.
-var knownFaults = []string{"none", "conn-cut", "latency", "expire", "leader-kill", "cancel"}
+var knownFaults = []string{"none", "conn-cut", "latency", "expire", "leader-kill", "cancel", "pause"}
 
 // faultSet is the parsed -faults list, without "none".
 type faultSet []string
@@ -80,8 +92,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long workers run (0 with -cycles: until the cycles are done; waiters runs one queue-and-drain and ignores it)")
 	fs.DurationVar(&c.Hold, "hold", 0, "time held in the critical section per cycle")
 	fs.Int64Var(&c.Cycles, "cycles", 0, "stop after this many acquisition attempts in all (0: no limit, use -duration)")
-	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | rawzk (no lock: create+getChildren+delete) | all")
-	fs.StringVar(&faults, "faults", "none", "comma-separated: none | conn-cut | latency | expire | leader-kill | cancel")
+	fs.DurationVar(&c.Warmup, "warmup", 0, "run this long before the measured window opens (every impl, peers included; not for waiters)")
+	fs.DurationVar(&c.ServerWarmup, "server-warmup", 0, "before the first impl, load the ZooKeeper servers this long with bare cycles and turnstile's, unmeasured, so that the JVM has compiled its hot paths and the first impl does not pay for it (default 10s with -bench)")
+	fs.StringVar(&c.Impl, "impl", "turnstile", "turnstile | gozk (go-zookeeper/zk's Lock) | curator (Apache Curator's InterProcessMutex, a Java process) | kazoo (kazoo's Lock, a Python process) | redis (SET NX PX + compare-and-delete, on a redis-server of its own) | rawzk (no lock: create+getChildren+delete) | all, or a comma-separated list")
+	fs.BoolVar(&c.Plain, "plain", false, "after each of turnstile, gozk, redis and rawzk, run its plain program (a process of its own doing nothing but the loop) on the same server, to compare with the harness's run")
+	fs.BoolVar(&c.PlainFirst, "plain-first", false, "with -plain: run each plain program before the harness's run instead of after (to see that the order does not decide the comparison)")
+	fs.BoolVar(&c.Bench, "bench", false, "run the suite of BENCHMARKS.md (uncontended with 64 workers and contended with 16, every impl and -plain; waiters 100 x 100 for turnstile and gozk) and print one table; -duration and -warmup apply to each run")
+	fs.BoolVar(&c.FSync, "fsync", true, "embedded ZooKeeper servers fsync every write before acknowledging it (ZooKeeper's default, forceSync=yes); false: forceSync=no, as the tests run")
+	fs.DurationVar(&c.RedisTTL, "redis-ttl", 0, "redis: the lock's lease (default: -session-timeout)")
+	fs.DurationVar(&c.RedisRetry, "redis-retry", time.Millisecond, "redis: a waiter retries its SET after this long, +/-50%")
+	fs.StringVar(&c.RedisFsync, "redis-appendfsync", "", "redis: run redis-server with an append-only file and this fsync policy (always | everysec); default: redis-server's defaults (snapshots only)")
+	fs.StringVar(&faults, "faults", "none", "comma-separated: none | conn-cut | latency | expire | leader-kill | cancel | pause (stop a holder process with SIGSTOP for longer than its session / TTL; contended only)")
 	fs.DurationVar(&c.FaultInterval, "fault-interval", 2*time.Second, "mean time between injected faults (each wait is drawn from 0.5x..1.5x)")
 	fs.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "with -faults latency: delay added by the proxy in each direction")
 	fs.DurationVar(&c.Jitter, "jitter", 2*time.Millisecond, "with -faults latency: +/- jitter on that delay")
@@ -89,20 +110,23 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.CancelMax, "cancel-max", 20*time.Millisecond, "with -faults cancel: a cancelled acquisition is cancelled at a random moment up to this long after it starts")
 	fs.StringVar(&c.LockRoot, "lock-root", "/stress", "ZooKeeper path under which every lock node goes")
 	fs.StringVar(&c.LockPath, "lock-path", "", "the one lock path of contended, rw, semaphore and election (default <lock-root>/one)")
-	fs.StringVar(&c.WitnessFile, "witness-file", "", "witness file shared with peer processes (default: a fresh temp file); multi-path workloads use `PATH`-<i>")
+	fs.StringVar(&c.WitnessFile, "witness-file", "", "cross-process witness file shared with peer processes, for interop and fault runs (default: none; the in-process checks run always); a name without a directory goes under "+memoryDir+", a path on a disk filesystem is refused; multi-path workloads use `PATH`-<i>")
+	fs.BoolVar(&c.WitnessOnDisk, "witness-on-disk", false, "allow -witness-file on a disk filesystem (its per-cycle create and remove are then measured as part of every cycle)")
 	fs.Float64Var(&c.WriteRatio, "write-ratio", 0.2, "rw: share of acquisitions that are writes")
 	fs.IntVar(&c.Leases, "leases", 3, "semaphore: leases N")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of every random choice (0: pick one; it is printed at start)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 5*time.Second, "ZooKeeper session timeout the clients ask for")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "turnstile: engine.Config.MaxInFlight (0: the engine's default)")
 	fs.DurationVar(&c.Deadline, "deadline", 0, "hard deadline of each run, after which it is aborted (default 2x duration + 2m, at least 5m)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the harness process's CPU profile to `file` (to see what the harness itself costs)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per measured run on stdout (the table then goes to stderr)")
 	fs.BoolVar(&c.Progress, "progress", false, "print the progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.Verbose, "v", false, "log the clients' warnings and errors to stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./stress [flags]\n\n"+
-			"Runs lock workloads on a real ZooKeeper, checks exclusion (in process, by a\n"+
-			"witness file, by fencing tokens), counts orphaned lock nodes, and measures.\n"+
+			"Runs lock workloads on a real ZooKeeper, checks exclusion (in process and by\n"+
+			"fencing tokens always; by a witness file shared with peer processes when\n"+
+			"-witness-file is given), counts orphaned lock nodes, and measures.\n"+
 			"Exit code: 0 clean, 1 violations/orphans/leaks/stuck workers/errors, 2 bad\n"+
 			"flags or a workload the impl does not support, 130 interrupted.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -147,10 +171,26 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if !slices.Contains(workloads, c.Workload) {
 		return nil, bad("unknown -workload %q (want %s)", c.Workload, strings.Join(workloads, ", "))
 	}
-	if c.Impl != "all" {
-		if _, err := implByName(c.Impl); err != nil {
-			return nil, bad("%v", err)
+	for _, n := range strings.Split(c.Impl, ",") {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == "all":
+			c.Impls = append(c.Impls, allImpls...)
+		case n != "":
+			if _, err := implByName(n); err != nil {
+				return nil, bad("%v", err)
+			}
+			c.Impls = append(c.Impls, n)
 		}
+	}
+	c.Impls = slices.Compact(c.Impls)
+	if len(c.Impls) == 0 {
+		return nil, bad("-impl names no impl")
+	}
+	switch c.RedisFsync {
+	case "", "always", "everysec", "no":
+	default:
+		return nil, bad("-redis-appendfsync %q: always, everysec or no", c.RedisFsync)
 	}
 	if c.Cycles > 0 && !set["duration"] {
 		c.Duration = 0
@@ -160,8 +200,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, bad("-workers must be at least 1")
 	case c.Ensemble < 1:
 		return nil, bad("-ensemble must be at least 1")
-	case c.Duration < 0 || c.Hold < 0 || c.Cycles < 0 || c.Deadline < 0:
-		return nil, bad("negative -duration, -hold, -cycles or -deadline")
+	case c.Duration < 0 || c.Hold < 0 || c.Cycles < 0 || c.Deadline < 0 || c.Warmup < 0 || c.ServerWarmup < 0 || c.RedisTTL < 0 || c.RedisRetry <= 0:
+		return nil, bad("negative -duration, -hold, -cycles, -deadline, -warmup or -redis-ttl, or -redis-retry not positive")
 	case c.Duration == 0 && c.Cycles == 0 && c.Workload != "waiters":
 		return nil, bad("give -duration or -cycles: every run must end by itself")
 	case c.FaultInterval <= 0:
@@ -177,6 +217,18 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.Faults.has("leader-kill") && (len(c.Servers) > 0 || c.Ensemble < 3) {
 		return nil, bad("-faults leader-kill needs an embedded ensemble: -ensemble 3")
+	}
+	if c.Faults.has("pause") && c.Workload != "contended" {
+		return nil, bad("-faults pause runs on -workload contended: the stalled holder and the workers share its one path")
+	}
+	if c.Bench && (set["workload"] || set["impl"] || set["workers"] || set["paths"] || set["cycles"] || len(c.Faults) > 0) {
+		return nil, bad("-bench runs its own workloads, impls and workers: give only -duration, -warmup, -hold and server flags with it")
+	}
+	if c.RedisTTL == 0 {
+		c.RedisTTL = c.SessionTimeout
+	}
+	if c.Bench && !set["server-warmup"] {
+		c.ServerWarmup = 10 * time.Second
 	}
 	if c.Paths == 0 {
 		c.Paths = 10
@@ -197,6 +249,26 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.Deadline = max(2*c.Duration+2*time.Minute, 5*time.Minute)
 	}
 	return c, nil
+}
+
+// spec is the workload as a process of its own runs it on servers: the
+// same paths the harness's workers use (lockPath), the same bounds.
+func (c *config) spec(servers []string) workloadSpec {
+	s := workloadSpec{
+		servers: servers, path: c.LockPath, workers: c.Workers, duration: c.Duration, warmup: c.Warmup,
+		hold: c.Hold, sessionTimeout: c.SessionTimeout, maxInFlight: c.MaxInFlight,
+		redisTTL: c.RedisTTL, redisRetry: c.RedisRetry,
+	}
+	switch c.Workload {
+	case "uncontended":
+		s.path, s.paths = c.LockRoot+"/u", c.Workers
+	case "paths":
+		s.path, s.paths = c.LockRoot+"/p", c.Paths
+	}
+	if c.Cycles > 0 {
+		s.iterations = int((c.Cycles + int64(c.Workers) - 1) / int64(c.Workers))
+	}
+	return s
 }
 
 // serversLabel is the servers field of a result.

@@ -125,13 +125,14 @@ type injector struct {
 	count    atomic.Int64
 	logf     func(format string, a ...any)
 	downTime time.Duration // expire: how long the client is kept away
+	pause    *pauser       // pause: the holder it stalls
 }
 
 func (in *injector) kinds() []string {
 	var k []string
 	for _, f := range in.cfg.Faults {
 		switch f {
-		case "conn-cut", "expire", "leader-kill":
+		case "conn-cut", "expire", "leader-kill", "pause":
 			k = append(k, f)
 		}
 	}
@@ -170,6 +171,11 @@ func (in *injector) run(ctx context.Context) {
 			}
 		case "leader-kill":
 			in.killLeader(ctx)
+		case "pause":
+			if err := in.pause.stall(); err != nil {
+				in.pause.noteErr(err)
+				in.logf("fault pause: %v", err)
+			}
 		}
 		in.count.Add(1)
 	}

@@ -5,24 +5,43 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
-// An impl is one lock library under test, behind the small interfaces below
-// so that every workload, checker and fault runs the same way for each.
-// A recipe an impl does not have is reported as an *UnsupportedError (exit
-// code 2), never a panic.
+// An impl is one lock library under test. An in-process impl (inProcess)
+// runs behind the small interfaces below, so that every workload, checker
+// and fault runs the same way for each; a spawned impl (spawner, see
+// impl_peers.go) runs the workload's cycles in a process of its own and
+// reports them. A recipe an impl does not have is reported as an
+// *UnsupportedError (exit code 2), never a panic.
 type impl interface {
 	Name() string
 	// Excludes is false for an impl that takes no lock on purpose (rawzk):
 	// the exclusion checkers do not apply to it.
 	Excludes() bool
+	// Backend is the server the impl talks to.
+	Backend() backendKind
 	// Supports reports, before anything starts, whether the impl can run
 	// this workload under these faults.
 	Supports(workload string, faults faultSet) error
+}
+
+// inProcess is an impl whose workers are goroutines of the harness.
+type inProcess interface {
+	impl
 	// Open connects one client to servers (which may be fault proxies).
 	Open(ctx context.Context, o openOptions) (client, error)
 }
+
+// backendKind names the server an impl needs.
+type backendKind int
+
+const (
+	noBackend        backendKind = iota // the hidden none impl
+	zookeeperBackend                    // ZooKeeper, embedded or -servers
+	redisBackend                        // a redis-server the harness starts
+)
 
 type openOptions struct {
 	Servers        []string
@@ -30,6 +49,9 @@ type openOptions struct {
 	MaxInFlight    int
 	Marker         []byte // written into every lock node, so orphans are recognisable as ours
 	Logger         *slog.Logger
+	Workers        int           // concurrent callers; Redis opens a connection each
+	RedisTTL       time.Duration // the Redis lock's lease
+	RedisRetry     time.Duration // how long a Redis waiter sleeps between tries
 }
 
 // waitCounter is a client that counts the waits it has armed, whether or
@@ -98,7 +120,7 @@ func isUnsupported(err error) bool {
 	return errors.As(err, &u)
 }
 
-// implByName knows every impl, including the hidden "none".
+// implByName knows every impl -impl names, including the hidden "none".
 func implByName(name string) (impl, error) {
 	switch name {
 	case "turnstile":
@@ -107,15 +129,21 @@ func implByName(name string) (impl, error) {
 		return gozkImpl{}, nil
 	case "rawzk":
 		return rawzkImpl{}, nil
+	case "redis":
+		return redisImpl{}, nil
+	case "curator":
+		return curatorImpl{}, nil
+	case "kazoo":
+		return kazooImpl{}, nil
 	case "none":
 		return noneImpl{}, nil
 	}
-	return nil, fmt.Errorf("unknown -impl %q (want turnstile, gozk, rawzk or all)", name)
+	return nil, fmt.Errorf("unknown -impl %q (want %s, all, or a comma-separated list)", name, strings.Join(allImpls, ", "))
 }
 
 // allImpls is what -impl all runs, in order; turnstile first so the ratios
 // can be printed against it.
-var allImpls = []string{"turnstile", "gozk", "rawzk"}
+var allImpls = []string{"turnstile", "gozk", "curator", "kazoo", "redis", "rawzk"}
 
 // closedChan reports whether c is closed, without blocking; a nil channel
 // is never closed.

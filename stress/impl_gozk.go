@@ -15,8 +15,9 @@ import (
 // shared connection.
 type gozkImpl struct{}
 
-func (gozkImpl) Name() string   { return "gozk" }
-func (gozkImpl) Excludes() bool { return true }
+func (gozkImpl) Name() string         { return "gozk" }
+func (gozkImpl) Excludes() bool       { return true }
+func (gozkImpl) Backend() backendKind { return zookeeperBackend }
 
 func (gozkImpl) Supports(workload string, faults faultSet) error {
 	switch workload {

@@ -8,12 +8,16 @@ import "context"
 // contended workload must report violations and exit non-zero).
 type noneImpl struct{}
 
-func (noneImpl) Name() string   { return "none" }
-func (noneImpl) Excludes() bool { return true } // it claims to, falsely: that is the point
+func (noneImpl) Name() string         { return "none" }
+func (noneImpl) Excludes() bool       { return true } // it claims to, falsely: that is the point
+func (noneImpl) Backend() backendKind { return noBackend }
 
-func (noneImpl) Supports(workload string, _ faultSet) error {
+func (noneImpl) Supports(workload string, faults faultSet) error {
 	if workload == "waiters" {
 		return unsupported("none", "-workload waiters", "nothing ever waits without a lock")
+	}
+	if faults.has("pause") {
+		return unsupported("none", "-faults pause", "it has no server, so no lease to outlive")
 	}
 	return nil
 }

@@ -14,8 +14,9 @@ import (
 // a lock cycle (3 requests), so the exclusion checkers do not apply to it.
 type rawzkImpl struct{}
 
-func (rawzkImpl) Name() string   { return "rawzk" }
-func (rawzkImpl) Excludes() bool { return false }
+func (rawzkImpl) Name() string         { return "rawzk" }
+func (rawzkImpl) Excludes() bool       { return false }
+func (rawzkImpl) Backend() backendKind { return zookeeperBackend }
 
 func (rawzkImpl) Supports(workload string, faults faultSet) error {
 	switch workload {
@@ -25,6 +26,9 @@ func (rawzkImpl) Supports(workload string, faults faultSet) error {
 	}
 	if faults.has("cancel") {
 		return unsupported("rawzk", "-faults cancel", "rawzk never waits, so there is no acquisition to cancel")
+	}
+	if faults.has("pause") {
+		return unsupported("rawzk", "-faults pause", "rawzk takes no lock, so no holder can stall")
 	}
 	return nil
 }
@@ -61,12 +65,7 @@ type rawzkLocker struct {
 
 func (l *rawzkLocker) Acquire(context.Context) (held, error) {
 	conn := l.c.conn
-	node, err := conn.Create(l.path+"/lock-", l.c.data, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-	if errors.Is(err, zk.ErrNoNode) {
-		if err = l.makeParents(); err == nil {
-			node, err = conn.Create(l.path+"/lock-", l.c.data, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-		}
-	}
+	node, err := createLockNode(conn, l.path, l.c.data)
 	if err != nil {
 		return nil, err
 	}
@@ -77,16 +76,22 @@ func (l *rawzkLocker) Acquire(context.Context) (held, error) {
 	return rawzkHeld{conn: conn, node: node}, nil
 }
 
-func (l *rawzkLocker) makeParents() error {
+// createLockNode creates an ephemeral sequential path/lock-N, and path's
+// missing parents on the first use of a path.
+func createLockNode(conn *zk.Conn, path string, data []byte) (string, error) {
+	node, err := conn.Create(path+"/lock-", data, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if !errors.Is(err, zk.ErrNoNode) {
+		return node, err
+	}
 	p := ""
-	for _, seg := range strings.Split(strings.TrimPrefix(l.path, "/"), "/") {
+	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		p += "/" + seg
-		_, err := l.c.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		_, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return conn.Create(path+"/lock-", data, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
 }
 
 type rawzkHeld struct {

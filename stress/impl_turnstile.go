@@ -11,8 +11,9 @@ import (
 // loop goroutine) shared by every worker of the run.
 type turnstileImpl struct{}
 
-func (turnstileImpl) Name() string   { return "turnstile" }
-func (turnstileImpl) Excludes() bool { return true }
+func (turnstileImpl) Name() string         { return "turnstile" }
+func (turnstileImpl) Excludes() bool       { return true }
+func (turnstileImpl) Backend() backendKind { return zookeeperBackend }
 
 func (turnstileImpl) Supports(string, faultSet) error { return nil }
 
@@ -87,7 +88,7 @@ func (l turnstileLocker) Acquire(ctx context.Context) (held, error) {
 	// The engine resolves the future when ctx ends, so waiting on Done alone
 	// never drops a lease granted at the moment ctx ended.
 	<-f.Done()
-	lease, err, _ := f.Result()
+	lease, _, err := f.Result()
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +22,20 @@ import (
 var shared *zkserver.Server
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(zkserver.Shared(m, &shared))
+	// The harness re-executes its own binary for plain programs and the pause
+	// fault's holder: under test, that binary is this one.
+	if code, ok := childMode(); ok {
+		os.Exit(code)
+	}
+	goleak.VerifyTestMain(removeCuratorAfter{zkserver.Shared(m, &shared)})
+}
+
+// removeCuratorAfter removes the Curator peer's build after the tests.
+type removeCuratorAfter struct{ m interface{ Run() int } }
+
+func (r removeCuratorAfter) Run() int {
+	defer curatorPeer.close()
+	return r.m.Run()
 }
 
 // outcome is one invocation of the command.
@@ -118,8 +135,8 @@ func TestWorkloads(t *testing.T) {
 				if r.Checked != (im != "rawzk") {
 					t.Errorf("checked = %v for %s", r.Checked, im)
 				}
-				if r.ZKRequestsPerCycle == nil {
-					t.Errorf("no zk_requests_per_cycle")
+				if r.ServerRequestsPerCycle == nil {
+					t.Errorf("no server_requests_per_cycle")
 				}
 			})
 		}
@@ -199,7 +216,7 @@ func TestCheckersCatchNone(t *testing.T) {
 	for _, c := range []struct{ workload, leases string }{{"contended", "1"}, {"rw", "1"}, {"semaphore", "2"}} {
 		t.Run(c.workload, func(t *testing.T) {
 			o := runCmd(t, "-impl", "none", "-workload", c.workload, "-leases", c.leases, "-write-ratio", "0.5",
-				"-workers", "6", "-hold", "2ms", "-duration", "1s", "-cycles", "300")
+				"-workers", "6", "-hold", "2ms", "-duration", "1s", "-cycles", "300", "-witness-file", shmWitness(t))
 			if o.code != exitFailed {
 				t.Errorf("exit code %d, want %d", o.code, exitFailed)
 			}
@@ -219,17 +236,19 @@ func TestCheckersCatchNone(t *testing.T) {
 
 func TestImplAll(t *testing.T) {
 	o := runCmd(t, "-impl", "all", "-workload", "contended", "-workers", "4", "-cycles", "200", "-duration", "2s")
-	clean(t, o, "turnstile", "gozk", "rawzk")
-	for _, want := range []string{"turnstile vs gozk: cycles/s", "turnstile vs rawzk: cycles/s"} {
-		if !strings.Contains(o.stderr, want) {
+	clean(t, o, allImpls...)
+	for _, im := range allImpls[1:] {
+		if want := "turnstile vs " + im + ": cycles/s"; !strings.Contains(o.stderr, want) {
 			t.Errorf("no ratio line %q in the table:\n%s", want, o.stderr)
 		}
 	}
 	// Unsupported impls are skipped under all, not fatal.
 	o = runCmd(t, "-impl", "all", "-workload", "waiters", "-paths", "2", "-workers", "5")
 	clean(t, o, "turnstile", "gozk")
-	if !strings.Contains(o.stderr, "rawzk: skipped") {
-		t.Errorf("rawzk's skip not reported")
+	for _, im := range []string{"curator", "kazoo", "redis", "rawzk"} {
+		if !strings.Contains(o.stderr, im+": skipped") {
+			t.Errorf("%s's skip not reported", im)
+		}
 	}
 }
 
@@ -239,6 +258,10 @@ func TestUnsupported(t *testing.T) {
 		{"-impl", "rawzk", "-workload", "waiters"},
 		{"-impl", "gozk", "-workload", "rw"},
 		{"-impl", "rawzk", "-workload", "semaphore"},
+		{"-impl", "curator", "-workload", "waiters"},
+		{"-impl", "kazoo", "-faults", "conn-cut"},
+		{"-impl", "redis", "-workload", "rw"},
+		{"-impl", "rawzk", "-faults", "pause"},
 	} {
 		o := runCmd(t, append(args, "-duration", "1s")...)
 		if o.code != exitUsage {
@@ -259,6 +282,10 @@ func TestFlags(t *testing.T) {
 		{"-duration", "0"},         // nothing would end the run
 		{"-workers", "0"},
 		{"-lock-path", "/elsewhere/x"},
+		{"-impl", "turnstile,nope"},
+		{"-bench", "-workload", "contended"}, // the suite has its own
+		{"-faults", "pause", "-workload", "uncontended"},
+		{"-redis-appendfsync", "sometimes"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage {
@@ -297,9 +324,78 @@ func TestJSONAndSeed(t *testing.T) {
 	}
 	for _, k := range []string{"impl", "workload", "workers", "paths", "duration_s", "faults", "seed", "servers",
 		"violations", "orphans", "lost", "goroutines_peak", "heap_inuse_bytes", "rss_bytes", "cycles", "cycles_per_s",
-		"acquire_p50_ms", "acquire_p99_ms", "acquire_max_ms", "zk_requests_per_cycle"} {
+		"acquire_p50_ms", "acquire_p99_ms", "acquire_max_ms", "server_requests_per_cycle",
+		"client_cpu_us_per_cycle", "server_cpu_us_per_cycle"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
+}
+
+// shmWitness is a witness file of the test's own under /dev/shm, named
+// without a directory as -witness-file allows, removed when the test ends.
+func shmWitness(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("turnstile-stress-test-%d-%s", os.Getpid(), strings.NewReplacer("/", "_").Replace(t.Name()))
+	t.Cleanup(func() {
+		files, _ := filepath.Glob(filepath.Join(memoryDir, name+"*"))
+		for _, f := range files {
+			os.Remove(f)
+		}
+	})
+	return name
+}
+
+// TestWitnessOnlyWhenAsked: without -witness-file the in-process detector
+// still catches every overlap, and no witness file is used; with one, the
+// witness catches them too.
+func TestWitnessOnlyWhenAsked(t *testing.T) {
+	args := []string{"-impl", "none", "-workload", "contended", "-workers", "4", "-hold", "2ms", "-duration", "1s", "-cycles", "200"}
+	o := runCmd(t, args...)
+	if o.code != exitFailed || len(o.results) != 1 {
+		t.Fatalf("exit code %d, %d results; want %d and 1", o.code, len(o.results), exitFailed)
+	}
+	if d := o.results[0].ViolationsDetail; d["overlap"] == 0 || d["witness"] != 0 {
+		t.Errorf("without -witness-file: violations %v, want overlaps from the in-process detector and none from a witness", d)
+	}
+	o = runCmd(t, append(args, "-witness-file", shmWitness(t))...)
+	if len(o.results) != 1 || o.results[0].ViolationsDetail["witness"] == 0 {
+		t.Errorf("with -witness-file: no witness violation (%d results)\n%s", len(o.results), o.stderr)
+	}
+}
+
+// TestWitnessPlacement: a bare name goes to /dev/shm; a directory that is
+// not a memory filesystem is refused unless -witness-on-disk.
+func TestWitnessPlacement(t *testing.T) {
+	f, err := placeWitness("w", false)
+	if err != nil || f != filepath.Join(memoryDir, "w") {
+		t.Errorf("placeWitness(w) = %q, %v; want %s/w", f, err, memoryDir)
+	}
+	// procfs is no memory filesystem for this purpose, and is on every Linux.
+	if _, err := placeWitness("/proc/w", false); !errors.Is(err, errWitnessOnDisk) {
+		t.Errorf("placeWitness(/proc/w) = %v, want errWitnessOnDisk", err)
+	}
+	if f, err := placeWitness("/proc/w", true); err != nil || f != "/proc/w" {
+		t.Errorf("placeWitness(/proc/w, on disk) = %q, %v", f, err)
+	}
+
+	dir := diskDir(t)
+	o := runCmd(t, "-workload", "contended", "-workers", "2", "-cycles", "10", "-witness-file", filepath.Join(dir, "w"))
+	if o.code != exitUsage || !strings.Contains(o.stderr, "-witness-on-disk") {
+		t.Errorf("-witness-file in %s: exit %d, want %d and a message naming -witness-on-disk\n%s", dir, o.code, exitUsage, o.stderr)
+	}
+}
+
+// diskDir is a directory on a disk filesystem: the package's own, or
+// /proc where the source tree is in memory.
+func diskDir(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem, _, err := inMemoryFS(wd); err == nil && !mem {
+		return wd
+	}
+	return "/proc"
 }

@@ -35,6 +35,21 @@ func (l *latencies) record(d time.Duration) {
 	l.mu.Unlock()
 }
 
+// reset forgets what was recorded: the measured window starts.
+func (l *latencies) reset() {
+	l.mu.Lock()
+	l.h.Reset()
+	l.mu.Unlock()
+}
+
+// recordCount records count acquisitions of us microseconds each (a
+// peer's latency bucket).
+func (l *latencies) recordCount(us, count int64) {
+	l.mu.Lock()
+	_ = l.h.RecordValues(max(us, 1), count)
+	l.mu.Unlock()
+}
+
 // ms returns the quantile q (0..100) in milliseconds, and the max.
 func (l *latencies) ms(q float64) float64 {
 	l.mu.Lock()
@@ -122,8 +137,11 @@ func takeMem() memSnapshot {
 func freeMemory() { debug.FreeOSMemory() }
 
 // rssBytes is VmRSS from /proc/self/status (0 where there is none).
-func rssBytes() uint64 {
-	f, err := os.Open("/proc/self/status")
+func rssBytes() uint64 { return rssFrom("/proc/self/status") }
+
+// rssFrom reads VmRSS from a /proc/<pid>/status file (0 where there is none).
+func rssFrom(status string) uint64 {
+	f, err := os.Open(status)
 	if err != nil {
 		return 0
 	}

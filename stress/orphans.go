@@ -27,6 +27,8 @@ func openScanner(ctx context.Context, servers []string) (*scanner, error) {
 
 func (s *scanner) Close() { s.conn.Close() }
 
+func (s *scanner) sent() int64 { return s.requests }
+
 // isLockNode: a sequential node (its name ends in ZooKeeper's 10-digit
 // counter): every lock recipe's contender node is one.
 func isLockNode(name string) bool {

@@ -21,19 +21,27 @@ type result struct {
 	Servers   string  `json:"servers"`
 	ZKVersion string  `json:"zk_version,omitempty"`
 	HoldMs    float64 `json:"hold_ms"`
+	WarmupS   float64 `json:"warmup_s"`
 
 	Cycles       int64   `json:"cycles"`
 	CyclesPerS   float64 `json:"cycles_per_s"`
 	AcquireP50Ms float64 `json:"acquire_p50_ms"`
 	AcquireP99Ms float64 `json:"acquire_p99_ms"`
 	AcquireMaxMs float64 `json:"acquire_max_ms"`
-	// From the servers' mntr zk_packets_received before and after, summed
-	// over the members, less the harness's own scan requests; null when
-	// unknown (no mntr, or a member restarted during the run). It counts
-	// every client of the servers: peers sharing the run's server add theirs.
-	ZKRequestsPerCycle *float64 `json:"zk_requests_per_cycle"`
+	// The requests the server received during the window, less the
+	// harness's own: ZooKeeper's mntr zk_packets_received summed over the
+	// members, Redis's total_commands_processed; null when unknown (no mntr,
+	// or a member restarted during the run). It counts every client of the
+	// servers: peers sharing the run's server add theirs.
+	ServerRequestsPerCycle *float64 `json:"server_requests_per_cycle"`
 	// What the client itself counted sending (turnstile's engine.Stats).
 	ClientRequestsPerCycle *float64 `json:"client_requests_per_cycle,omitempty"`
+	// CPU time (user + system) per cycle in the window, µs: the client's
+	// process (the harness's own for in-process impls, the peer's for the
+	// others) and the server's processes (the ZooKeeper JVMs or
+	// redis-server); null when unknown (no /proc, an external server).
+	ClientCPUUsPerCycle *float64 `json:"client_cpu_us_per_cycle"`
+	ServerCPUUsPerCycle *float64 `json:"server_cpu_us_per_cycle"`
 
 	Checked          bool             `json:"checked"` // false: the impl takes no lock, exclusion not checked
 	Violations       int64            `json:"violations"`
@@ -60,6 +68,8 @@ type result struct {
 	DrainS               float64 `json:"drain_s,omitempty"`
 	Plateau              *bool   `json:"plateau,omitempty"`
 
+	Pause *pauseResult `json:"pause,omitempty"`
+
 	Error   string   `json:"error,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
 	Skipped string   `json:"-"`
@@ -74,9 +84,10 @@ func (r *result) summary() string {
 	if r.Skipped != "" {
 		return fmt.Sprintf("%s %s: skipped: %s", r.Impl, r.Workload, r.Skipped)
 	}
-	s := fmt.Sprintf("%s %s workers=%d faults=%s: cycles=%d cycles/s=%.0f p50=%.2fms p99=%.2fms max=%.2fms zk_req/cycle=%s violations=%d orphans=%d leaked=%d stuck=%d lost=%d errors=%d",
+	s := fmt.Sprintf("%s %s workers=%d faults=%s: cycles=%d cycles/s=%.0f p50=%.2fms p99=%.2fms max=%.2fms req/cycle=%s client_cpu=%sus/cycle server_cpu=%sus/cycle violations=%d orphans=%d leaked=%d stuck=%d lost=%d errors=%d",
 		r.Impl, r.Workload, r.Workers, r.Faults, r.Cycles, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, r.AcquireMaxMs,
-		optF(r.ZKRequestsPerCycle), r.Violations, r.Orphans, r.Leaked, r.Stuck, r.Lost, r.Errors)
+		optF(r.ServerRequestsPerCycle), optF0(r.ClientCPUUsPerCycle), optF0(r.ServerCPUUsPerCycle),
+		r.Violations, r.Orphans, r.Leaked, r.Stuck, r.Lost, r.Errors)
 	if r.Error != "" {
 		s += " error=" + r.Error
 	}
@@ -88,6 +99,20 @@ func optF(p *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", *p)
+}
+
+func optF0(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", *p)
+}
+
+func optInt(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 func printJSON(w io.Writer, results []*result) {
@@ -112,19 +137,19 @@ func bytesIEC(b float64) string {
 }
 
 // printTable writes the human table, then turnstile's ratio to every other
-// impl that ran.
-func printTable(w io.Writer, cfg *config, results []*result) {
+// impl that ran; load is the load average when the runs began.
+func printTable(w io.Writer, cfg *config, results []*result, load string) {
 	if len(results) == 0 {
 		return
 	}
 	r0 := results[0]
-	fmt.Fprintf(w, "\nworkload %s · workers %d · paths %d · hold %v · faults %s · seed %d · zookeeper %s %s\n\n",
-		cfg.Workload, cfg.Workers, r0.Paths, cfg.Hold, cfg.Faults, cfg.Seed, r0.Servers, r0.ZKVersion)
+	fmt.Fprintf(w, "\nworkload %s · workers %d · paths %d · hold %v · faults %s · seed %d · server %s %s · load before %s\n\n",
+		cfg.Workload, cfg.Workers, r0.Paths, cfg.Hold, cfg.Faults, cfg.Seed, r0.Servers, r0.ZKVersion, load)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	waiters := cfg.Workload == "waiters"
-	head := "impl\tcycles\tcycles/s\tp50 ms\tp99 ms\tmax ms\tzk req/cycle\tviolations\torphans\tleaked\tlost\terrors\tgoroutines peak\trss\t"
+	head := "impl\tcycles\tcycles/s\tp50 ms\tp99 ms\tmax ms\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tlost\terrors\tgoroutines peak\trss\t"
 	if waiters {
-		head = "impl\twaiters\tdrain s\tcycles/s\tp50 ms\tp99 ms\tzk req/cycle\tviolations\torphans\tleaked\tgoroutines queued\theap/waiter\tmem/waiter\trss\t"
+		head = "impl\twaiters\tdrain s\tcycles/s\tp50 ms\tp99 ms\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tgoroutines queued\theap/waiter\tmem/waiter\trss\t"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range results {
@@ -136,14 +161,16 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 			viol = "n/a"
 		}
 		if waiters {
-			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.1f\t%.1f\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t\n",
-				r.Impl, r.Waiters, r.DrainS, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, optF(r.ZKRequestsPerCycle),
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t\n",
+				r.Impl, r.Waiters, r.DrainS, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, optF(r.ServerRequestsPerCycle),
+				optF0(r.ClientCPUUsPerCycle), optF0(r.ServerCPUUsPerCycle),
 				viol, r.Orphans, r.Leaked, r.GoroutinesPlateau-r.GoroutinesBaseline,
 				bytesIEC(r.HeapPerWaiterBytes), bytesIEC(r.MemoryPerWaiterBytes), bytesIEC(float64(r.RSSBytes)))
 		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
-				r.Impl, r.Cycles, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, r.AcquireMaxMs, optF(r.ZKRequestsPerCycle),
-				viol, r.Orphans, r.Leaked, r.Lost, r.Errors, r.GoroutinesPeak, bytesIEC(float64(r.RSSBytes)))
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n",
+				r.Impl, r.Cycles, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, r.AcquireMaxMs, optF(r.ServerRequestsPerCycle),
+				optF0(r.ClientCPUUsPerCycle), optF0(r.ServerCPUUsPerCycle),
+				viol, r.Orphans, r.Leaked, r.Lost, r.Errors, optInt(r.GoroutinesPeak), bytesIEC(float64(r.RSSBytes)))
 		}
 	}
 	tw.Flush()
@@ -161,6 +188,11 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 	}
 	if waiters {
 		fmt.Fprintln(w, "(goroutines queued: at the plateau, less the process's baseline before the client started)")
+	}
+	for _, r := range results {
+		if r.Pause != nil {
+			fmt.Fprintf(w, "pause (%s): %s\n", r.Impl, r.Pause)
+		}
 	}
 	for _, r := range results {
 		for _, n := range r.Notes {
@@ -198,8 +230,14 @@ func ratioLines(results []*result) []string {
 		if r.AcquireP99Ms > 0 {
 			parts = append(parts, fmt.Sprintf("acquire p99 %.2fx", ts.AcquireP99Ms/r.AcquireP99Ms))
 		}
-		if ts.ZKRequestsPerCycle != nil && r.ZKRequestsPerCycle != nil {
-			parts = append(parts, fmt.Sprintf("zk requests/cycle %.2f vs %.2f", *ts.ZKRequestsPerCycle, *r.ZKRequestsPerCycle))
+		if ts.ServerRequestsPerCycle != nil && r.ServerRequestsPerCycle != nil {
+			parts = append(parts, fmt.Sprintf("server requests/cycle %.2f vs %.2f", *ts.ServerRequestsPerCycle, *r.ServerRequestsPerCycle))
+		}
+		if ts.ClientCPUUsPerCycle != nil && r.ClientCPUUsPerCycle != nil {
+			parts = append(parts, fmt.Sprintf("client CPU/cycle %.0f vs %.0f µs", *ts.ClientCPUUsPerCycle, *r.ClientCPUUsPerCycle))
+		}
+		if ts.ServerCPUUsPerCycle != nil && r.ServerCPUUsPerCycle != nil {
+			parts = append(parts, fmt.Sprintf("server CPU/cycle %.0f vs %.0f µs", *ts.ServerCPUUsPerCycle, *r.ServerCPUUsPerCycle))
 		}
 		if ts.Waiters > 0 && r.Waiters > 0 {
 			if ts.DrainS > 0 {
@@ -211,4 +249,28 @@ func ratioLines(results []*result) []string {
 		lines = append(lines, fmt.Sprintf("turnstile vs %s: %s", r.Impl, strings.Join(parts, ", ")))
 	}
 	return lines
+}
+
+// String is the pause fault's report in one line.
+func (p *pauseResult) String() string {
+	var lost []string
+	for _, ms := range p.LostAfterMs {
+		lost = append(lost, fmt.Sprint(ms))
+	}
+	told := fmt.Sprintf("Lost() closed before that write %d, after it %d", p.LostBeforeWrite, p.LostAfterWrite)
+	if len(lost) > 0 {
+		told += " (" + strings.Join(lost, ", ") + " ms after the continue)"
+	}
+	told += fmt.Sprintf(", not within the bound %d, no Lost() at all %d", p.LostNever, p.NoLost)
+	var in []string
+	for _, s := range p.GotInAfterS {
+		in = append(in, fmt.Sprintf("%.1f", s))
+	}
+	gotIn := fmt.Sprintf("another holder got in during %d", p.SecondHolderIn)
+	if len(in) > 0 {
+		gotIn += " (" + strings.Join(in, ", ") + " s after the stop)"
+	}
+	return fmt.Sprintf("%d stalls of at least %.1fs: %s, and found the stalled holder's witness file %d times; "+
+		"the stalled holder's write when continued: accepted %d, refused %d; %s; releases: %s",
+		p.Stalls, p.PauseS, gotIn, p.WitnessSawStale, p.StaleAccepted, p.StaleRefused, told, strings.Join(p.Releases, ", "))
 }

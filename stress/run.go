@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
+
+	"github.com/turnstile-go/turnstile/interop"
 )
 
 // Exit codes.
@@ -23,9 +25,10 @@ const (
 	exitInterrupted = 130
 )
 
-// run is the whole command: parse, start or reach ZooKeeper, run each impl,
-// report. It returns the exit code. Everything it starts it stops before
-// returning (servers, proxies, clients, goroutines).
+// run is the whole command: parse, start or reach the servers, run each
+// impl through each workload, report. It returns the exit code. Everything
+// it starts it stops before returning (servers, proxies, clients, peers,
+// goroutines).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -36,53 +39,94 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	con := newConsole(stderr)
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "stress: -cpuprofile:", err)
+			return exitUsage
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()>>1 + 1
 	}
 	con.logf("seed %d", cfg.Seed)
 
-	names := []string{cfg.Impl}
-	if cfg.Impl == "all" {
-		names = allImpls
-	}
-	var plan []impl
-	var skipped []*result
-	for _, n := range names {
-		im, _ := implByName(n)
-		if err := im.Supports(cfg.Workload, cfg.Faults); err != nil {
-			if cfg.Impl != "all" {
-				fmt.Fprintln(stderr, "stress:", err)
-				return exitUsage
-			}
-			con.logf("skip: %v", err)
-			skipped = append(skipped, &result{Impl: n, Workload: cfg.Workload, Skipped: err.Error()})
-			continue
+	if cfg.WitnessFile != "" {
+		f, err := placeWitness(cfg.WitnessFile, cfg.WitnessOnDisk)
+		if err != nil {
+			fmt.Fprintln(stderr, "stress:", err)
+			return exitUsage
 		}
-		plan = append(plan, im)
-	}
-	if len(plan) == 0 {
-		fmt.Fprintln(stderr, "stress: no impl can run this workload")
-		return exitUsage
-	}
-
-	if cfg.WitnessFile == "" {
-		dir, err := os.MkdirTemp("", "turnstile-stress-*")
+		cfg.WitnessFile = f
+		if _, err := os.Stat(f); err == nil {
+			con.logf("warning: witness file %s exists already: a peer holds, or a run crashed (then remove it)", f)
+		}
+	} else if cfg.Faults.has("pause") {
+		// The stalled holder is another process: only the witness file sees
+		// it hold.
+		f, remove, err := memoryWitness()
 		if err != nil {
 			fmt.Fprintln(stderr, "stress:", err)
 			return exitFailed
 		}
-		defer os.RemoveAll(dir)
-		cfg.WitnessFile = filepath.Join(dir, "witness")
-	} else if _, err := os.Stat(cfg.WitnessFile); err == nil {
-		con.logf("warning: witness file %s exists already: a peer holds, or a run crashed (then remove it)", cfg.WitnessFile)
+		defer remove()
+		cfg.WitnessFile = f
 	}
 
-	var cl *cluster
-	if len(plan) > 1 || plan[0].Name() != "none" || cfg.Faults.needsProxy() {
-		if len(cfg.Servers) == 0 {
-			con.logf("starting an embedded ZooKeeper (%d server(s))", cfg.Ensemble)
+	scenarios := []*config{cfg}
+	if cfg.Bench {
+		scenarios = benchScenarios(cfg)
+	}
+	type planned struct {
+		cfg     *config
+		impls   []impl
+		skipped []*result
+	}
+	var plans []planned
+	var needZK, needRedis bool
+	for _, sc := range scenarios {
+		p := planned{cfg: sc}
+		for _, n := range sc.Impls {
+			im, _ := implByName(n)
+			cands := []impl{im}
+			if sc.Plain && hasPlain(n) {
+				cands = append(cands, plainImpl{of: im})
+				if sc.PlainFirst {
+					cands[0], cands[1] = cands[1], cands[0]
+				}
+			}
+			for _, c := range cands {
+				if err := c.Supports(sc.Workload, sc.Faults); err != nil {
+					if len(sc.Impls) == 1 && c == impl(im) {
+						fmt.Fprintln(stderr, "stress:", err)
+						return exitUsage
+					}
+					con.logf("skip: %v", err)
+					p.skipped = append(p.skipped, &result{Impl: c.Name(), Workload: sc.Workload, Skipped: err.Error()})
+					continue
+				}
+				p.impls = append(p.impls, c)
+				needZK = needZK || c.Backend() == zookeeperBackend
+				needRedis = needRedis || c.Backend() == redisBackend
+			}
 		}
-		cl, err = startCluster(ctx, cfg)
+		if len(p.impls) == 0 {
+			fmt.Fprintf(stderr, "stress: no impl can run -workload %s\n", sc.Workload)
+			return exitUsage
+		}
+		plans = append(plans, p)
+	}
+
+	env := &runEnv{con: con, cl: &cluster{}, curator: &curatorPeer}
+	if needZK || cfg.Faults.needsProxy() {
+		if len(cfg.Servers) == 0 {
+			con.logf("starting an embedded ZooKeeper (%d server(s), forceSync=%s)", cfg.Ensemble, yesNo(cfg.FSync))
+		}
+		env.cl, err = startCluster(ctx, cfg)
 		if err != nil {
 			fmt.Fprintln(stderr, "stress:", err)
 			if ctx.Err() != nil {
@@ -90,32 +134,68 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return exitFailed
 		}
-		defer cl.Close()
-		con.logf("zookeeper %v, version %s", cl.addrs, cl.version)
-	} else {
-		cl = &cluster{} // the hidden none impl needs no server
+		defer env.cl.Close()
+		con.logf("zookeeper %v, version %s", env.cl.addrs, env.cl.version)
 	}
-
-	var results []*result
-	for i, im := range plan {
-		if ctx.Err() != nil {
-			break
+	if needRedis {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		env.rs, err = startRedis(rctx, cfg.RedisFsync)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "stress:", err)
+			return exitFailed
 		}
-		res := runOne(ctx, cfg, cl, im, i, con)
-		con.logf("%s", res.summary())
-		results = append(results, res)
+		defer env.rs.Close()
+		con.logf("redis-server %s, version %s", env.rs.addr, env.rs.version)
 	}
-	results = append(results, skipped...)
 
-	if cfg.JSON {
-		printJSON(stdout, results)
-		printTable(stderr, cfg, results)
-	} else {
-		printTable(stdout, cfg, results)
+	var all []*result
+	idx := 0
+	if cfg.ServerWarmup > 0 && needZK {
+		// A fresh JVM interprets, then compiles, ZooKeeper's hot paths over
+		// its first seconds of load; the first impl measured would pay for
+		// it, and the first to send multi requests (turnstile's group
+		// commit) for those. Bare cycles, then turnstile's, unmeasured, run
+		// both in first.
+		w := *cfg
+		w.Workload, w.Workers, w.Duration, w.Warmup, w.Plain, w.Cycles = "uncontended", 64, cfg.ServerWarmup/2, 0, false, 0
+		for _, im := range []inProcess{rawzkImpl{}, turnstileImpl{}} {
+			res := runOne(ctx, &w, env, im, idx)
+			idx++
+			con.logf("server warm-up: %s, 64 workers, %v: %.0f cycles/s", im.Name(), w.Duration, res.CyclesPerS)
+		}
+	}
+	for _, p := range plans {
+		var results []*result
+		load := loadAverage()
+		for _, im := range p.impls {
+			if ctx.Err() != nil {
+				break
+			}
+			res := runOne(ctx, p.cfg, env, im, idx)
+			idx++
+			con.logf("%s", res.summary())
+			results = append(results, res)
+		}
+		results = append(results, p.skipped...)
+		if cfg.JSON {
+			printJSON(stdout, results)
+			printTable(stderr, p.cfg, results, load)
+		} else {
+			printTable(stdout, p.cfg, results, load)
+		}
+		all = append(all, results...)
+	}
+	if cfg.Bench {
+		w := stdout
+		if cfg.JSON {
+			w = stderr
+		}
+		printSummary(w, env, cfg, all)
 	}
 
 	code := exitOK
-	for _, r := range results {
+	for _, r := range all {
 		if r.failed() {
 			code = exitFailed
 		}
@@ -126,15 +206,126 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// runOne runs one impl through the workload and its checks.
-func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con *console) *result {
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// runEnv is what every run of one command shares: the servers it started
+// or reaches, the console, the Curator peer's build.
+type runEnv struct {
+	con     *console
+	cl      *cluster     // ZooKeeper; empty when no impl needs it
+	rs      *redisServer // nil when no impl needs Redis
+	curator *curatorBuild
+}
+
+func (e *runEnv) curatorClasspath(ctx context.Context) (string, error) { return e.curator.get(ctx) }
+
+// backendView is the side of a run that is not the client: the servers'
+// addresses, their counters and processes, and how lock nodes are found.
+type backendView struct {
+	addrs    []string
+	version  string
+	requests func(context.Context) (int64, bool) // requests received so far
+	pids     []int                               // server processes, for their CPU time
+	// settle is how long the locks of a client that died may outlive it.
+	settle  time.Duration
+	scanner func(context.Context) (nodeScanner, error)
+}
+
+func (e *runEnv) view(kind backendKind, cfg *config) backendView {
+	switch kind {
+	case zookeeperBackend:
+		cl := e.cl
+		return backendView{
+			addrs: cl.addrs, version: cl.version, requests: cl.packetsReceived, pids: cl.pids(),
+			settle: cl.negotiated(cfg.SessionTimeout) + 2*cl.tick + 2*time.Second,
+			scanner: func(ctx context.Context) (nodeScanner, error) {
+				return openScanner(ctx, cl.addrs)
+			},
+		}
+	case redisBackend:
+		rs := e.rs
+		return backendView{
+			addrs: []string{rs.addr}, version: "redis " + rs.version, requests: rs.commandsProcessed,
+			pids: []int{rs.pid()}, settle: cfg.RedisTTL + time.Second,
+			scanner: func(context.Context) (nodeScanner, error) { return redisScanner{rs}, nil },
+		}
+	}
+	return backendView{}
+}
+
+// nodeScanner finds lock nodes (Redis: keys) of one run, on a connection of
+// its own.
+type nodeScanner interface {
+	// settle polls until no lock node under root carries marker (nil: any),
+	// or wait has passed, and returns those left.
+	settle(ctx context.Context, root string, marker []byte, wait time.Duration) ([]string, error)
+	// sent is the requests it sent, which the server's count includes.
+	sent() int64
+	Close()
+}
+
+// sample is what is read at each end of the measured window.
+type sample struct {
+	at                 time.Time
+	cycles             int64
+	client, server     time.Duration
+	clientOK, serverOK bool
+	requests, scanned  int64
+	requestsOK         bool
+}
+
+func (v backendView) sample(ctx context.Context, sc nodeScanner, cycles int64, client func() (time.Duration, bool)) sample {
+	s := sample{cycles: cycles}
+	s.client, s.clientOK = client()
+	s.server, s.serverOK = procsCPU(v.pids)
+	if v.requests != nil {
+		s.requests, s.requestsOK = v.requests(ctx)
+	}
+	if sc != nil {
+		s.scanned = sc.sent()
+	}
+	s.at = time.Now()
+	return s
+}
+
+// window fills res's per-cycle figures from the samples at the ends of the
+// measured window, for res.Cycles cycles.
+func (res *result) window(s0, s1 sample, requestsValid bool) {
+	if res.Cycles <= 0 {
+		return
+	}
+	per := func(d time.Duration) *float64 {
+		v := float64(d.Microseconds()) / float64(res.Cycles)
+		return &v
+	}
+	if s0.clientOK && s1.clientOK {
+		res.ClientCPUUsPerCycle = per(s1.client - s0.client)
+	}
+	if s0.serverOK && s1.serverOK {
+		res.ServerCPUUsPerCycle = per(s1.server - s0.server)
+	}
+	if requestsValid && s0.requestsOK && s1.requestsOK && s1.requests >= s0.requests {
+		v := float64(s1.requests-s0.requests-(s1.scanned-s0.scanned)) / float64(res.Cycles)
+		res.ServerRequestsPerCycle = &v
+	}
+}
+
+// newResult is the part of a result every run fills the same way.
+func newResult(cfg *config, im impl, v backendView) *result {
 	res := &result{
 		Impl: im.Name(), Workload: cfg.Workload, Workers: cfg.Workers, Faults: cfg.Faults.String(),
-		Seed: cfg.Seed, Servers: cfg.serversLabel(), ZKVersion: cl.version, Checked: im.Excludes(),
-		HoldMs: float64(cfg.Hold) / float64(time.Millisecond),
+		Seed: cfg.Seed, Servers: cfg.serversLabel(), ZKVersion: v.version, Checked: im.Excludes(),
+		HoldMs: float64(cfg.Hold) / float64(time.Millisecond), WarmupS: cfg.Warmup.Seconds(),
 	}
-	if len(cl.addrs) == 0 {
+	if len(v.addrs) == 0 {
 		res.Servers = "none"
+	} else if im.Backend() == redisBackend {
+		res.Servers = v.addrs[0]
 	}
 	switch cfg.Workload {
 	case "uncontended":
@@ -144,43 +335,69 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 	default:
 		res.Paths = 1
 	}
+	return res
+}
+
+// runOne runs one impl through the workload and its checks.
+func runOne(ctx context.Context, cfg *config, env *runEnv, im impl, idx int) *result {
+	v := env.view(im.Backend(), cfg)
+	res := newResult(cfg, im, v)
 	hard, cancelHard := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancelHard()
+	defer func() {
+		if hard.Err() != nil && ctx.Err() == nil {
+			res.Error = fmt.Sprintf("hard deadline of %v reached: run aborted", cfg.Deadline)
+		}
+		if ctx.Err() != nil {
+			res.Notes = append(res.Notes, "interrupted")
+		}
+	}()
+
+	var sc nodeScanner
+	if v.scanner != nil {
+		octx, cancel := context.WithTimeout(hard, time.Minute)
+		s, err := v.scanner(octx)
+		cancel()
+		if err != nil {
+			res.Error = "scan session: " + err.Error()
+			return res
+		}
+		sc = s
+		defer sc.Close()
+	}
+	if sp, ok := im.(spawner); ok {
+		runSpawned(hard, cfg, env, sp, v, sc, res)
+		return res
+	}
+	runInProcess(hard, cfg, env, im.(inProcess), idx, v, sc, res)
+	return res
+}
+
+// runInProcess runs an impl whose workers are the harness's goroutines.
+func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, idx int, v backendView, sc nodeScanner, res *result) {
 	marker := []byte(fmt.Sprintf("turnstile-stress:%d:%d:%s", os.Getpid(), idx, im.Name()))
-	usesZK := im.Name() != "none"
+	con := env.con
+	cl := env.cl
 
 	freeMemory()
 	res.GoroutinesBaseline = runtime.NumGoroutine()
 	sampler := startSampler()
 	defer sampler.Stop()
 
-	var sc *scanner
-	if usesZK {
-		var err error
-		octx, cancel := context.WithTimeout(hard, time.Minute)
-		sc, err = openScanner(octx, cl.addrs)
-		cancel()
-		if err != nil {
-			res.Error = "scan session: " + err.Error()
-			return res
-		}
-		defer sc.Close()
-	}
-
-	servers := cl.addrs
+	servers := v.addrs
 	var px *proxies
-	if cfg.Faults.needsProxy() && usesZK {
+	if cfg.Faults.needsProxy() && im.Backend() == zookeeperBackend {
 		var err error
 		if px, err = newProxies(cl.addrs); err != nil {
 			res.Error = err.Error()
-			return res
+			return
 		}
 		defer px.Close()
 		servers = px.Addrs()
 		if cfg.Faults.has("latency") {
 			if err := px.addLatency(cfg.Latency, cfg.Jitter); err != nil {
 				res.Error = err.Error()
-				return res
+				return
 			}
 		}
 	}
@@ -192,18 +409,18 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 	octx, cancel := context.WithTimeout(hard, time.Minute)
 	c, err := im.Open(octx, openOptions{
 		Servers: servers, SessionTimeout: cfg.SessionTimeout, MaxInFlight: cfg.MaxInFlight,
-		Marker: marker, Logger: logger,
+		Marker: marker, Logger: logger, Workers: cfg.Workers, RedisTTL: cfg.RedisTTL, RedisRetry: cfg.RedisRetry,
 	})
 	cancel()
 	if err != nil {
 		res.Error = "connect: " + err.Error()
-		return res
+		return
 	}
 	closeClient := sync.OnceValue(c.Close)
 	defer closeClient()
 
 	w := (*witness)(nil)
-	if im.Excludes() {
+	if im.Excludes() && cfg.WitnessFile != "" {
 		w = newWitness()
 	}
 	stop, stopNow := context.WithCancel(hard)
@@ -218,14 +435,19 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 		r.tickets.Store(cfg.Cycles)
 	}
 
-	pk0, pkOK := cl.packetsReceived(hard)
-	req0 := c.Requests()
-	var scan0 int64
-	if sc != nil {
-		scan0 = sc.requests
+	var pz *pauser
+	if cfg.Faults.has("pause") {
+		if r.resource, err = newFencedResource(cfg.WitnessFile + ".resource"); err == nil {
+			pz, err = startPauser(hard, cfg, env, im, servers, marker)
+		}
+		if err != nil {
+			res.Error = "pause fault: " + err.Error()
+			return
+		}
+		defer pz.close()
 	}
 
-	inj := &injector{cfg: cfg, cl: cl, px: px, rng: rand.New(rand.NewPCG(cfg.Seed, 1<<62|uint64(idx))), logf: con.logf}
+	inj := &injector{cfg: cfg, cl: cl, px: px, pause: pz, rng: rand.New(rand.NewPCG(cfg.Seed, 1<<62|uint64(idx))), logf: con.logf}
 	if cfg.Faults.has("expire") {
 		// Away for longer than the session the server granted, plus two ticks
 		// of its expiry sweep.
@@ -238,22 +460,43 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 	showProgress := cfg.Progress || con.tty
 	endProgress := con.startProgress(showProgress, im.Name(), r)
 
-	start := time.Now()
-	var elapsed time.Duration
+	take := func() sample { return v.sample(context.Background(), sc, r.cycles.Load(), selfCPU) }
+	var s0, s1 sample
 	var wres *waitersResult
-	var wait func(time.Duration) bool
-	if cfg.Workload == "waiters" {
-		wres, err = r.runWaiters(hard, sc, cl)
-		if wres != nil {
-			elapsed = wres.drain
+	var workers *workerSet
+	switch cfg.Workload {
+	case "waiters":
+		s0 = take()
+		wres, err = r.runWaiters(hard, sc.(*scanner), cl)
+		s1 = take()
+	default:
+		workers, err = r.startWorkers()
+		if err != nil {
+			break
 		}
-	} else {
+		if cfg.Warmup > 0 {
+			sleepCtx(r.stop, cfg.Warmup)
+		}
+		s0 = take()
+		r.lat.reset()
 		if cfg.Duration > 0 {
-			t := time.AfterFunc(cfg.Duration, stopNow)
-			defer t.Stop()
+			sleepCtx(r.stop, cfg.Duration)
+			s1 = take()
+			// A fault under way ends while the workers still run: a pause
+			// with nobody left to take the lock would show nothing.
+			stopInj()
+			<-injDone
+			stopNow()
+			res.Stuck = workers.finish(cfg.SessionTimeout + 10*time.Second)
+		} else {
+			// -cycles alone: the window ends with the last cycle.
+			select {
+			case <-workers.done:
+			case <-r.stop.Done():
+				res.Stuck = workers.finish(cfg.SessionTimeout + 10*time.Second)
+			}
+			s1 = take()
 		}
-		res.Stuck, wait, err = r.runWorkers(cfg.SessionTimeout + 10*time.Second)
-		elapsed = time.Since(start)
 	}
 	if err != nil {
 		res.Error = err.Error()
@@ -275,27 +518,24 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 		cancel()
 	}
 
-	// Counters, before the scans add requests of their own.
-	pk1, pk1OK := cl.packetsReceived(context.Background())
-	req1 := c.Requests()
-	res.Cycles = r.cycles.Load()
-	if elapsed > 0 {
-		res.DurationS = elapsed.Seconds()
-		res.CyclesPerS = float64(res.Cycles) / elapsed.Seconds()
+	if wres != nil {
+		res.Cycles = r.cycles.Load()
+		if wres.drain > 0 {
+			res.DurationS = wres.drain.Seconds()
+			res.CyclesPerS = float64(res.Cycles) / wres.drain.Seconds()
+		}
+	} else {
+		res.Cycles = s1.cycles - s0.cycles
+		if d := s1.at.Sub(s0.at); d > 0 {
+			res.DurationS = d.Seconds()
+			res.CyclesPerS = float64(res.Cycles) / d.Seconds()
+		}
 	}
-	if res.Cycles > 0 && usesZK {
-		if pkOK && pk1OK && !cfg.Faults.has("leader-kill") && pk1 >= pk0 {
-			var scanned int64
-			if sc != nil {
-				scanned = sc.requests - scan0
-			}
-			v := float64(pk1-pk0-scanned) / float64(res.Cycles)
-			res.ZKRequestsPerCycle = &v
-		}
-		if req0 >= 0 && req1 >= req0 {
-			v := float64(req1-req0) / float64(res.Cycles)
-			res.ClientRequestsPerCycle = &v
-		}
+	res.window(s0, s1, !cfg.Faults.has("leader-kill"))
+	if req := c.Requests(); req >= 0 && res.Cycles > 0 {
+		// The client's own count covers the whole run, warm-up included.
+		v := float64(req) / float64(r.cycles.Load())
+		res.ClientRequestsPerCycle = &v
 	}
 	res.AcquireP50Ms, res.AcquireP99Ms, res.AcquireMaxMs = r.lat.ms(50), r.lat.ms(99), r.lat.maxMs()
 
@@ -322,9 +562,8 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 	// Leaked: lock nodes of ours left while the client is still open, with
 	// every acquisition ended and every lease released. Orphans: lock nodes
 	// of ours left after the client closed, read with a separate session.
-	settle := cl.negotiated(cfg.SessionTimeout) + 2*cl.tick + 2*time.Second
 	if sc != nil && res.Stuck == 0 {
-		left, err := sc.settle(context.Background(), cfg.LockRoot, marker, settle)
+		left, err := sc.settle(context.Background(), cfg.LockRoot, marker, v.settle)
 		res.Leaked = len(left)
 		if err != nil {
 			res.Notes = append(res.Notes, "leak scan: "+err.Error())
@@ -336,23 +575,28 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 	if err := closeClient(); err != nil && !errors.Is(err, context.Canceled) {
 		res.Notes = append(res.Notes, "close: "+err.Error())
 	}
-	if wait != nil && !wait(30*time.Second) {
+	if workers != nil && !workers.wait(30*time.Second) {
 		res.Notes = append(res.Notes, "some workers did not return even after the client closed")
 	}
+	if pz != nil {
+		pz.close()
+		res.Pause = pz.summary(r.check.staleOverlaps.Load())
+		res.Notes = append(res.Notes, pz.notes()...)
+	}
 	if sc != nil {
-		left, err := sc.settle(context.Background(), cfg.LockRoot, marker, settle)
-		res.Orphans = len(left)
-		if err != nil {
-			res.Notes = append(res.Notes, "orphan scan: "+err.Error())
-		}
-		if len(left) > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("orphaned lock nodes, e.g. %s", left[0]))
-		}
+		res.scanOrphans(sc, cfg.LockRoot, marker, v.settle)
 	}
 
 	res.Violations = r.check.violations()
 	if res.Checked {
 		res.ViolationsDetail = r.check.detail()
+	}
+	if res.Pause != nil && res.Pause.StaleAcceptedWithToken > 0 {
+		// A fencing token that did not fence: the lock's promise broken.
+		res.Violations += res.Pause.StaleAcceptedWithToken
+		if res.ViolationsDetail != nil {
+			res.ViolationsDetail["stale_write_accepted"] = res.Pause.StaleAcceptedWithToken
+		}
 	}
 	res.Lost = r.lost.Load()
 	res.Cancelled = r.cancelled.Load()
@@ -362,11 +606,92 @@ func runOne(ctx context.Context, cfg *config, cl *cluster, im impl, idx int, con
 		res.FaultsInjected += res.Cancelled
 	}
 	res.GoroutinesPeak = sampler.Stop()
-	if hard.Err() != nil && ctx.Err() == nil {
-		res.Error = fmt.Sprintf("hard deadline of %v reached: run aborted", cfg.Deadline)
+}
+
+// runSpawned runs an impl whose workers live in a process of its own, and
+// measures it from outside: CPU times and the server's counters at the
+// peer's BENCH-START and BENCH-END, cycles and latencies from its report.
+func runSpawned(hard context.Context, cfg *config, env *runEnv, sp spawner, v backendView, sc nodeScanner, res *result) {
+	spec := spawnSpec{workloadSpec: cfg.spec(v.addrs), witness: cfg.WitnessFile, env: env}
+	res.Checked = cfg.WitnessFile != "" && sp.Excludes()
+	peer, err := sp.Spawn(hard, spec)
+	if err != nil {
+		res.Error = err.Error()
+		return
 	}
-	if ctx.Err() != nil {
-		res.Notes = append(res.Notes, "interrupted")
+	defer peer.Kill()
+	client := func() (time.Duration, bool) {
+		d, err := procCPU(peer.PID())
+		return d, err == nil
 	}
-	return res
+	var s0, s1 sample
+	for i, line := range []string{interop.BenchStartLine, interop.BenchEndLine} {
+		if _, err := peer.WaitLine(hard, line); err != nil {
+			res.Error = err.Error()
+			return
+		}
+		if i == 1 {
+			res.RSSBytes = procRSS(peer.PID()) // before the peer can exit
+		}
+		s := v.sample(context.Background(), sc, 0, client)
+		if i == 0 {
+			s0 = s
+		} else {
+			s1 = s
+		}
+	}
+	out, err := peer.Wait()
+	if err != nil {
+		res.Error = fmt.Sprintf("%s exited %d", sp.Name(), out.ExitCode)
+		res.Notes = append(res.Notes, lastLines(out.Output, 5)...)
+	}
+	res.Violations = int64(out.Violations)
+	b, perr := interop.ParseBench(out.Output)
+	if perr != nil {
+		if res.Error == "" {
+			res.Error = perr.Error()
+		}
+		return
+	}
+	res.Cycles, res.Errors = b.Cycles, b.Errors
+	res.DurationS = b.Window.Seconds()
+	res.CyclesPerS = b.Rate()
+	lat := newLatencies()
+	for _, l := range b.Latency {
+		lat.recordCount(l.Micros, l.Count)
+	}
+	res.AcquireP50Ms, res.AcquireP99Ms, res.AcquireMaxMs = lat.ms(50), lat.ms(99), lat.maxMs()
+	res.window(s0, s1, true)
+	if sc != nil {
+		// The peer has exited: any lock node left under the root is its.
+		res.scanOrphans(sc, cfg.LockRoot, nil, v.settle)
+	}
+}
+
+// scanOrphans counts the lock nodes carrying marker left under root once
+// the client has gone, after the settle time in which a dead session's
+// nodes may linger.
+func (res *result) scanOrphans(sc nodeScanner, root string, marker []byte, settle time.Duration) {
+	left, err := sc.settle(context.Background(), root, marker, settle)
+	res.Orphans = len(left)
+	if err != nil {
+		res.Notes = append(res.Notes, "orphan scan: "+err.Error())
+	}
+	if len(left) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("orphaned lock nodes, e.g. %s", left[0]))
+	}
+}
+
+// lastLines are up to n last non-empty lines of s.
+func lastLines(s string, n int) []string {
+	var out []string
+	for _, l := range splitLines(s) {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
 }

@@ -120,7 +120,7 @@ func (r *runState) runWaiters(ctx context.Context, sc *scanner, cl *cluster) (*w
 		rctx, cancel := context.WithTimeout(context.Background(), r.releaseTimeout())
 		err := holders[k].Release(rctx)
 		switch {
-		case closedChan(holders[k].Lost()) || errors.Is(err, engine.ErrLost):
+		case closedChan(holders[k].Lost()) || errors.Is(err, engine.ErrLost) || errors.Is(err, errHoldExpired):
 			r.lost.Add(1)
 		case err != nil:
 			r.noteErr("release holder "+paths[k], err)

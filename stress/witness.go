@@ -24,7 +24,8 @@ import (
 //
 // A file left by a holder of THIS process whose lease was lost is not held
 // against the next holder: that holder was told to stop and is on its way
-// out. Files of other processes are always counted.
+// out. Files of other processes are always counted; one of the pause
+// fault's stalled holder is reported as errStalledHolder.
 type witness struct {
 	pid int
 	mu  sync.Mutex
@@ -51,6 +52,11 @@ func (w *witness) register(file string, h *holding) {
 	h.wfile = file
 }
 
+// errStalledHolder: the witness file belongs to the pause fault's holder,
+// stopped while it held (see pause_child.go, which names itself
+// "<pid>.stalled" in the file).
+var errStalledHolder = errors.New("the stalled holder's witness file is there")
+
 // create makes file with O_EXCL; a file of a local lost holder is taken over.
 func (w *witness) create(file string, h *holding) error {
 	for try := 0; ; try++ {
@@ -64,6 +70,11 @@ func (w *witness) create(file string, h *holding) error {
 		if errors.Is(err, fs.ErrExist) && try == 0 && w.excused(file) {
 			os.Remove(file)
 			continue
+		}
+		if errors.Is(err, fs.ErrExist) {
+			if b, rerr := os.ReadFile(file); rerr == nil && strings.HasSuffix(strings.TrimSpace(string(b)), ".stalled") {
+				return errStalledHolder
+			}
 		}
 		return err
 	}
@@ -94,39 +105,40 @@ func (w *witness) others(prefix string, self string) int {
 	return n
 }
 
-// enter runs the protocol for a new holder and returns why it failed, or "".
-func (w *witness) enter(h *holding, leases int) string {
+// enter runs the protocol for a new holder and returns why it failed, or
+// nil.
+func (w *witness) enter(h *holding, leases int) error {
 	base := h.wbase
 	switch h.kind {
 	case kMutex:
 		if err := w.create(base, h); err != nil {
-			return fmt.Sprintf("create %s: %v", base, err)
+			return fmt.Errorf("create %s: %w", base, err)
 		}
 	case kWrite:
 		if err := w.create(base, h); err != nil {
-			return fmt.Sprintf("create %s: %v", base, err)
+			return fmt.Errorf("create %s: %w", base, err)
 		}
 		if n := w.others(base+".r.", ""); n > 0 {
-			return fmt.Sprintf("writer found %d reader files %s.r.*", n, base)
+			return fmt.Errorf("writer found %d reader files %s.r.*", n, base)
 		}
 	case kRead:
 		own := fmt.Sprintf("%s.r.%d.%d", base, w.pid, h.worker)
 		if err := w.create(own, h); err != nil {
-			return fmt.Sprintf("create %s: %v", own, err)
+			return fmt.Errorf("create %s: %w", own, err)
 		}
 		if _, err := os.Stat(base); err == nil && !w.excused(base) {
-			return fmt.Sprintf("reader found the writer file %s", base)
+			return fmt.Errorf("reader found the writer file %s", base)
 		}
 	case kSem:
 		own := fmt.Sprintf("%s.s.%d.%d", base, w.pid, h.worker)
 		if err := w.create(own, h); err != nil {
-			return fmt.Sprintf("create %s: %v", own, err)
+			return fmt.Errorf("create %s: %w", own, err)
 		}
 		if n := w.others(base+".s.", own) + 1; n > leases {
-			return fmt.Sprintf("%d holder files %s.s.*, limit %d", n, base, leases)
+			return fmt.Errorf("%d holder files %s.s.*, limit %d", n, base, leases)
 		}
 	}
-	return ""
+	return nil
 }
 
 // leave removes the holder's file before its release.

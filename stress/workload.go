@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,8 @@ type runState struct {
 	stop    context.Context
 	stopNow context.CancelFunc
 
-	witnessDir string
+	// resource, in pause runs, is written by every holder with its token.
+	resource *fencedResource
 
 	cycles    atomic.Int64
 	lost      atomic.Int64
@@ -101,15 +103,18 @@ func (r *runState) lockerFor(path string) (locker, rwLocker, error) {
 	return l, nil, err
 }
 
-// runWorkers runs the duration/cycles workloads: one goroutine per worker,
-// each cycling acquire → hold → release. It returns once every worker has
-// returned, or grace after stop: then stuck is the number still out (an
-// impl whose acquisitions cannot be cancelled, waiting for a lock that
-// nobody releases) and wait waits for them (they return when the client
-// closes).
-func (r *runState) runWorkers(grace time.Duration) (stuck int, wait func(time.Duration) bool, err error) {
+// workerSet is the running workers of a duration/cycles workload.
+type workerSet struct {
+	live atomic.Int64
+	done chan struct{} // closed when every worker has returned
+}
+
+// startWorkers starts the duration/cycles workloads' workers: one goroutine
+// per worker, each cycling acquire → hold → release until r.stop (for the
+// election workload: campaign → lead → resign).
+func (r *runState) startWorkers() (*workerSet, error) {
 	if r.cfg.Workload == "election" {
-		return r.runElection(grace) // workload_election.go
+		return r.startElection() // workload_election.go
 	}
 	type target struct {
 		path, wbase string
@@ -124,53 +129,55 @@ func (r *runState) runWorkers(grace time.Duration) (stuck int, wait func(time.Du
 		if !ok {
 			l, rw, err := r.lockerFor(p)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
 			t = target{path: p, wbase: r.witnessBase(i), l: l, rw: rw}
 			shared[p] = t
 		}
 		targets[i] = t
 	}
-	stuck, wait = r.runAll(len(targets), grace, func(i int) {
+	return startAll(len(targets), func(i int) {
 		t := targets[i]
 		r.worker(i, t.path, t.wbase, t.l, t.rw)
-	})
-	return stuck, wait, nil
+	}), nil
 }
 
-// runAll runs work(0) … work(n-1), one goroutine each, with the contract
-// runWorkers describes.
-func (r *runState) runAll(n int, grace time.Duration, work func(i int)) (stuck int, wait func(time.Duration) bool) {
+// startAll runs work(0) … work(n-1), one goroutine each.
+func startAll(n int, work func(i int)) *workerSet {
+	ws := &workerSet{done: make(chan struct{})}
 	var wg sync.WaitGroup
-	var live atomic.Int64
-	done := make(chan struct{})
 	for i := range n {
-		live.Add(1)
+		ws.live.Add(1)
 		wg.Go(func() {
-			defer live.Add(-1)
+			defer ws.live.Add(-1)
 			work(i)
 		})
 	}
-	go func() { wg.Wait(); close(done) }()
-	wait = func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-done:
-			return true
-		case <-t.C:
-			return false
-		}
-	}
+	go func() { wg.Wait(); close(ws.done) }()
+	return ws
+}
+
+// wait waits up to d for every worker to return.
+func (ws *workerSet) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-done:
-		return 0, wait
-	case <-r.stop.Done():
+	case <-ws.done:
+		return true
+	case <-t.C:
+		return false
 	}
-	if wait(grace) {
-		return 0, wait
+}
+
+// finish, once r.stop has ended the run, waits up to grace for the workers
+// and returns how many are still out: stuck on an acquisition that cannot
+// be cancelled, waiting for a lock nobody releases (they return when the
+// client closes).
+func (ws *workerSet) finish(grace time.Duration) (stuck int) {
+	if ws.wait(grace) {
+		return 0
 	}
-	return int(live.Load()), wait
+	return int(ws.live.Load())
 }
 
 func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {
@@ -220,6 +227,9 @@ func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {
 func (r *runState) holdAndRelease(id int, path, wbase string, k kind, h held) {
 	hd := r.check.enter(path, wbase, id, k, h)
 	lost := h.Lost()
+	if r.resource != nil {
+		r.writeResource(path, id, h, lost)
+	}
 	if r.cfg.Hold > 0 {
 		t := time.NewTimer(r.cfg.Hold)
 		select {
@@ -237,10 +247,23 @@ func (r *runState) holdAndRelease(id int, path, wbase string, k kind, h held) {
 	// Lost counts leases that saw Lost() at any moment before their release
 	// ended, also while the release was under way.
 	switch {
-	case wasLost || closedChan(lost) || errors.Is(err, engine.ErrLost):
+	case wasLost || closedChan(lost) || errors.Is(err, engine.ErrLost) || errors.Is(err, errHoldExpired):
 		r.lost.Add(1)
 	case err != nil:
 		r.noteErr("release "+path, err)
 	}
 	r.cycles.Add(1)
+}
+
+// writeResource is a holder's one write to the fenced resource of a pause
+// run. A refusal of a holder that was not told it lost is a violation.
+func (r *runState) writeResource(path string, id int, h held, lost <-chan struct{}) {
+	token, hasToken := h.Token()
+	accepted, _, err := r.resource.write(token, hasToken, fmt.Sprintf("%d.%d", os.Getpid(), id))
+	switch {
+	case err != nil:
+		r.noteErr("fenced resource", err)
+	case !accepted && !closedChan(lost):
+		r.check.refused(path, id, token)
+	}
 }

@@ -31,22 +31,23 @@ type electionClient interface {
 	Election(path string) (elector, error)
 }
 
-// runElection runs the election workload, with runWorkers' contract.
-func (r *runState) runElection(grace time.Duration) (stuck int, wait func(time.Duration) bool, err error) {
+// startElection starts the election workload's candidates, with
+// startWorkers' contract.
+func (r *runState) startElection() (*workerSet, error) {
 	ec, ok := r.cl.(electionClient)
 	if !ok {
-		return 0, nil, unsupported(r.impl.Name(), "-workload election", "it has no leader election")
+		return nil, unsupported(r.impl.Name(), "-workload election", "it has no leader election")
 	}
 	path := r.cfg.LockPath
 	ho := &handover{lat: r.lat}
 	candidates := make([]elector, r.cfg.Workers)
 	for i := range candidates {
+		var err error
 		if candidates[i], err = ec.Election(path); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 	}
-	stuck, wait = r.runAll(len(candidates), grace, func(i int) { r.candidate(i, path, candidates[i], ho) })
-	return stuck, wait, nil
+	return startAll(len(candidates), func(i int) { r.candidate(i, path, candidates[i], ho) }), nil
 }
 
 // candidate is one worker: campaign, lead, resign, until the run stops.
@@ -135,7 +136,7 @@ func (e turnstileElector) Campaign(ctx context.Context) (held, error) {
 	// The future resolves when ctx ends, so waiting on Done alone never
 	// drops a leadership granted at that moment.
 	<-f.Done()
-	l, err, _ := f.Result()
+	l, _, err := f.Result()
 	if err != nil {
 		return nil, err
 	}

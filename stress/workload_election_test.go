@@ -47,7 +47,8 @@ func TestElectionWorkloadLeaderKill(t *testing.T) {
 
 // Two leaders at once are caught: the none impl elects every candidate.
 func TestElectionCheckersCatchNone(t *testing.T) {
-	o := runCmd(t, "-impl", "none", "-workload", "election", "-workers", "6", "-hold", "2ms", "-duration", "1s", "-cycles", "300")
+	o := runCmd(t, "-impl", "none", "-workload", "election", "-workers", "6", "-hold", "2ms", "-duration", "1s", "-cycles", "300",
+		"-witness-file", shmWitness(t))
 	if o.code != exitFailed || len(o.results) != 1 {
 		t.Fatalf("exit code %d with %d results, want %d with one", o.code, len(o.results), exitFailed)
 	}

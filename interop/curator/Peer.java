@@ -9,6 +9,7 @@
 //	HELD <znode>      (--hold-revocable, once the lock is held)
 //	REVOKED           (--hold-revocable, once revocation was asked for)
 //	LEADER <znode>    (--recipe latch, at the start of each term)
+//	BENCH-START, BENCH-END, BENCH ..., LAT ...   (--bench, see interop/bench.go)
 //	RESULT acquisitions=<n> violations=<v>
 //
 // With --recipe latch each worker is a LeaderLatch candidate with the
@@ -28,7 +29,9 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -69,6 +72,10 @@ public final class Peer {
         int sessionMs = 15000;
         boolean holdRevocable;
         String revoke;
+        long durationMs;  // 0: --iterations alone bounds the run
+        long warmupMs;
+        int paths;        // 0: every worker on --path; n: worker w on --path/<w mod n>
+        boolean bench;
     }
 
     static void usage(String problem) {
@@ -78,7 +85,8 @@ public final class Peer {
         err.println("usage: Peer --connect host:port[,..] --path /lock/path"
                 + " [--recipe mutex|semaphore-mutex|rw|read|write|semaphore|latch] [--leases N]"
                 + " [--write-ratio F] [--iterations K] [--hold-ms H] [--witness FILE]"
-                + " [--workers W] [--seed S] [--timeout-s T] [--session-ms MS]\n"
+                + " [--workers W] [--seed S] [--timeout-s T] [--session-ms MS]"
+                + " [--duration-ms D] [--paths N] [--bench [--warmup-ms W]]\n"
                 + "       Peer --connect .. --path .. --hold-revocable [--witness FILE]\n"
                 + "       Peer --connect .. --revoke /lock/path/node");
         System.exit(EXIT_ERROR);
@@ -99,6 +107,10 @@ public final class Peer {
             }
             if (a.equals("--hold-revocable")) {
                 o.holdRevocable = true;
+                continue;
+            }
+            if (a.equals("--bench")) {
+                o.bench = true;
                 continue;
             }
             if (v == null) {
@@ -122,6 +134,9 @@ public final class Peer {
                     case "--timeout-s": o.timeoutS = Long.parseLong(v); break;
                     case "--session-ms": o.sessionMs = Integer.parseInt(v); break;
                     case "--revoke": o.revoke = v; break;
+                    case "--duration-ms": o.durationMs = Long.parseLong(v); break;
+                    case "--warmup-ms": o.warmupMs = Long.parseLong(v); break;
+                    case "--paths": o.paths = Integer.parseInt(v); break;
                     default: usage("unknown flag " + a);
                 }
             } catch (NumberFormatException e) {
@@ -139,6 +154,9 @@ public final class Peer {
         }
         if (o.writeRatio < 0 || o.writeRatio > 1) {
             usage("--write-ratio must be within [0,1]");
+        }
+        if (o.durationMs < 0 || o.warmupMs < 0 || o.paths < 0) {
+            usage("--duration-ms, --warmup-ms and --paths must be >= 0");
         }
         switch (o.recipe) {
             case "mutex": case "semaphore-mutex": case "rw": case "read": case "write": case "semaphore": case "latch":
@@ -258,6 +276,30 @@ public final class Peer {
         err.println("VIOLATION worker=" + worker + ": " + what);
     }
 
+    // ---- bench mode -------------------------------------------------------
+
+    /**
+     * The measurement window of --bench (the protocol is in interop/bench.go).
+     * Workers run from the start; the window opens after --warmup-ms, so that
+     * the JIT has compiled the loop as in a long-running client, and closes
+     * --duration-ms later or when every worker is done. Only cycles completed
+     * inside it count, with their acquire latencies. Times are
+     * System.nanoTime, CLOCK_MONOTONIC on Linux: the clock the harness and
+     * the other peers read.
+     */
+    static volatile boolean windowOpen;
+    /** Set when the run ends: workers start no further cycle. */
+    static volatile boolean stopping;
+
+    /** µs rounded down to 3 significant digits: the precision of the LAT line. */
+    static long latencyBucket(long micros) {
+        long scale = 1;
+        while (micros / scale >= 1000) {
+            scale *= 10;
+        }
+        return micros / scale * scale;
+    }
+
     /** One worker's locks: a recipe instance of its own, as a separate contender. */
     static final class Worker implements Runnable {
         final int id;
@@ -270,20 +312,29 @@ public final class Peer {
         InterProcessLock mutex;           // mutex, semaphore-mutex
         InterProcessReadWriteLock rw;     // rw, read, write
         InterProcessSemaphoreV2 semaphore;
+        /** --bench: acquire latency bucket (µs) → cycles, inside the window. */
+        final Map<Long, long[]> latencies = new TreeMap<>();
 
         Worker(int id, Options o, CuratorFramework client, Witness witness, long deadlineNanos) {
             this.id = id;
             this.o = o;
             this.client = client;
-            this.witness = witness;
             this.deadlineNanos = deadlineNanos;
             this.random = new Random(o.seed * 1_000_003L + id);
+            String path = o.path;
+            if (o.paths > 0) {
+                path = o.path + "/" + (id % o.paths);
+                if (witness != null) {
+                    witness = new Witness(witness.file + "-" + (id % o.paths));
+                }
+            }
+            this.witness = witness;
             switch (o.recipe) {
                 case "latch": break; // a LeaderLatch per term: a closed one cannot start again
-                case "mutex": mutex = new InterProcessMutex(client, o.path); break;
-                case "semaphore-mutex": mutex = new InterProcessSemaphoreMutex(client, o.path); break;
-                case "semaphore": semaphore = new InterProcessSemaphoreV2(client, o.path, o.leases); break;
-                default: rw = new InterProcessReadWriteLock(client, o.path); break;
+                case "mutex": mutex = new InterProcessMutex(client, path); break;
+                case "semaphore-mutex": mutex = new InterProcessSemaphoreMutex(client, path); break;
+                case "semaphore": semaphore = new InterProcessSemaphoreV2(client, path, o.leases); break;
+                default: rw = new InterProcessReadWriteLock(client, path); break;
             }
         }
 
@@ -294,8 +345,11 @@ public final class Peer {
         @Override
         public void run() {
             try {
-                for (int i = 0; i < o.iterations; i++) {
-                    once();
+                for (int i = 0; i < o.iterations && !stopping; i++) {
+                    long acquireNanos = once();
+                    if (windowOpen) {
+                        latencies.computeIfAbsent(latencyBucket(acquireNanos / 1000), k -> new long[1])[0]++;
+                    }
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -305,7 +359,8 @@ public final class Peer {
             }
         }
 
-        void once() throws Exception {
+        /** One cycle; returns how long the acquire took, in ns. */
+        long once() throws Exception {
             boolean write;
             switch (o.recipe) {
                 case "read": write = false; break;
@@ -314,12 +369,14 @@ public final class Peer {
                 default: write = true;
             }
             boolean[] created = {false};
+            long t0 = System.nanoTime();
             if (o.recipe.equals("latch")) {
                 lead(created);
-                return;
+                return System.nanoTime() - t0;
             }
             if (semaphore != null) {
                 Lease lease = semaphore.acquire(remainingMs(), TimeUnit.MILLISECONDS);
+                long acquired = System.nanoTime() - t0;
                 if (lease == null) {
                     throw new Exception("semaphore acquire timed out");
                 }
@@ -336,7 +393,7 @@ public final class Peer {
                 } finally {
                     semaphore.returnLease(lease);
                 }
-                return;
+                return acquired;
             }
             InterProcessLock l = mutex;
             if (l == null) {
@@ -345,6 +402,7 @@ public final class Peer {
             if (!l.acquire(remainingMs(), TimeUnit.MILLISECONDS)) {
                 throw new Exception((write ? "write" : "read") + " acquire timed out");
             }
+            long acquired = System.nanoTime() - t0;
             try {
                 acquisitions.incrementAndGet();
                 Path mine = null;
@@ -364,6 +422,7 @@ public final class Peer {
             } finally {
                 l.release();
             }
+            return acquired;
         }
 
         /** One term: campaign, lead until the hold ends or leadership is lost, resign. */
@@ -499,14 +558,76 @@ public final class Peer {
 
     static void runWorkers(Options o, CuratorFramework client, Witness witness, long deadline) throws InterruptedException {
         List<Thread> threads = new ArrayList<>();
+        List<Worker> workers = new ArrayList<>();
         for (int w = 0; w < o.workers; w++) {
-            Thread t = new Thread(new Worker(w, o, client, witness, deadline), "peer-worker-" + w);
+            Worker wk = new Worker(w, o, client, witness, deadline);
+            Thread t = new Thread(wk, "peer-worker-" + w);
             t.start();
             threads.add(t);
+            workers.add(wk);
+        }
+        if (o.bench) {
+            joinFor(threads, TimeUnit.MILLISECONDS.toNanos(o.warmupMs));
+            long start = System.nanoTime();
+            windowOpen = true;
+            out.println("BENCH-START");
+            out.flush();
+            joinFor(threads, o.durationMs > 0 ? TimeUnit.MILLISECONDS.toNanos(o.durationMs) : Long.MAX_VALUE);
+            windowOpen = false;
+            long window = System.nanoTime() - start;
+            stopping = true;
+            out.println("BENCH-END");
+            out.flush();
+            for (Thread t : threads) {
+                t.join();
+            }
+            benchResult(window, workers);
+            return;
+        }
+        if (o.durationMs > 0) {
+            joinFor(threads, TimeUnit.MILLISECONDS.toNanos(o.durationMs));
+            stopping = true;
         }
         for (Thread t : threads) {
             t.join();
         }
+    }
+
+    /** Waits up to nanos (Long.MAX_VALUE: for ever) for every thread to end. */
+    static void joinFor(List<Thread> threads, long nanos) throws InterruptedException {
+        long end = System.nanoTime() + nanos;
+        for (Thread t : threads) {
+            while (t.isAlive()) {
+                if (nanos == Long.MAX_VALUE) {
+                    t.join();
+                    continue;
+                }
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    return; // the time is up
+                }
+                t.join(left / 1_000_000, (int) (left % 1_000_000)); // rounds up to whole ms
+            }
+        }
+    }
+
+    /** The cycles of the window are those whose latency was recorded. */
+    static void benchResult(long windowNanos, List<Worker> workers) {
+        TreeMap<Long, Long> merged = new TreeMap<>();
+        long cycles = 0;
+        for (Worker w : workers) {
+            for (Map.Entry<Long, long[]> e : w.latencies.entrySet()) {
+                merged.merge(e.getKey(), e.getValue()[0], Long::sum);
+                cycles += e.getValue()[0];
+            }
+        }
+        out.println("BENCH cycles=" + cycles + " errors=" + errors.get() + " window_ns=" + windowNanos);
+        StringBuilder b = new StringBuilder("LAT");
+        for (Map.Entry<Long, Long> e : merged.entrySet()) {
+            b.append(' ').append(e.getKey()).append(':').append(e.getValue());
+        }
+        out.println(b);
+        out.flush();
     }
 
     static void holdRevocable(Options o, CuratorFramework client, Witness witness, long deadline) throws Exception {

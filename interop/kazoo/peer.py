@@ -9,6 +9,7 @@ flags. Output on stdout:
 
     HELD <znode>      (--hold-revocable, once the lock is held)
     REVOKED           (--hold-revocable, once revocation was asked for)
+    BENCH-START, BENCH-END, BENCH ..., LAT ...   (--bench, see interop/bench.go)
     RESULT acquisitions=<n> violations=<v>
 
 Exit status: 0 all well, 1 a witness violation, 2 a usage or lock error,
@@ -128,6 +129,13 @@ def parse_args(argv):
         "'none' for kazoo's own names only",
     )
     p.add_argument("--hold-revocable", action="store_true")
+    p.add_argument("--duration-ms", type=int, default=0,
+                   help="stop starting cycles after this long (0: --iterations alone bounds the run)")
+    p.add_argument("--paths", type=int, default=0,
+                   help="0: every worker locks --path; N: worker w locks --path/<w mod N>")
+    p.add_argument("--bench", action="store_true",
+                   help="measure a window and print the BENCH lines (interop/bench.go)")
+    p.add_argument("--warmup-ms", type=int, default=0)
     p.add_argument("--revoke", metavar="NODEPATH")
     o = p.parse_args(argv)
     if o.revoke is None and (not o.path or not o.path.startswith("/")):
@@ -138,6 +146,8 @@ def parse_args(argv):
         p.error("--write-ratio must be within [0,1]")
     if o.timeout_s <= 0:
         p.error("--timeout-s must be > 0")
+    if o.duration_ms < 0 or o.warmup_ms < 0 or o.paths < 0:
+        p.error("--duration-ms, --warmup-ms and --paths must be >= 0")
     return o
 
 
@@ -249,6 +259,29 @@ class Tally(object):
             return EXIT_ERROR if self.errors else EXIT_OK
 
 
+class Window(object):
+    """The measurement window of --bench (the protocol is in interop/bench.go).
+
+    Workers run from the start; the window opens after --warmup-ms and closes
+    --duration-ms later or when every worker is done. Only cycles completed
+    inside it count, with their acquire latencies. Times are
+    time.monotonic_ns, CLOCK_MONOTONIC on Linux: the clock the harness and the
+    other peers read.
+    """
+
+    def __init__(self):
+        self.open = False
+        self.stopping = False  # workers start no further cycle
+
+
+def latency_bucket(micros):
+    """micros rounded down to 3 significant digits: the LAT line's precision."""
+    scale = 1
+    while micros // scale >= 1000:
+        scale *= 10
+    return micros // scale * scale
+
+
 def finish(tally, code):
     sys.stdout.write(tally.result_line() + "\n")
     sys.stdout.flush()
@@ -256,27 +289,41 @@ def finish(tally, code):
     os._exit(code)  # kazoo's threads must not keep the process alive
 
 
-def worker_loop(o, client, witness, tally, wid, deadline):
+def worker_loop(o, client, witness, tally, wid, deadline, window, latencies):
     rng = random.Random(o.seed * 1000003 + wid)
     ident = "peer.py pid=%d worker=%d" % (os.getpid(), wid)
+    path = o.path
+    if o.paths:
+        path = "%s/%d" % (o.path, wid % o.paths)
+        if witness:
+            witness = Witness("%s-%d" % (witness.file, wid % o.paths))
     if o.recipe == "semaphore":
-        sem = Semaphore(client, o.path, identifier=ident, max_leases=o.leases)
+        sem = Semaphore(client, path, identifier=ident, max_leases=o.leases)
     elif o.recipe == "mutex":
-        mutex = Lock(client, o.path, ident, extra_lock_patterns=patterns_for(o, "mutex"))
+        mutex = Lock(client, path, ident, extra_lock_patterns=patterns_for(o, "mutex"))
     else:
-        wlock = WriteLock(client, o.path, ident, extra_lock_patterns=patterns_for(o, "write"))
-        rlock = PeerReadLock(client, o.path, ident, extra_lock_patterns=patterns_for(o, "read"))
+        wlock = WriteLock(client, path, ident, extra_lock_patterns=patterns_for(o, "write"))
+        rlock = PeerReadLock(client, path, ident, extra_lock_patterns=patterns_for(o, "read"))
 
     def check(v):
         if v is not None:
             tally.violation(wid, v)
 
+    def counted(acquire_ns):
+        if window.open:
+            b = latency_bucket(acquire_ns // 1000)
+            latencies[b] = latencies.get(b, 0) + 1
+
     for _ in range(o.iterations):
+        if window.stopping:
+            break
         left = max(0.001, deadline - time.monotonic())
         created = [False]
+        t0 = time.monotonic_ns()
         if o.recipe == "semaphore":
             if not sem.acquire(timeout=left):
                 raise RuntimeError("semaphore acquire timed out")
+            acquired = time.monotonic_ns() - t0
             try:
                 tally.add("acquisitions")
                 if witness:
@@ -287,6 +334,7 @@ def worker_loop(o, client, witness, tally, wid, deadline):
                     check(witness.remove(mine))
             finally:
                 sem.release()
+            counted(acquired)
             continue
 
         if o.recipe == "mutex":
@@ -299,6 +347,7 @@ def worker_loop(o, client, witness, tally, wid, deadline):
             lk = wlock if write else rlock
         if not lk.acquire(timeout=left):
             raise RuntimeError("%s acquire timed out" % ("write" if write else "read"))
+        acquired = time.monotonic_ns() - t0
         try:
             tally.add("acquisitions")
             if witness:
@@ -313,6 +362,7 @@ def worker_loop(o, client, witness, tally, wid, deadline):
                 check(witness.remove(mine))
         finally:
             lk.release()
+        counted(acquired)
 
 
 def hold(o):
@@ -320,9 +370,9 @@ def hold(o):
         time.sleep(o.hold_ms / 1000.0)
 
 
-def run_worker(o, client, witness, tally, wid, deadline):
+def run_worker(o, client, witness, tally, wid, deadline, window, latencies):
     try:
-        worker_loop(o, client, witness, tally, wid, deadline)
+        worker_loop(o, client, witness, tally, wid, deadline, window, latencies)
     except Exception as exc:  # noqa: BLE001 - reported, counted, and the exit code says so
         tally.add("errors")
         sys.stderr.write("ERROR worker=%d: %r\n" % (wid, exc))
@@ -368,6 +418,64 @@ def hold_revocable(o, client, witness, tally, deadline):
     lk.release()
 
 
+def join_for(threads, seconds):
+    """Waits up to seconds (None: for ever) for every thread to end."""
+    end = None if seconds is None else time.monotonic() + seconds
+    for t in threads:
+        while t.is_alive():
+            if end is None:
+                t.join()
+                continue
+            left = end - time.monotonic()
+            if left <= 0:
+                return  # the time is up
+            t.join(left)
+
+
+def run_workers(o, client, witness, tally, deadline):
+    window = Window()
+    latencies = [dict() for _ in range(o.workers)]
+    threads = [
+        threading.Thread(
+            target=run_worker,
+            args=(o, client, witness, tally, w, deadline, window, latencies[w]),
+            name="peer-worker-%d" % w,
+            daemon=True,
+        )
+        for w in range(o.workers)
+    ]
+    for t in threads:
+        t.start()
+    duration = o.duration_ms / 1000.0 if o.duration_ms else None
+    if not o.bench:
+        join_for(threads, duration)
+        window.stopping = True
+        join_for(threads, None)
+        return
+    join_for(threads, o.warmup_ms / 1000.0)
+    start = time.monotonic_ns()
+    window.open = True
+    sys.stdout.write("BENCH-START\n")
+    sys.stdout.flush()
+    join_for(threads, duration)
+    window.open = False
+    elapsed = time.monotonic_ns() - start
+    window.stopping = True
+    sys.stdout.write("BENCH-END\n")
+    sys.stdout.flush()
+    join_for(threads, None)
+    merged = {}
+    for lat in latencies:
+        for b, n in lat.items():
+            merged[b] = merged.get(b, 0) + n
+    cycles = sum(merged.values())  # the window's cycles are those recorded
+    with tally.mu:
+        errors = tally.errors
+    sys.stdout.write("BENCH cycles=%d errors=%d window_ns=%d\n" % (cycles, errors, elapsed))
+    sys.stdout.write("LAT" + "".join(" %d:%d" % (b, merged[b]) for b in sorted(merged)) + "\n")
+    sys.stdout.flush()
+
+
 def main(argv):
     o = parse_args(argv)
     tally = Tally()
@@ -402,19 +510,7 @@ def main(argv):
         if o.hold_revocable:
             hold_revocable(o, client, witness, tally, deadline)
         else:
-            threads = [
-                threading.Thread(
-                    target=run_worker,
-                    args=(o, client, witness, tally, w, deadline),
-                    name="peer-worker-%d" % w,
-                    daemon=True,
-                )
-                for w in range(o.workers)
-            ]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            run_workers(o, client, witness, tally, deadline)
     except Exception as exc:  # noqa: BLE001
         tally.add("errors")
         sys.stderr.write("ERROR: %r\n" % (exc,))

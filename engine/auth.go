@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrNoAuth: ZooKeeper refused an operation for lack of rights (the node's
+// ACL does not grant them to the session's credentials, Config.Auth), or
+// refused the credentials themselves. Such a refusal is not retried: the
+// acquisition, or the release, fails with it.
+var ErrNoAuth = errors.New("turnstile: not authorised")
+
+// noAuth reports whether err is the server's refusal for lack of rights.
+func noAuth(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
+}
+
+// refused is the error of an operation on path the server refused: it
+// wraps ErrNoAuth too when rights were missing, so that errors.Is finds
+// the cause a caller can act on.
+func refused(op, path string, err error) error {
+	if noAuth(err) {
+		return fmt.Errorf("%w: %s %s: %w", ErrNoAuth, op, path, err)
+	}
+	return fmt.Errorf("turnstile: %s %s: %w", op, path, err)
+}
+
+// authenticate presents every credential of Config.Auth to the session,
+// once, before any acquisition can send a request. The client remembers
+// a credential only once the server has accepted it, and then sends it
+// again on each new connection before any queued request, so it holds
+// across reconnects and expiries. A credential whose request was lost with
+// a connection is not remembered: it is sent again, until ctx ends or
+// Config.ConnectTimeout passes.
+func (e *Engine) authenticate(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.ConnectTimeout)
+	defer cancel()
+	for _, cred := range e.cfg.Auth {
+		for {
+			err := e.conn.AddAuth(cred.Scheme, cred.Secret)
+			if err == nil {
+				break
+			}
+			switch {
+			case noAuth(err):
+				return fmt.Errorf("%w: credentials of scheme %q: %w", ErrNoAuth, cred.Scheme, err)
+			case classify(err) != outConnLoss:
+				return fmt.Errorf("turnstile: credentials of scheme %q: %w", cred.Scheme, err)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: credentials of scheme %q: %w", ErrUnreachable, cred.Scheme, context.Cause(ctx))
+			case <-time.After(authRetryDelay):
+			}
+		}
+	}
+	return nil
+}
+
+// authRetryDelay spaces the attempts to present a credential whose request
+// was lost with its connection: the client is reconnecting meanwhile.
+const authRetryDelay = 50 * time.Millisecond

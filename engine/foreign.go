@@ -1,0 +1,30 @@
+package engine
+
+import "github.com/turnstile-go/turnstile/queue"
+
+// Children of a lock path that are no lock node (another application's, or
+// a name no client writes) are ignored by every recipe. The engine logs
+// each such name once, through Config.Logger, as it parses the listing
+// that holds it: a listing is parsed once for all its contenders, so a
+// path with thousands of waiters is not looked at thousands of times.
+
+// maxForeignLogged bounds the names the engine remembers having logged.
+const maxForeignLogged = 1024
+
+// noteForeign logs the children of l, a listing of path, that are no lock
+// node and were not logged yet. Only the loop calls it.
+func (e *Engine) noteForeign(path string, l *queue.Listing) {
+	for _, name := range l.Foreign() {
+		if len(e.foreignLogged) >= maxForeignLogged {
+			return
+		}
+		if _, seen := e.foreignLogged[name]; seen {
+			continue
+		}
+		if e.foreignLogged == nil {
+			e.foreignLogged = make(map[string]struct{})
+		}
+		e.foreignLogged[name] = struct{}{}
+		e.log.Warn("ignoring a child of a lock path that is no lock node", "path", e.namespacePath(path), "child", name)
+	}
+}

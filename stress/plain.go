@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/lock"
+)
+
+// A plain program is what a user of one library writes to time it: workers
+// that loop acquire → release on one client, each timing its own acquires
+// into a map of its own, with nothing else in the loop — no exclusion
+// checks, no shared histogram, no counters but the window's. Each runs in a
+// process of its own (this binary in child mode "plain"), speaks interop's
+// bench protocol, and is measured exactly like the Curator and kazoo peers:
+// -plain runs it right after the harness's own run of the same library, on
+// the same server, so the two can be compared; a harness that slows a
+// library down shows as a gap between the two rows.
+//
+// Nothing here uses the harness's workers, checks or metrics: only the
+// libraries, the lock recipe of redislock.go (the Redis "library" both
+// use) and the workload's flags (workloadSpec).
+
+// plainCycle is one acquire → release; it returns the acquire's duration.
+type plainCycle func(ctx context.Context) (time.Duration, error)
+
+// parsePlain reads a plain program's flags: a workloadSpec.
+func parsePlain(args []string, stderr io.Writer) (workloadSpec, error) {
+	var o workloadSpec
+	var servers string
+	fs := flag.NewFlagSet("plain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.register(fs, &servers)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.servers = strings.Split(servers, ",")
+	if o.path == "" || servers == "" || o.workers < 1 || (o.duration <= 0 && o.iterations <= 0) {
+		return o, errors.New("plain: need -impl, -servers, -path, -workers >= 1, and -duration or -iterations")
+	}
+	return o, nil
+}
+
+// plainMain runs a plain program of the workload its flags describe.
+func plainMain(args []string, stdout, stderr io.Writer) int {
+	o, err := parsePlain(args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	ctx := context.Background()
+	cycles, closeLib, err := openPlain(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "plain:", err)
+		return exitFailed
+	}
+	res := runPlain(ctx, o, cycles, stdout)
+	closeLib()
+	if err := interop.WriteBench(stdout, res); err != nil {
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "RESULT acquisitions=%d violations=0\n", res.Cycles)
+	if res.Errors > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// openPlain connects the library and makes each worker's cycle: the
+// library's own acquire and release, timed.
+func openPlain(ctx context.Context, o workloadSpec) (cycles []plainCycle, closeLib func(), err error) {
+	cycles = make([]plainCycle, o.workers)
+	switch o.impl {
+	case "turnstile":
+		eng, err := engine.Start(ctx, engine.Config{Servers: o.servers, SessionTimeout: o.sessionTimeout,
+			MaxInFlight: o.maxInFlight, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return nil, nil, err
+		}
+		for w := range cycles {
+			m := lock.NewMutex(eng, o.workerPath(w))
+			cycles[w] = timed(o.hold, func(ctx context.Context) (func(context.Context) error, error) {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return l.Release, nil
+			})
+		}
+		return cycles, func() { eng.Close() }, nil
+	case "gozk", "rawzk":
+		conn, err := dialZK(ctx, o.servers, o.sessionTimeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		for w := range cycles {
+			p := o.workerPath(w)
+			if o.impl == "gozk" {
+				l := zk.NewLock(conn.conn, p, zk.WorldACL(zk.PermAll))
+				cycles[w] = timed(o.hold, func(context.Context) (func(context.Context) error, error) {
+					if err := l.Lock(); err != nil {
+						return nil, err
+					}
+					return func(context.Context) error { return l.Unlock() }, nil
+				})
+				continue
+			}
+			cycles[w] = timed(o.hold, func(context.Context) (func(context.Context) error, error) {
+				node, err := createLockNode(conn.conn, p, nil)
+				if err != nil {
+					return nil, err
+				}
+				_, _, err = conn.conn.Children(p)
+				return func(context.Context) error { return errors.Join(err, conn.conn.Delete(node, -1)) }, nil
+			})
+		}
+		return cycles, func() { conn.Close() }, nil
+	case "redis":
+		rdb, err := dialRedis(ctx, o.servers[0], o.workers)
+		if err != nil {
+			return nil, nil, err
+		}
+		for w := range cycles {
+			l := newRedisLock(rdb, o.workerPath(w), o.redisTTL, o.redisRetry, "plain")
+			cycles[w] = timed(o.hold, func(ctx context.Context) (func(context.Context) error, error) {
+				h, err := l.Acquire(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return h.Release, nil
+			})
+		}
+		return cycles, func() { rdb.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("no plain program for -impl %q", o.impl)
+}
+
+// timed is the cycle of acquire (which returns its release): acquire,
+// timed; hold; release.
+func timed(hold time.Duration, acquire func(context.Context) (func(context.Context) error, error)) plainCycle {
+	return func(ctx context.Context) (time.Duration, error) {
+		t0 := time.Now()
+		release, err := acquire(ctx)
+		if err != nil {
+			return 0, err
+		}
+		d := time.Since(t0)
+		if hold > 0 {
+			time.Sleep(hold)
+		}
+		return d, release(ctx)
+	}
+}
+
+// runPlain runs the workers and measures the window, as the peers do:
+// open after the warm-up, closed after the duration (or when every worker
+// is done); a cycle counts when it completes while the window is open.
+func runPlain(ctx context.Context, o workloadSpec, cycles []plainCycle, stdout io.Writer) interop.BenchResult {
+	var open, stopping atomic.Bool
+	var errs atomic.Int64
+	lat := make([]map[int64]int64, len(cycles))
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for w, cycle := range cycles {
+		lat[w] = map[int64]int64{}
+		wg.Go(func() {
+			for i := 0; (o.iterations == 0 || i < o.iterations) && !stopping.Load(); i++ {
+				d, err := cycle(ctx)
+				if err != nil {
+					errs.Add(1)
+					time.Sleep(5 * time.Millisecond) // not a spin on a failing server
+					continue
+				}
+				if open.Load() {
+					lat[w][interop.LatencyRound(d.Microseconds())]++
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	waitFor := func(d time.Duration) {
+		if d <= 0 {
+			select {
+			case <-done:
+			default:
+			}
+			return
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
+	}
+	waitFor(o.warmup)
+	start := time.Now()
+	open.Store(true)
+	fmt.Fprintln(stdout, interop.BenchStartLine)
+	if o.duration > 0 {
+		waitFor(o.duration)
+	} else {
+		<-done
+	}
+	open.Store(false)
+	window := time.Since(start)
+	stopping.Store(true)
+	fmt.Fprintln(stdout, interop.BenchEndLine)
+	<-done
+	res := interop.BenchResult{Errors: errs.Load(), Window: window}
+	for _, m := range lat {
+		for us, n := range m {
+			res.Latency = append(res.Latency, interop.LatencyBucket{Micros: us, Count: n})
+			res.Cycles += n
+		}
+	}
+	return res
+}
