@@ -2,6 +2,8 @@
 #
 #   make run     start a local ZooKeeper and run the example pipeline
 #   make test    vet, gofmt check, and the race-enabled test suite
+#   make simulate  the deterministic simulator's soak on every core
+#                (SIM_DURATION, default 5m; SIM_FIRST, the first seed)
 #   make deps    install what the tests need (Debian/Ubuntu, as root)
 #   make bench   the benchmark table of BENCHMARKS.md (about 4 minutes)
 #   make pause   what each lock does when its holder stalls past its lease
@@ -28,7 +30,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench pause
+.PHONY: all deps test vet fmt-check run stress bench pause simulate
 
 all: test
 
@@ -112,3 +114,14 @@ bench: deps
 pause: deps
 	$(GO) run ./stress -impl turnstile,gozk,redis -faults pause -workload contended -workers 8 \
 		-session-timeout 2s -fault-interval 1s -duration 12s
+
+# The simulator's soak (engine/sim_test.go): seeds from SIM_FIRST on, one
+# per core at a time, each single-threaded and reproducible, for
+# SIM_DURATION. It prints seeds/s, schedule steps, simulated acquisitions
+# and failures, with the seed and replay command of the first failure.
+# (make test runs a bounded number of seeds, under the race detector.)
+SIM_DURATION ?= 5m
+SIM_FIRST ?= 1
+simulate: deps
+	$(GO) test ./engine -run 'TestSimulationSoak$$' -count=1 -timeout 0 -v \
+		-sim.soak=$(SIM_DURATION) -sim.first=$(SIM_FIRST)

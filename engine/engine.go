@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -100,8 +101,8 @@ var RevokeData = []byte("__REVOKE__")
 type Engine struct {
 	cfg   Config
 	log   *slog.Logger
-	conn  *zk.Conn
-	zkEv  <-chan zk.Event
+	conn  zkConn
+	rt    runtime
 	inbox *events.Inbox
 	sem   *semaphore.Weighted
 	count counters
@@ -137,7 +138,7 @@ type Engine struct {
 	backlog    []op
 	writes     []op // creates and deletes waiting to be sent
 	writing    int  // write requests in flight
-	timers     map[uint64]*time.Timer
+	timers     map[uint64]timer
 	nextTimer  uint64
 	closeTimer uint64
 	session    int64
@@ -231,6 +232,48 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e := newEngine(cfg)
+	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+		zk.WithEventCallback(e.onZKEvent),
+		zk.WithDialer(e.dial),
+		zk.WithLogger(zkLogger{e}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	e.conn = conn
+	e.rt = runtime{
+		newID:     queue.NewID,
+		goroutine: func(f func()) { e.wg.Add(1); go func() { defer e.wg.Done(); f() }() },
+		afterFunc: realAfterFunc,
+		afterDone: context.AfterFunc,
+		closeConn: func() {
+			conn.Close()
+			// The client's goroutines have exited once its event channel closes.
+			for range zkEv {
+			}
+		},
+	}
+	go e.loop()
+
+	timer := time.NewTimer(cfg.ConnectTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.ready:
+		if err = e.authenticate(ctx); err == nil {
+			return e, nil
+		}
+	case <-timer.C:
+		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
+	case <-ctx.Done():
+		err = fmt.Errorf("%w: %w", ErrUnreachable, context.Cause(ctx))
+	}
+	e.Close()
+	return nil, err
+}
+
+// newEngine makes an engine with its loop's state, not yet connected.
+func newEngine(cfg Config) *Engine {
 	e := &Engine{
 		cfg:        cfg,
 		log:        cfg.Logger,
@@ -248,38 +291,15 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		nodes:      make(map[string]uint64),
 		localWatch: make(map[string][]uint64),
 		borrowed:   make(map[string]int),
-		timers:     make(map[uint64]*time.Timer),
+		timers:     make(map[uint64]timer),
 		retryAt:    make(map[uint64]uint64),
 		untrusted:  true, // until the first session's handshake is answered
 	}
 	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
 		e.inbox.Put(events.Command{Payload: trustChanged{lapsed: lapsed}})
 	})
-	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithEventCallback(e.onZKEvent),
-		zk.WithDialer(e.dial),
-		zk.WithLogger(zkLogger{e}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
-	}
-	e.conn, e.zkEv = conn, zkEv
-	go e.loop()
-
-	timer := time.NewTimer(cfg.ConnectTimeout)
-	defer timer.Stop()
-	select {
-	case <-e.ready:
-		if err = e.authenticate(ctx); err == nil {
-			return e, nil
-		}
-	case <-timer.C:
-		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
-	case <-ctx.Done():
-		err = fmt.Errorf("%w: %w", ErrUnreachable, context.Cause(ctx))
-	}
-	e.Close()
-	return nil, err
+	e.rt.newID = queue.NewID
+	return e
 }
 
 // Stats returns the number of requests sent so far, by kind.
@@ -398,15 +418,26 @@ func (e *Engine) loop() {
 	for {
 		<-e.inbox.Ready()
 		batch = e.inbox.Drain(batch)
-		for _, ev := range batch {
-			e.handle(ev)
-		}
-		e.pump()
-		if e.closing && len(e.contenders) == 0 {
-			e.shutdown()
+		if e.turn(batch) {
 			return
 		}
 	}
+}
+
+// turn is one pass of the loop: it handles a batch of events, sends what
+// they decided, and shuts the engine down once it is closing and nothing is
+// left; true then. It reaches the world only through e.conn and e.rt, so
+// the simulator drives it as it is.
+func (e *Engine) turn(batch []events.Event) (exited bool) {
+	for _, ev := range batch {
+		e.handle(ev)
+	}
+	e.pump()
+	if e.closing && len(e.contenders) == 0 {
+		e.shutdown()
+		return true
+	}
+	return false
 }
 
 func (e *Engine) handle(ev events.Event) {
@@ -446,7 +477,7 @@ func (e *Engine) handleCommand(cmd any) {
 		}
 		e.nextID++
 		en := &entry{id: e.nextID, data: cmd.req.Data, revocable: cmd.req.Revocable, acquired: cmd.fut,
-			c: *newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, queue.NewID)}
+			c: *newContender(cmd.req.Path, cmd.req.Prefix, cmd.req.Decide, e.rt.newID)}
 		en.c.fixedSeq = cmd.req.Seq
 		if en.c.fixedSeq != "" {
 			e.borrowed[en.c.lockPath]++
@@ -466,7 +497,7 @@ func (e *Engine) handleCommand(cmd any) {
 		}
 		delete(e.cancels, cmd.done)
 		err := context.Cause(g.ctx)
-		for id := range g.ids {
+		for _, id := range slices.Sorted(maps.Keys(g.ids)) {
 			if en := e.contenders[id]; en != nil {
 				en.cancelOn = nil
 				e.step(en, input{kind: inCancel, err: err})
@@ -491,7 +522,7 @@ func (e *Engine) handleCommand(cmd any) {
 	case closeCmd:
 		e.closing = true
 		e.closeTimer = e.after(e.cfg.CloseTimeout)
-		for _, en := range e.contenders {
+		for _, en := range e.byID() {
 			e.step(en, input{kind: inCancel, err: ErrClosed, closing: true})
 		}
 	}
@@ -654,6 +685,20 @@ func (e *Engine) requestListing(path string, id uint64) {
 		return
 	}
 	l.next = append(l.next, id)
+}
+
+// byID returns the contenders in the order they were made. Steps that
+// visit every contender go in this order, not the map's random one, so
+// that the requests they send, and so a whole run, follow from the events
+// alone (the simulator replays a run from its seed). It costs a sort on
+// rare events: a session change, a lapse of trust, Close.
+func (e *Engine) byID() []*entry {
+	ids := slices.Sorted(maps.Keys(e.contenders))
+	ens := make([]*entry, len(ids))
+	for i, id := range ids {
+		ens[i] = e.contenders[id]
+	}
+	return ens
 }
 
 // step feeds one input to a contender and carries out its effects.
@@ -852,7 +897,7 @@ func (e *Engine) attach(en *entry, ctx context.Context) {
 	if g == nil {
 		g = &cancelGroup{ctx: ctx, ids: make(map[uint64]struct{})}
 		e.cancels[done] = g
-		g.stop = context.AfterFunc(ctx, func() { e.post(cancelCmd{done: done}) })
+		g.stop = e.rt.afterDone(ctx, func() { e.post(cancelCmd{done: done}) })
 	}
 	g.ids[en.id] = struct{}{}
 	en.cancelOn = done
@@ -938,7 +983,7 @@ func (e *Engine) report(en *entry, r events.Report) {
 func (e *Engine) after(d time.Duration) uint64 {
 	e.nextTimer++
 	id := e.nextTimer
-	e.timers[id] = time.AfterFunc(d, func() { e.inbox.Put(events.TimerFired{ID: id}) })
+	e.timers[id] = e.rt.afterFunc(d, func() { e.inbox.Put(events.TimerFired{ID: id}) })
 	return id
 }
 
@@ -950,7 +995,7 @@ func (e *Engine) handleTimer(id uint64) {
 	switch id {
 	case e.closeTimer:
 		e.closeTimer = 0
-		for _, en := range e.contenders {
+		for _, en := range e.byID() {
 			e.forceEnd(en, ErrClosed)
 		}
 	default:
@@ -982,7 +1027,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		if expired {
 			e.expire()
 		}
-		for _, en := range e.contenders {
+		for _, en := range e.byID() {
 			e.step(en, input{kind: inReconnected})
 		}
 		for _, id := range e.retryRevoke {
@@ -998,7 +1043,7 @@ func (e *Engine) handleSession(ev events.SessionChanged) {
 		e.connected = false
 		e.gauges.disconnects.Add(1)
 		e.log.Info("session disconnected", "session", fmt.Sprintf("%#x", e.session))
-		for _, en := range e.contenders {
+		for _, en := range e.byID() {
 			e.step(en, input{kind: inDisconnected})
 		}
 	case events.Expired:
@@ -1020,7 +1065,7 @@ func (e *Engine) expire() {
 	clear(e.watchers)
 	clear(e.localWatch)
 	clear(e.nodes)
-	for _, en := range e.contenders {
+	for _, en := range e.byID() {
 		en.watching, en.local = "", false
 		e.step(en, input{kind: inExpired})
 	}
@@ -1041,7 +1086,7 @@ func (e *Engine) handleTrust(c trustChanged) {
 	} else if e.everReady {
 		e.log.Info("session trusted again", "session", fmt.Sprintf("%#x", e.session))
 	}
-	for _, en := range e.contenders {
+	for _, en := range e.byID() {
 		e.step(en, input{kind: kind})
 	}
 }
@@ -1056,10 +1101,7 @@ func (e *Engine) shutdown() {
 		t.Stop()
 		delete(e.timers, id)
 	}
-	e.conn.Close()
-	// The client's goroutines have exited once its event channel closes.
-	for range e.zkEv {
-	}
+	e.rt.closeConn()
 	e.states.set(StateClosed)
 	// Commands posted before closed was set still wait in the inbox.
 	for _, ev := range e.inbox.Drain(nil) {

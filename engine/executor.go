@@ -215,14 +215,12 @@ func (e *Engine) pump() {
 }
 
 func (e *Engine) start(o op) {
-	e.wg.Add(1)
 	e.gauges.inFlight.Add(1)
-	go e.run(o)
+	e.rt.goroutine(func() { e.run(o) })
 }
 
 // run carries out one request on its own goroutine and posts its outcome.
 func (e *Engine) run(o op) {
-	defer e.wg.Done()
 	var dones []events.OpDone
 	if o.batch != nil {
 		dones = e.execBatch(o.batch)

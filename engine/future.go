@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Future is a value that becomes available later: the outcome of an
@@ -40,13 +41,26 @@ func (f *Future[T]) resolve(v T, err error) bool {
 	}
 	f.mu.Unlock()
 	if len(cbs) > 0 {
-		go func() {
+		runCallbacks(func() {
 			for _, cb := range cbs {
 				cb(v, err)
 			}
-		}()
+		})
 	}
 	return true
+}
+
+// callbackRunner, when set, runs futures' callbacks in place of a goroutine
+// of their own: the simulator runs them at once, on its one goroutine, so
+// that a run follows from its seed. Production never sets it.
+var callbackRunner atomic.Pointer[func(func())]
+
+func runCallbacks(f func()) {
+	if run := callbackRunner.Load(); run != nil {
+		(*run)(f)
+		return
+	}
+	go f()
 }
 
 // Done is closed once the future is resolved.
@@ -112,7 +126,7 @@ func (f *Future[T]) Then(fn func(T, error)) {
 	}
 	v, err := f.val, f.err
 	f.mu.Unlock()
-	go fn(v, err)
+	runCallbacks(func() { fn(v, err) })
 }
 
 // wait blocks until resolved: for futures the engine guarantees to resolve.

@@ -55,10 +55,12 @@ type sessionTrust struct {
 	heard    time.Duration // when the latest request the server answered for session was sent
 	// lapsed: the deadline has passed, or there is no session. No lease may
 	// be granted meanwhile; held ones are lost.
-	lapsed  bool
-	held    map[*Lease]struct{} // granted leases not yet lost or ended
-	timer   *time.Timer         // fires at the deadline, or later: see check
-	stopped bool
+	lapsed bool
+	held   map[*Lease]struct{} // granted leases not yet lost or ended
+	timer  timer               // fires at the deadline, or later: see check
+	// afterFunc arms timer: time.AfterFunc, or the simulator's.
+	afterFunc func(d time.Duration, f func()) timer
+	stopped   bool
 }
 
 // monotonicClock returns a clock that reads the time elapsed since it was
@@ -78,12 +80,13 @@ func monotonicSince(now func() time.Time) func() time.Duration {
 
 func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed bool)) *sessionTrust {
 	return &sessionTrust{
-		clock:   clock,
-		asked:   asked,
-		margin:  margin,
-		changed: changed,
-		lapsed:  true, // no session yet
-		held:    make(map[*Lease]struct{}),
+		clock:     clock,
+		asked:     asked,
+		margin:    margin,
+		changed:   changed,
+		lapsed:    true, // no session yet
+		afterFunc: realAfterFunc,
+		held:      make(map[*Lease]struct{}),
 	}
 }
 
@@ -146,7 +149,7 @@ func (t *sessionTrust) heardAt(sent time.Duration) {
 	}
 	t.lapsed = false
 	if t.timer == nil {
-		t.timer = time.AfterFunc(left, t.check)
+		t.timer = t.afterFunc(left, t.check)
 	} else {
 		t.timer.Reset(left)
 	}

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/turnstile-go/turnstile/events"
+)
+
+// What the simulator (sim_test.go, package engine_test) needs of the
+// engine's inside: an engine whose seams it fills, a turn of its loop at a
+// time, and the session events its simulated client reports.
+
+// SimConn is the ZooKeeper client the simulator plays.
+type SimConn = zkConn
+
+// SimTimer is a timer on the simulator's clock.
+type SimTimer = timer
+
+// SimWorld is the outside world of a simulated engine; see runtime.
+type SimWorld struct {
+	Conn      SimConn
+	NewID     func() string
+	Goroutine func(f func())
+	AfterFunc func(d time.Duration, f func()) SimTimer
+	AfterDone func(ctx context.Context, f func()) (stop func() bool)
+	CloseConn func()
+	// Clock is the watchdog's monotonic clock.
+	Clock func() time.Duration
+}
+
+// NewSimEngine makes an engine on w. Nothing runs until the simulator
+// calls Turn.
+func NewSimEngine(cfg Config, w SimWorld) (*Engine, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := newEngine(cfg)
+	e.conn = w.Conn
+	e.rt = runtime{newID: w.NewID, goroutine: w.Goroutine,
+		afterFunc: w.AfterFunc, afterDone: w.AfterDone, closeConn: w.CloseConn}
+	e.trust.clock, e.trust.afterFunc = w.Clock, w.AfterFunc
+	return e, nil
+}
+
+// Turn runs one pass of the loop over every event queued; exited is true
+// once the engine has shut down (it was closing and nothing was left).
+func (e *Engine) Turn() (events int, exited bool) {
+	batch := e.inbox.Drain(nil)
+	return len(batch), e.turn(batch)
+}
+
+// Queued is the number of events waiting for the loop.
+func (e *Engine) Queued() int { return e.inbox.Len() }
+
+// Post queues an event for the loop, as the client's callbacks do.
+func (e *Engine) Post(ev events.Event) { e.inbox.Put(ev) }
+
+// BeginClose starts Close without waiting for the loop.
+func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(closeCmd{}) }) }
+
+// Handshake, Answered and SawZxid are what trackedConn reads off the wire.
+func (e *Engine) Handshake(sent time.Duration, session int64, timeout time.Duration) {
+	e.trust.handshake(sent, session, int32(timeout/time.Millisecond))
+}
+
+func (e *Engine) Answered(sent time.Duration) { e.trust.answered(sent) }
+
+func (e *Engine) SawZxid(zxid int64) {
+	if zxid > e.lastZxid.Load() {
+		e.lastZxid.Store(zxid)
+	}
+}
+
+// Trusted reports whether the watchdog trusts the session now.
+func (e *Engine) Trusted() bool {
+	e.trust.mu.Lock()
+	defer e.trust.mu.Unlock()
+	return !e.trust.lapsed
+}
+
+// Contenders is the number of contenders the loop keeps.
+func (e *Engine) Contenders() int { return len(e.contenders) }
+
+// MakeLastTry turns the acquisition queued last into a try-lock, as a
+// recipe's TryAcquire would have made it; the recipes' TryAcquire blocks,
+// which a single-threaded simulator cannot.
+func (e *Engine) MakeLastTry() bool {
+	batch := e.inbox.Drain(nil)
+	ok := false
+	for i := len(batch) - 1; i >= 0; i-- {
+		if cmd, isCmd := batch[i].(events.Command); isCmd {
+			if a, isAcq := cmd.Payload.(acquireCmd); isAcq {
+				a.req.TryOnly = true
+				batch[i] = events.Command{Payload: a}
+				ok = true
+				break
+			}
+		}
+	}
+	for _, ev := range batch {
+		e.inbox.Put(ev)
+	}
+	return ok
+}
+
+// RunCallbacksInPlace has every future run its callbacks at once on the
+// resolving goroutine, until restore is called: the simulator's one
+// goroutine runs everything.
+func RunCallbacksInPlace() (restore func()) {
+	inPlace := func(f func()) { f() }
+	callbackRunner.Store(&inPlace)
+	return func() { callbackRunner.Store(nil) }
+}

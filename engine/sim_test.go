@@ -1,0 +1,525 @@
+package engine_test
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/zkmodel"
+	"github.com/turnstile-go/turnstile/lock"
+)
+
+// The simulator: N engines, each its own session, run the real recipes of
+// package lock against one in-memory ZooKeeper, under a schedule that one
+// seed chooses step by step (see step). The checker (simcheck_test.go)
+// looks at the world after every step and at every grant.
+//
+//	go test ./engine -run TestSimulation                  bounded seeds (make test)
+//	go test ./engine -run TestSimulation -sim.seed=N -sim.trace   replay one seed
+//	make simulate                                        soak on all cores
+
+var (
+	simSeed  = flag.Uint64("sim.seed", 0, "run only this seed")
+	simSeeds = flag.Int("sim.seeds", 100, "seeds TestSimulation runs")
+	simTrace = flag.Bool("sim.trace", false, "print the whole trace of the run")
+	simSoak  = flag.Duration("sim.soak", 0, "TestSimulationSoak: run seeds on every core for this long")
+	simFirst = flag.Uint64("sim.first", 1, "the first seed of a run of seeds")
+)
+
+// simPaths are the lock paths the workloads share: every recipe meets
+// every other on each. Their parent does not exist at first, so the
+// engines create it (a container, which the model may reap when empty).
+var simPaths = []string{"/sim/a", "/sim/b"}
+
+const (
+	simSessionTimeout = 2 * time.Second
+	simTick           = 200 * time.Millisecond
+	// simQuiet bounds how long, in simulated time, the world may take
+	// once faults stop to grant or fail every waiter: several session
+	// timeouts, for the expiries that faults left pending, and the
+	// engines' retry backoffs (at most a second).
+	simQuiet = 60 * time.Second
+)
+
+type world struct {
+	seed    uint64
+	rng     *rand.Rand
+	cfg     engine.Config
+	model   *zkmodel.Model
+	epoch   time.Time
+	clock   clock
+	clients []*client
+	running *coro
+
+	acqs       []*acq                          // every acquisition started
+	open       []*acq                          // those not settled yet (see acq.unsettled), pruned now and then
+	reentrants map[string]*lock.ReentrantMutex // engine and path → its one ReentrantMutex
+	check      checker
+	faults     bool // disconnects, stalls, clock jumps, expiries
+	trace      []traceEntry
+	traceAll   bool
+	steps      int
+	failure    string
+	ids        uint64
+	// closeFrom is the step from which one engine may be closed; -1: none.
+	closeFrom int
+}
+
+// at is the model's time now.
+func (w *world) at() time.Time { return w.epoch.Add(w.clock.now) }
+
+func (w *world) tracef(format string, args ...any) {
+	e := traceEntry{at: w.clock.now, format: format, args: args}
+	if w.traceAll {
+		fmt.Println(e)
+	}
+	if w.check.onLine != nil {
+		w.check.onLine(e.String())
+	}
+	const keep = 80
+	if len(w.trace) >= 2*keep {
+		clear(w.trace[:len(w.trace)-keep])
+		w.trace = append(w.trace[:0], w.trace[len(w.trace)-keep:]...)
+	}
+	w.trace = append(w.trace, e)
+}
+
+// traceEntry is one line of the trace, formatted only when printed: most
+// runs print nothing. Its arguments are values, or things that print only
+// what does not change.
+type traceEntry struct {
+	at     time.Duration
+	format string
+	args   []any
+}
+
+func (e traceEntry) String() string {
+	return fmt.Sprintf("%8.3fs ", e.at.Seconds()) + fmt.Sprintf(e.format, e.args...)
+}
+
+func (w *world) fail(format string, args ...any) {
+	if w.failure == "" {
+		w.failure = fmt.Sprintf(format, args...)
+		w.tracef("VIOLATION: %s", w.failure)
+	}
+}
+
+// newID is the contenders' protected id, from the seed: a UUID in form.
+func (w *world) newID() string {
+	w.ids++
+	return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", w.rng.Uint32(), w.ids&0xffff, w.rng.IntN(0x1000), w.rng.IntN(0x1000), w.rng.Uint64()&0xffffffffffff)
+}
+
+func newWorld(seed uint64, nClients int) *world {
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true,
+		reentrants: make(map[string]*lock.ReentrantMutex)}
+	w.epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w.model = zkmodel.New(zkmodel.Config{
+		TickTime: simTick,
+		EndOrder: func(paths []string) []string {
+			w.rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
+			return paths
+		},
+	}, w.epoch)
+	w.check.w = w
+	w.closeFrom = -1
+	if nClients >= 3 && w.rng.IntN(4) == 0 {
+		w.closeFrom = w.rng.IntN(1400)
+	}
+	w.check.lastToken = make(map[string]int64)
+	for i := range nClients {
+		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
+		cfg := engine.Config{
+			Servers:        []string{"sim"},
+			SessionTimeout: simSessionTimeout,
+			LostMargin:     simSessionTimeout / 5,
+			CloseTimeout:   5 * time.Second,
+			MaxInFlight:    1 + w.rng.IntN(8),
+			Observer:       func(r events.Report) { w.check.report(c, r) },
+		}
+		w.cfg = cfg
+		eng, err := engine.NewSimEngine(cfg, engine.SimWorld{
+			Conn:      c,
+			NewID:     w.newID,
+			Goroutine: c.goroutine,
+			AfterFunc: w.clock.afterFunc,
+			AfterDone: c.afterDone,
+			CloseConn: c.closeConn,
+			Clock:     func() time.Duration { return w.clock.now },
+		})
+		if err != nil {
+			panic(err)
+		}
+		c.eng = eng
+		w.clients = append(w.clients, c)
+		c.connect()
+		w.clock.afterFunc(simSessionTimeout/3, c.ping)
+	}
+	return w
+}
+
+// advance moves the clock by d, firing the timers due on the way in order:
+// the engines' retries and close deadline, their watchdogs, the clients'
+// pings. The model expires sessions as its clock passes their deadlines.
+func (w *world) advance(d time.Duration) {
+	until := w.clock.now + d
+	for {
+		t := w.clock.nextDue(until)
+		if t == nil {
+			break
+		}
+		w.clock.now = max(w.clock.now, t.at)
+		w.model.Tick(w.at())
+		t.armed = false
+		t.f()
+	}
+	w.clock.now = until
+	w.model.Tick(w.at())
+}
+
+// closing is the number of engines closed or closing.
+func (w *world) closing() int {
+	n := 0
+	for _, c := range w.clients {
+		if c.closing {
+			n++
+		}
+	}
+	return n
+}
+
+// move is one thing the world can do next; weight is how likely.
+type move struct {
+	weight int
+	name   string
+	do     func()
+}
+
+// step makes one random move. Moves that cannot be made now are left out.
+func (w *world) step() {
+	var moves []move
+	add := func(weight int, name string, do func()) { moves = append(moves, move{weight, name, do}) }
+	for _, c := range w.clients {
+		if c.exited {
+			continue
+		}
+		if c.eng.Queued() > 0 && c.stalledUntil <= w.clock.now {
+			add(30, "turn", func() { w.turn(c) })
+		}
+		if c.up && len(c.unsent) > 0 {
+			add(20, "submit", c.submit)
+		}
+		if c.up && w.model.Pending(c.session) > 0 {
+			add(20, "receive", c.receive)
+		}
+		if !c.up && c.partitionedUntil <= w.clock.now {
+			add(3, "connect", c.connect)
+		}
+		if w.faults {
+			if c.up {
+				add(1, "disconnect", func() { w.tracef("%s: connection lost", c.name); c.lose() })
+				add(1, "partition", func() {
+					// No server reachable for a while: the session may
+					// expire before the client gets through again.
+					d := time.Duration(w.rng.Int64N(int64(3 * simSessionTimeout)))
+					c.partitionedUntil = w.clock.now + d
+					w.tracef("%s: partitioned for %v", c.name, d)
+					c.lose()
+				})
+			}
+			add(1, "stall", func() {
+				d := time.Duration(w.rng.Int64N(int64(4 * simSessionTimeout)))
+				c.stalledUntil = w.clock.now + d
+				w.tracef("%s: loop stalls for %v", c.name, d)
+			})
+		}
+		if w.faults {
+			add(6, "acquire", func() { w.acquire(c) })
+			if w.closeFrom >= 0 && w.steps >= w.closeFrom && w.closing() == 0 {
+				// Close one engine mid-run, in a quarter of the runs of
+				// three or more: its waiters and holders end with
+				// ErrClosed, later acquisitions fail. Rarely: each close
+				// leaves fewer engines to contend.
+				add(1, "close", func() {
+					c.closing = true
+					w.tracef("%s: Close", c.name)
+					c.eng.BeginClose()
+				})
+			}
+		}
+	}
+	add(4, "release", w.releaseOne)
+	if w.faults {
+		add(2, "cancel", w.cancelOne)
+		add(1, "jump", func() {
+			d := simSessionTimeout + time.Duration(w.rng.Int64N(int64(simSessionTimeout)))
+			w.tracef("clock jumps %v", d)
+			w.advance(d)
+		})
+		add(1, "reap", func() {
+			if reaped := w.model.ReapContainers(w.at()); len(reaped) > 0 {
+				w.tracef("containers reaped: %v", reaped)
+			}
+		})
+	}
+	add(10, "tick", func() { w.advance(time.Duration(1+w.rng.IntN(100)) * time.Millisecond) })
+	total := 0
+	for _, m := range moves {
+		total += m.weight
+	}
+	n := w.rng.IntN(total)
+	for _, m := range moves {
+		if n < m.weight {
+			m.do()
+			break
+		}
+		n -= m.weight
+	}
+	w.steps++
+	w.check.all()
+}
+
+func (w *world) turn(c *client) {
+	n, exited := c.eng.Turn()
+	w.tracef("%s: loop turn, %d events", c.name, n)
+	if exited {
+		c.exited = true
+		c.stopCoroutines()
+	}
+}
+
+// run is one whole simulation: a faulty phase, a quiet one in which every
+// acquisition must end, then every release and close.
+func (w *world) run(steps int) {
+	defer func() {
+		for _, c := range w.clients {
+			c.exited = true
+			c.stopCoroutines()
+		}
+	}()
+	for range steps {
+		w.step()
+		if w.failure != "" {
+			return
+		}
+	}
+	w.quiesce()
+}
+
+// quiesce stops the faults, heals every connection and loop, and runs the
+// world until every acquisition has been granted or has failed and every
+// grant is released, within simQuiet of simulated time.
+func (w *world) quiesce() {
+	w.faults = false
+	w.tracef("faults stop")
+	for _, c := range w.clients {
+		c.stalledUntil, c.partitionedUntil = 0, 0
+	}
+	deadline := w.clock.now + simQuiet
+	for w.failure == "" {
+		if w.settled() {
+			break
+		}
+		if w.clock.now > deadline {
+			w.fail("liveness: %s not settled %v after the faults stopped", w.unsettled(), simQuiet)
+			return
+		}
+		w.step()
+	}
+	if w.failure != "" {
+		return
+	}
+	w.check.noNodesLeft()
+	if w.failure != "" {
+		return
+	}
+	for _, c := range w.clients {
+		c.eng.BeginClose()
+	}
+	for w.failure == "" && slices.ContainsFunc(w.clients, func(c *client) bool { return !c.exited }) {
+		if w.clock.now > deadline+simQuiet {
+			w.fail("liveness: engines not closed %v after Close", simQuiet)
+			return
+		}
+		w.step()
+	}
+	w.check.allResolved()
+}
+
+// prune drops the settled acquisitions from w.open.
+func (w *world) prune() {
+	w.open = slices.DeleteFunc(w.open, func(a *acq) bool { return a.unsettled() == "" })
+}
+
+// settled: no acquisition pending, nothing held (lost leases count as not
+// held), no release pending.
+func (w *world) settled() bool { return w.unsettled() == "" }
+
+func (w *world) unsettled() string {
+	w.prune()
+	for _, a := range w.open {
+		if s := a.unsettled(); s != "" {
+			return a.String() + " " + s
+		}
+	}
+	for _, c := range w.clients {
+		if n := c.eng.Contenders(); n > 0 && !c.exited {
+			return fmt.Sprintf("%s with %d contenders", c.name, n)
+		}
+	}
+	return ""
+}
+
+// failureReport is what a failing seed prints.
+func (w *world) failureReport() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %s\n", w.seed, w.failure)
+	fmt.Fprintf(&b, "replay: go test ./engine -run 'TestSimulation$' -sim.seed=%d -sim.trace\n", w.seed)
+	fmt.Fprintf(&b, "last events:\n")
+	tail := w.trace[max(0, len(w.trace)-60):]
+	for _, l := range tail {
+		fmt.Fprintf(&b, "  %v\n", l)
+	}
+	return b.String()
+}
+
+// simResult is one seed's outcome.
+type simResult struct {
+	steps  int
+	grants int
+	report string // empty: no violation
+}
+
+func simulate(seed uint64, trace bool) simResult {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	w := newWorld(seed, 2+rng.IntN(3))
+	w.traceAll = trace
+	w.run(200 + rng.IntN(1200))
+	r := simResult{steps: w.steps, grants: w.check.grants}
+	if w.failure != "" {
+		r.report = w.failureReport()
+	}
+	return r
+}
+
+func TestSimulation(t *testing.T) {
+	defer engine.RunCallbacksInPlace()()
+	first, n := *simFirst, uint64(*simSeeds)
+	if *simSeed != 0 {
+		first, n = *simSeed, 1
+	}
+	grants, steps := 0, 0
+	for seed := first; seed < first+n; seed++ {
+		r := simulate(seed, *simTrace)
+		grants += r.grants
+		steps += r.steps
+		if r.report != "" {
+			t.Fatal(r.report)
+		}
+	}
+	if grants == 0 {
+		t.Fatal("no acquisition was ever granted: the simulator checked nothing")
+	}
+	t.Logf("%d seeds from %d, %d steps, %d grants checked", n, first, steps, grants)
+}
+
+// TestSimulationIsDeterministic runs seeds twice and compares the traces.
+func TestSimulationIsDeterministic(t *testing.T) {
+	defer engine.RunCallbacksInPlace()()
+	for seed := uint64(1); seed <= 3; seed++ {
+		a, b := traceOf(seed), traceOf(seed)
+		if !slices.Equal(a, b) {
+			i := 0
+			for i < min(len(a), len(b)) && a[i] == b[i] {
+				i++
+			}
+			t.Fatalf("seed %d: two runs differ at line %d of the trace:\n%s\n%s", seed, i, at(a, i), at(b, i))
+		}
+	}
+}
+
+func at(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return "(end)"
+}
+
+func traceOf(seed uint64) []string {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	w := newWorld(seed, 2+rng.IntN(3))
+	var all []string
+	w.check.onLine = func(s string) { all = append(all, s) }
+	w.run(200 + rng.IntN(1200))
+	return append(all, fmt.Sprintf("steps %d grants %d failure %q", w.steps, w.check.grants, w.failure))
+}
+
+// TestSimulationSoak runs seeds on every core for -sim.soak (make simulate).
+func TestSimulationSoak(t *testing.T) {
+	if *simSoak <= 0 {
+		t.Skip("run with -sim.soak=DURATION (make simulate)")
+	}
+	defer engine.RunCallbacksInPlace()()
+	start := time.Now()
+	var next atomic.Uint64
+	next.Store(*simFirst - 1)
+	var seeds, steps, grants atomic.Int64
+	var mu sync.Mutex
+	var failures []string
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for time.Since(start) < *simSoak {
+				seed := next.Add(1)
+				r := simulate(seed, false)
+				seeds.Add(1)
+				steps.Add(int64(r.steps))
+				grants.Add(int64(r.grants))
+				if r.report != "" {
+					mu.Lock()
+					failures = append(failures, r.report)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	fmt.Printf("simulate: %d seeds (%d..%d) in %v on %d cores: %.1f seeds/s, %d schedule steps explored, %d simulated acquisitions granted, %d failures\n",
+		seeds.Load(), *simFirst, next.Load(), el.Round(time.Second), runtime.GOMAXPROCS(0),
+		float64(seeds.Load())/el.Seconds(), steps.Load(), grants.Load(), len(failures))
+	kinds := make(map[string]int)
+	for _, f := range failures {
+		// "seed N: kind: ..."
+		if parts := strings.SplitN(f, ": ", 3); len(parts) == 3 {
+			kinds[parts[1]]++
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		fmt.Printf("simulate: %d failures of kind %q\n", kinds[k], k)
+	}
+	for _, f := range failures[:min(len(failures), 20)] {
+		fmt.Printf("simulate: %s\n", f[:strings.IndexByte(f, '\n')])
+	}
+	if len(failures) > 0 {
+		slices.SortFunc(failures, cmp.Compare)
+		t.Fatalf("%d failing seeds; the first:\n%s", len(failures), failures[0])
+	}
+}
+
+var _ = errors.Is
+var _ = maps.Keys[map[int]int]
+
+func sortedKeys[V any](m map[int64]V) []int64 { return slices.Sorted(maps.Keys(m)) }

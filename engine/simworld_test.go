@@ -1,0 +1,534 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/zkmodel"
+)
+
+// The simulated world: one in-memory ZooKeeper (zkmodel), a clock, timers
+// on it, and one simulated client per engine. Nothing in it runs unless
+// the simulator steps it, on one goroutine; every choice comes from the
+// seeded generator in sim_test.go.
+//
+// A request of the engine runs its executor code as in production (exec,
+// execBatch, ensurePath), as a coroutine (iter.Pull): it runs only when the
+// simulator resumes it, and its calls on the client hand the simulator a
+// request and suspend until the simulator resumes it with the reply. So
+// the runtime's code runs, one step at a time, in an order the seed
+// chooses, and no two pieces of code ever run at once.
+
+// clock is the simulated monotonic clock and the timers armed on it.
+type clock struct {
+	now    time.Duration
+	seq    uint64 // arming order, to fire timers due at one instant in order
+	timers []*simTimer
+}
+
+type simTimer struct {
+	c     *clock
+	at    time.Duration
+	seq   uint64
+	f     func()
+	armed bool
+}
+
+func (c *clock) afterFunc(d time.Duration, f func()) engine.SimTimer {
+	t := &simTimer{c: c, f: f}
+	t.Reset(d)
+	return t
+}
+
+func (t *simTimer) Stop() bool {
+	was := t.armed
+	t.armed = false
+	return was
+}
+
+func (t *simTimer) Reset(d time.Duration) bool {
+	was := t.armed
+	t.c.seq++
+	t.at, t.seq, t.armed = t.c.now+max(d, 0), t.c.seq, true
+	if !was {
+		t.c.timers = append(t.c.timers, t)
+	}
+	return was
+}
+
+// nextDue takes the earliest armed timer due at or before until.
+func (c *clock) nextDue(until time.Duration) *simTimer {
+	var due *simTimer
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.armed {
+			continue
+		}
+		live = append(live, t)
+		if t.at <= until && (due == nil || t.at < due.at || t.at == due.at && t.seq < due.seq) {
+			due = t
+		}
+	}
+	clear(c.timers[len(live):])
+	c.timers = live
+	return due
+}
+
+// coro is one request's goroutine, run as a coroutine.
+type coro struct {
+	next  func() (*call, bool)
+	stop  func()
+	yield func(*call) bool
+	done  bool
+}
+
+// call is one request a coroutine is waiting on.
+type call struct {
+	xid  int64
+	req  zkmodel.Request
+	sent time.Duration
+	co   *coro
+	rep  zkmodel.Reply
+	err  error // set when the client fails the call (connection lost)
+}
+
+// client is the simulated go-zookeeper client of one engine: it sends
+// requests in order, matches replies, pings, reports session changes, and
+// feeds the engine's watchdog what trackedConn reads off the wire.
+type client struct {
+	w    *world
+	name string
+	eng  *engine.Engine
+
+	session zkmodel.SessionID
+	timeout time.Duration // negotiated
+	up      bool          // has a connection
+	watches zkmodel.ClientWatches
+	unsent  []*call         // sent by the client, not yet at the server
+	waiting map[int64]*call // at the server, reply not yet taken
+	pings   []time.Duration // send times of pings at the server
+	nextXid int64
+	coros   map[*coro]struct{} // live coroutines
+
+	stalledUntil     time.Duration // the loop processes nothing before this
+	partitionedUntil time.Duration // no server answers a connect before this
+	exited           bool          // the engine shut down
+	closing          bool          // Close was called
+	cancels          []*afterDone  // context.AfterFunc registrations
+}
+
+type afterDone struct {
+	ctx     context.Context
+	f       func()
+	stopped bool
+}
+
+// running is the coroutine being resumed, whose client calls yield.
+func (w *world) resume(co *coro, c *client) {
+	prev := w.running
+	w.running = co
+	_, ok := co.next()
+	w.running = prev
+	if !ok {
+		co.done = true
+		delete(c.coros, co)
+	}
+}
+
+func (c *client) goroutine(f func()) {
+	co := &coro{}
+	co.next, co.stop = iter.Pull(func(yield func(*call) bool) {
+		co.yield = yield
+		f()
+	})
+	c.coros[co] = struct{}{}
+	c.w.resume(co, c)
+}
+
+// do sends req and waits for its reply: the coroutine suspends until the
+// simulator hands it the reply or fails the call.
+func (c *client) do(req zkmodel.Request) (zkmodel.Reply, error) {
+	co := c.w.running
+	if co == nil {
+		panic("sim: a client call outside a request's coroutine")
+	}
+	if c.exited {
+		return zkmodel.Reply{}, zk.ErrClosing
+	}
+	c.nextXid++
+	cl := &call{xid: c.nextXid, req: req, sent: c.w.clock.now, co: co}
+	req.Xid = cl.xid
+	cl.req = req
+	c.unsent = append(c.unsent, cl)
+	c.w.tracef("%s send #%d %s %s", c.name, cl.xid, req.Op, describe(req))
+	if !co.yield(cl) {
+		return zkmodel.Reply{}, zk.ErrClosing
+	}
+	if cl.err != nil {
+		return zkmodel.Reply{}, cl.err
+	}
+	return cl.rep, nil
+}
+
+func describe(req zkmodel.Request) string {
+	if req.Op != zkmodel.OpMulti {
+		return req.Path
+	}
+	s := "["
+	for i, o := range req.Ops {
+		if i > 0 {
+			s += " "
+		}
+		s += o.Op.String() + " " + o.Path
+	}
+	return s + "]"
+}
+
+// The client's API, as the engine calls it (engine.SimConn).
+
+// request sends req and returns its reply, with the error go-zookeeper
+// makes of the reply's code, or of the call's failure.
+func (c *client) request(req zkmodel.Request) (zkmodel.Reply, error) {
+	rep, err := c.do(req)
+	if err != nil {
+		return zkmodel.Reply{}, err
+	}
+	return rep, codeErr(rep.Err)
+}
+
+func (c *client) Create(p string, data []byte, flags int32, _ []zk.ACL) (string, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpCreate, Path: p, Data: data, Mode: zkmodel.Mode(flags)})
+	return rep.Path, err
+}
+
+func (c *client) CreateContainer(p string, data []byte, flags int32, _ []zk.ACL) (string, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpCreateContainer, Path: p, Data: data, Mode: zkmodel.Mode(flags)})
+	return rep.Path, err
+}
+
+func (c *client) Children(p string) ([]string, *zk.Stat, error) {
+	ch, st, _, err := c.children(p, false)
+	return ch, st, err
+}
+
+func (c *client) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	return c.children(p, true)
+}
+
+func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpGetChildren, Path: p, Watch: watch})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rep.Children, stat(rep.Stat), nil, nil
+}
+
+func (c *client) Get(p string) ([]byte, *zk.Stat, error) {
+	d, st, _, err := c.get(p, false)
+	return d, st, err
+}
+
+func (c *client) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) { return c.get(p, true) }
+
+func (c *client) get(p string, watch bool) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpGetData, Path: p, Watch: watch})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rep.Data, stat(rep.Stat), nil, nil
+}
+
+func (c *client) Set(p string, data []byte, version int32) (*zk.Stat, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpSetData, Path: p, Data: data, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	return stat(rep.Stat), nil
+}
+
+func (c *client) Delete(p string, version int32) error {
+	_, err := c.request(zkmodel.Request{Op: zkmodel.OpDelete, Path: p, Version: version})
+	return err
+}
+
+func (c *client) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	req := zkmodel.Request{Op: zkmodel.OpMulti}
+	for _, o := range ops {
+		switch o := o.(type) {
+		case *zk.CreateRequest:
+			req.Ops = append(req.Ops, zkmodel.Request{Op: zkmodel.OpCreate, Path: o.Path, Data: o.Data, Mode: zkmodel.Mode(o.Flags)})
+		case *zk.DeleteRequest:
+			req.Ops = append(req.Ops, zkmodel.Request{Op: zkmodel.OpDelete, Path: o.Path, Version: o.Version})
+		case *zk.SetDataRequest:
+			req.Ops = append(req.Ops, zkmodel.Request{Op: zkmodel.OpSetData, Path: o.Path, Data: o.Data, Version: o.Version})
+		case *zk.CheckVersionRequest:
+			req.Ops = append(req.Ops, zkmodel.Request{Op: zkmodel.OpCheck, Path: o.Path, Version: o.Version})
+		default:
+			return nil, fmt.Errorf("unknown operation type %T", o)
+		}
+	}
+	rep, err := c.do(req)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]zk.MultiResponse, len(rep.Results))
+	for i, r := range rep.Results {
+		res[i] = zk.MultiResponse{String: r.Path, Error: codeErr(r.Err)}
+		if r.Op == zkmodel.OpSetData {
+			res[i].Stat = stat(r.Stat)
+		}
+	}
+	return res, codeErr(rep.Err)
+}
+
+func (c *client) Sync(p string) (string, error) {
+	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpSync, Path: p})
+	return rep.Path, err
+}
+
+func (c *client) Exists(p string) (bool, *zk.Stat, error) {
+	rep, err := c.do(zkmodel.Request{Op: zkmodel.OpExists, Path: p})
+	switch {
+	case err != nil:
+		return false, nil, err
+	case rep.Err == zkmodel.NoNode:
+		return false, nil, nil
+	case rep.Err != zkmodel.OK:
+		return false, nil, codeErr(rep.Err)
+	}
+	return true, stat(rep.Stat), nil
+}
+
+// AddAuth is never called: the simulated engines have no credentials.
+func (c *client) AddAuth(string, []byte) error { return nil }
+
+func (c *client) SessionID() int64 { return int64(c.session) }
+
+// codeErrors are the errors go-zookeeper makes of the codes the model
+// replies with.
+var codeErrors = map[zkmodel.Code]error{
+	zkmodel.OK:                      nil,
+	zkmodel.NoNode:                  zk.ErrNoNode,
+	zkmodel.NodeExists:              zk.ErrNodeExists,
+	zkmodel.BadVersion:              zk.ErrBadVersion,
+	zkmodel.NotEmpty:                zk.ErrNotEmpty,
+	zkmodel.NoChildrenForEphemerals: zk.ErrNoChildrenForEphemerals,
+	zkmodel.SessionExpired:          zk.ErrSessionExpired,
+	zkmodel.BadArguments:            zk.ErrBadArguments,
+}
+
+func codeErr(code zkmodel.Code) error {
+	if err, ok := codeErrors[code]; ok {
+		return err
+	}
+	return fmt.Errorf("unknown error: %v", int32(code))
+}
+
+func stat(s zkmodel.Stat) *zk.Stat {
+	return &zk.Stat{Czxid: s.Czxid, Mzxid: s.Mzxid, Pzxid: s.Pzxid, Version: s.Version, Cversion: s.Cversion,
+		EphemeralOwner: s.EphemeralOwner, DataLength: s.DataLength, NumChildren: s.NumChildren}
+}
+
+// The simulator's moves on a client.
+
+// submit has the oldest unsent request reach the server.
+func (c *client) submit() {
+	cl := c.unsent[0]
+	c.unsent = c.unsent[1:]
+	if err := c.w.model.Submit(c.w.at(), c.session, cl.req); err != nil {
+		panic(fmt.Sprintf("sim: submit on %s: %v", c.name, err))
+	}
+	c.waiting[cl.xid] = cl
+	c.w.tracef("%s #%d reaches the server", c.name, cl.xid)
+}
+
+// receive takes the next message the server sent the client.
+func (c *client) receive() {
+	msg, _ := c.w.model.Next(c.session)
+	switch msg.Kind {
+	case zkmodel.MsgReply:
+		rep := msg.Reply
+		c.eng.SawZxid(rep.Zxid)
+		cl := c.waiting[rep.Xid]
+		if cl == nil {
+			return // the close's reply
+		}
+		delete(c.waiting, rep.Xid)
+		c.watches.Replied(cl.req, rep)
+		if rep.Err != zkmodel.SessionExpired {
+			c.eng.Answered(cl.sent)
+		}
+		cl.rep = rep
+		c.w.tracef("%s #%d reply %v zxid %d %s", c.name, cl.xid, rep.Err, rep.Zxid, replied(rep))
+		c.w.resume(cl.co, c)
+	case zkmodel.MsgEvent:
+		c.watches.Fired(msg.Event)
+		c.w.tracef("%s event %v %s", c.name, msg.Event.Type, msg.Event.Path)
+		c.eng.Post(events.WatchFired{Type: watchType(msg.Event.Type), Path: msg.Event.Path})
+	case zkmodel.MsgPing:
+		c.eng.SawZxid(msg.Reply.Zxid)
+		sent := c.pings[0]
+		c.pings = c.pings[1:]
+		c.eng.Answered(sent)
+	case zkmodel.MsgClosed:
+		c.w.tracef("%s: the server closed the connection", c.name)
+		c.lose()
+	}
+}
+
+func watchType(t zkmodel.EventType) events.WatchType {
+	switch t {
+	case zkmodel.EventNodeCreated:
+		return events.NodeCreated
+	case zkmodel.EventNodeDeleted:
+		return events.NodeDeleted
+	case zkmodel.EventNodeDataChanged:
+		return events.NodeDataChanged
+	}
+	return events.NodeChildrenChanged
+}
+
+// lose is the connection failing: every request in flight or unsent fails
+// with ErrConnectionClosed (go-zookeeper flushes them so), and the engine
+// hears it is disconnected.
+func (c *client) lose() {
+	if !c.up {
+		return
+	}
+	if err := c.w.model.Disconnect(c.w.at(), c.session); err != nil {
+		panic(err)
+	}
+	c.up = false
+	c.pings = nil
+	c.eng.Post(events.SessionChanged{State: events.Disconnected})
+	c.failAll(zk.ErrConnectionClosed)
+}
+
+func (c *client) failAll(err error) {
+	calls := c.unsent
+	c.unsent = nil
+	for _, xid := range sortedKeys(c.waiting) {
+		calls = append(calls, c.waiting[xid])
+	}
+	clear(c.waiting)
+	for _, cl := range calls {
+		cl.err = err
+		c.w.tracef("%s #%d fails: %v", c.name, cl.xid, err)
+		c.w.resume(cl.co, c)
+	}
+}
+
+// connect is the client's handshake: the same session again, or, when the
+// server says it expired, a new one.
+func (c *client) connect() {
+	w := c.w
+	if c.session != 0 {
+		_, err := w.model.Reconnect(w.at(), c.session, c.watches.SetWatches())
+		if err == nil {
+			c.up = true
+			c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
+			w.tracef("%s reconnects to session %d", c.name, c.session)
+			c.eng.Post(events.SessionChanged{State: events.Connected})
+			return
+		}
+		w.tracef("%s: session %d expired", c.name, c.session)
+		c.eng.Handshake(w.clock.now, 0, 0)
+		c.eng.Post(events.SessionChanged{State: events.Expired})
+		c.watches.Expired()
+		c.failAll(zk.ErrSessionExpired)
+	}
+	c.session, c.timeout = w.model.Connect(w.at(), w.cfg.SessionTimeout)
+	c.up = true
+	c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
+	w.tracef("%s connects: session %d", c.name, c.session)
+	c.eng.Post(events.SessionChanged{State: events.Connected})
+}
+
+// ping is the client's heartbeat, sent every third of the timeout.
+func (c *client) ping() {
+	if c.up && !c.exited {
+		if err := c.w.model.Ping(c.w.at(), c.session); err == nil {
+			c.pings = append(c.pings, c.w.clock.now)
+		}
+	}
+	if !c.exited {
+		c.w.clock.afterFunc(c.timeout/3, c.ping)
+	}
+}
+
+// closeConn is the engine closing its session, at shutdown.
+func (c *client) closeConn() {
+	c.exited = true
+	if c.up {
+		_ = c.w.model.Close(c.w.at(), c.session, 0)
+	}
+	c.up = false
+	c.failAll(zk.ErrClosing)
+	c.w.tracef("%s closed", c.name)
+}
+
+func (c *client) afterDone(ctx context.Context, f func()) func() bool {
+	a := &afterDone{ctx: ctx, f: f}
+	c.cancels = append(c.cancels, a)
+	return func() bool {
+		was := !a.stopped
+		a.stopped = true
+		return was
+	}
+}
+
+// contextsDone runs the AfterFunc of every context that ended, as the
+// context package would on a goroutine of its own.
+func (c *client) contextsDone() {
+	live := c.cancels[:0]
+	var run []func()
+	for _, a := range c.cancels {
+		switch {
+		case a.stopped:
+		case a.ctx.Err() != nil:
+			a.stopped = true
+			run = append(run, a.f)
+		default:
+			live = append(live, a)
+		}
+	}
+	clear(c.cancels[len(live):])
+	c.cancels = live
+	for _, f := range run {
+		f()
+	}
+}
+
+// stopCoroutines ends every coroutine still suspended: the run is over.
+func (c *client) stopCoroutines() {
+	for co := range c.coros {
+		c.w.running = co
+		co.stop()
+		c.w.running = nil
+	}
+	clear(c.coros)
+}
+
+// replied is what a reply names, for the trace.
+func replied(rep zkmodel.Reply) string {
+	var names []string
+	if rep.Path != "" {
+		names = append(names, rep.Path)
+	}
+	for _, r := range rep.Results {
+		if r.Path != "" {
+			names = append(names, r.Path)
+		}
+	}
+	if rep.Op == zkmodel.OpGetChildren {
+		names = append(names, fmt.Sprint(rep.Children))
+	}
+	return strings.Join(names, " ")
+}
