@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/wait"
 )
 
 // StartEngine starts an engine for a test, on addr unless cfg names its
@@ -101,16 +102,10 @@ func Ephemerals(t testing.TB, conn *zk.Conn, root string) []string {
 	return found
 }
 
-// Eventually polls cond until it holds or a generous bound passes: for
-// state that settles asynchronously (a delete still in flight), never for
-// timing.
+// Eventually polls cond until it holds: for state that settles
+// asynchronously (a delete still in flight), never for timing. It is
+// wait.Until, named as the tests of several packages call it.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(t, what, cond)
 }
