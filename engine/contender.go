@@ -207,6 +207,26 @@ type contender struct {
 // been made at a moment it could be: such a node is made once, never again.
 var errBorrowedPlaceGone = fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost)
 
+// lenderListed reports whether a node with a borrowed number may be
+// granted on listing l: the node whose number it took, an exclusive node
+// other than ours with the same number, is listed beside it. Always true
+// for a node of our own number. Downgrades are rare, so a scan is cheap.
+func (c *contender) lenderListed(l *queue.Listing) bool {
+	if c.fixedSeq == "" {
+		return true
+	}
+	self, ok := queue.Parse(c.node)
+	if !ok {
+		return false
+	}
+	for _, n := range l.Nodes() {
+		if n.Seq == self.Seq && n.Name != c.node && n.Kind != queue.KindRead {
+			return true
+		}
+	}
+	return false
+}
+
 func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
 	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
 }
@@ -571,6 +591,13 @@ func (c *contender) onListed(in input) []effect {
 			return c.fail(errBorrowedPlaceGone)
 		}
 		return c.create()
+	case d.Holds && !c.lenderListed(l):
+		// A borrowed number admits us only beside the node we borrowed it
+		// from: created after that node left (a downgrade whose writer was
+		// released before the read lease was granted, its create sent
+		// after the writer's delete), ours would sort ahead of writers
+		// granted meanwhile. Delete it and give up.
+		return c.fail(errBorrowedPlaceGone)
 	case d.Holds:
 		return c.grant(in.pzxid)
 	case c.tryOnly:
@@ -647,6 +674,8 @@ func (c *contender) onWatchSet(in input) []effect {
 			switch {
 			case d.Missing:
 				return c.list()
+			case d.Holds && !c.lenderListed(l):
+				return c.fail(errBorrowedPlaceGone)
 			case d.Holds:
 				return c.grant(in.pzxid)
 			}

@@ -691,6 +691,27 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 			t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
 		}
 	})
+	// A borrowed number is granted only beside the node it was borrowed
+	// from: a downgrade's read node created after its writer's node left
+	// (the writer released before the read lease was granted) would sort
+	// ahead of a writer granted meanwhile.
+	t.Run("lender gone", func(t *testing.T) {
+		s := newScript(t)
+		fixed(s)
+		self := "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"
+		s.step(created(self), list)
+		effs := s.c.step(listed(100, self, "_c_00000000-0000-4000-8000-0000000000ff-__WRIT__0000000006"))
+		if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrLost) || effs[1] != del(self) {
+			t.Fatalf("effects %v, want a failure with ErrLost and the node's delete", effs)
+		}
+	})
+	t.Run("lender listed", func(t *testing.T) {
+		s := newScript(t)
+		fixed(s)
+		self := "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"
+		s.step(created(self), list)
+		s.step(listed(100, self, "_c_00000000-0000-4000-8000-0000000000ff-__WRIT__0000000005"), grant(100))
+	})
 	// A create whose reply was lost and that the recovery read finds was
 	// never made is not sent again: the node whose number it borrows may
 	// be gone by now (the watchdog lost that lease, and the engine deleted

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // Every request that cannot work fails at once: resolved when Acquire
@@ -79,15 +80,22 @@ func TestRequestAtTheLimitsIsGranted(t *testing.T) {
 	root := testRoot(t)
 	path := root + "/" + strings.Repeat("p", engine.MaxPathLen-len(root)-1)
 	data := bytes.Repeat([]byte("d"), engine.MaxDataLen)
-	for _, req := range []engine.Request{
-		{Path: path, Prefix: "__WRIT__", Decide: firstInLine, Data: data},
-		{Path: path, Prefix: "__READ__", Decide: firstInLine, Data: data, Seq: "0000000042"},
-	} {
-		l, err := eng.Acquire(ctx, req).Wait(ctx)
-		if err != nil {
-			t.Fatalf("prefix %q seq %q: %v", req.Prefix, req.Seq, err)
-		}
-		got, _, err := raw.Get(l.Node())
+	// The writer, then a read node borrowing its number (a downgrade,
+	// granted only beside the node it borrows from).
+	w, err := eng.Acquire(ctx, engine.Request{Path: path, Prefix: "__WRIT__", Decide: firstInLine, Data: data}).Wait(ctx)
+	if err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	seq := w.Node()[len(w.Node())-10:]
+	shares := func(l *queue.Listing, self string) engine.Decision {
+		return engine.Decision{Holds: l.Has(self), Missing: !l.Has(self)}
+	}
+	r, err := eng.Acquire(ctx, engine.Request{Path: path, Prefix: "__READ__", Decide: shares, Data: data, Seq: seq}).Wait(ctx)
+	if err != nil {
+		t.Fatalf("read node with seq %s: %v", seq, err)
+	}
+	for _, l := range []*engine.Lease{r, w} {
+		got, _, err := raw.Get(path + "/" + l.Node()[strings.LastIndexByte(l.Node(), '/')+1:])
 		if err != nil || !bytes.Equal(got, data) {
 			t.Errorf("node data: %d bytes, %v; want the %d written", len(got), err, len(data))
 		}
