@@ -69,6 +69,10 @@ type Config struct {
 	// see each other's locks. It must be a valid path, such as "/myapp"
 	// (see ValidatePath); empty or "/" means the server's root.
 	Root string
+	// Cohort bounds lock cohorting: how long a node this engine holds may
+	// pass among its own acquisitions of the same lock before it goes back
+	// to the other clients, or, with StrictFIFO, that it never does.
+	Cohort CohortConfig
 	// Observer, if set, is told when each acquisition starts and how it
 	// ends (granted, failed, cancelled), and of each lease's suspensions,
 	// revocation and end (released or lost); see events.Report. It runs on
@@ -100,6 +104,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = 5 * time.Second
+	}
+	if err := c.Cohort.withDefaults(); err != nil {
+		return c, err
 	}
 	if err := c.validateSecurity(); err != nil {
 		return c, err

@@ -90,6 +90,16 @@ type Request struct {
 	// made under a guard it held in the old session (a semaphore's lease)
 	// sets it and starts again from the guard.
 	FailOnExpiry bool
+	// Cohort lets the lease pass, without a request, among acquisitions of
+	// this engine that wait for the same lock: those with Cohort set and
+	// the same Path, Prefix, Data and FailOnExpiry (lock cohorting; see
+	// CohortConfig). Passing an exclusive lease from one holder to the next
+	// keeps one holder, whatever the recipe, so it is allowed for exclusive
+	// kinds of node only (a mutex's, a writer's), and every Request with
+	// Cohort set and a given Path and Prefix must be of one recipe. It is
+	// ignored for TryOnly, Seq, Revocable requests, and when the engine's
+	// Config.Cohort.StrictFIFO is set.
+	Cohort bool
 }
 
 // RevokeData is what a revoker writes into a holder's node to ask it to
@@ -106,6 +116,9 @@ type Engine struct {
 	inbox *events.Inbox
 	sem   *semaphore.Weighted
 	count counters
+	// cohorts are the acquisitions that pass leases among themselves
+	// (cohort.go); not the loop's: it never touches them.
+	cohorts cohorts
 
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
@@ -334,11 +347,25 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if ctx.Err() != nil {
 		return resolvedFuture[*Lease](nil, context.Cause(ctx))
 	}
+	if req.Seq != "" {
+		// A node with a borrowed number takes the place of a held one of
+		// this engine (a downgrade): that node may not pass on.
+		e.cohorts.seal(req.Path)
+	}
+	if e.cohorts.admits(e, req) {
+		return e.cohorts.acquire(e, ctx, req)
+	}
 	fut := newFuture[*Lease]()
+	e.acquire(ctx, req, fut)
+	return fut
+}
+
+// acquire hands the loop an acquisition, with a valid request on the
+// server's path, whose outcome resolves fut.
+func (e *Engine) acquire(ctx context.Context, req Request, fut *Future[*Lease]) {
 	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
 		fut.resolve(nil, ErrClosed)
 	}
-	return fut
 }
 
 func (e *Engine) release(l *Lease) *Future[struct{}] {

@@ -16,6 +16,9 @@ type Future[T any] struct {
 	err       error
 	resolved  bool
 	callbacks []func(T, error)
+	// inline, set by the engine's own layers (onResolve), runs on the
+	// resolving goroutine, before any callback.
+	inline func(T, error)
 }
 
 func newFuture[T any]() *Future[T] { return &Future[T]{} }
@@ -34,12 +37,15 @@ func (f *Future[T]) resolve(v T, err error) bool {
 		return false
 	}
 	f.val, f.err, f.resolved = v, err, true
-	cbs := f.callbacks
-	f.callbacks = nil
+	cbs, inline := f.callbacks, f.inline
+	f.callbacks, f.inline = nil, nil
 	if f.done != nil {
 		close(f.done)
 	}
 	f.mu.Unlock()
+	if inline != nil {
+		inline(v, err)
+	}
 	if len(cbs) > 0 {
 		runCallbacks(func() {
 			for _, cb := range cbs {
@@ -48,6 +54,23 @@ func (f *Future[T]) resolve(v T, err error) bool {
 		})
 	}
 	return true
+}
+
+// onResolve runs fn once f resolves: at once if it has, or else on the
+// goroutine that resolves it (the engine's loop, for an acquisition),
+// before any callback and without a goroutine of its own. It is for the
+// engine's own layers: fn must be quick, must not block, and must not
+// wait for the loop. A future takes one.
+func (f *Future[T]) onResolve(fn func(T, error)) {
+	f.mu.Lock()
+	if !f.resolved {
+		f.inline = fn
+		f.mu.Unlock()
+		return
+	}
+	v, err := f.val, f.err
+	f.mu.Unlock()
+	fn(v, err)
 }
 
 // callbackRunner, when set, runs futures' callbacks in place of a goroutine

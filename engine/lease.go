@@ -13,7 +13,15 @@ type Lease struct {
 	id    uint64
 	path  string // the lock path on the server, under Config.Root
 	node  string // the node's path on the server
-	token int64
+	token int64  // the zxid of the node's grant; see Token
+
+	// A lease passed inside a cohort (see cohort.go) shares its carrier's
+	// node and zxid: pass numbers it among the leases of that grant (0 for
+	// the first), cohort takes its release, and carrier is the lease that
+	// holds the node.
+	pass    int
+	cohort  *cohort
+	carrier *Lease
 
 	releasing atomic.Bool
 
@@ -29,6 +37,10 @@ type Lease struct {
 	ended  error
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// onLost, set on a carrier by its cohort, is told of the carrier's
+	// loss, after Lost closed, so that the lease passed to the current
+	// holder is lost with it.
+	onLost func(cause error)
 }
 
 func newLease(e *Engine, id uint64, path, node string, token int64) *Lease {
@@ -51,7 +63,12 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 // server restarts, so a resource guarded by the lock can refuse a writer
 // whose token is older than one it has seen.
 //
-// It is a zxid, so it costs no request. A grant decided by a listing takes
+// It costs no request: it is a zxid shifted left by TokenPassBits, with a
+// pass number in the low bits,
+//
+//	token = zxid<<TokenPassBits | pass
+//
+// The zxid is that of the node's grant. A grant decided by a listing takes
 // the lock node's pzxid from that listing's reply: the listing that grants
 // the next holder cannot contain this holder's node, so it was answered
 // after that node's deletion, whose zxid exceeds any pzxid this holder saw.
@@ -60,7 +77,15 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 // takes the greatest zxid the client has read in any reply header by then:
 // at least the deletion's, so above the previous holder's token, and below
 // the zxid of this holder's own deletion, so below the next holder's.
-func (l *Lease) Token() int64 { return l.token }
+//
+// pass is 0 for a grant of the node. A lease passed locally inside a
+// cohort (see CohortConfig) keeps the node, and its zxid, and takes the
+// next pass number, 1 to MaxCohortPasses: above every earlier holder of
+// the node, and below any later grant, whose zxid is at least that of the
+// node's deletion. The encoding holds zxids below 2^(63-TokenPassBits):
+// a ZooKeeper epoch (the zxid's high 32 bits, one more at each leader
+// election) below 2^(31-TokenPassBits), 524,288.
+func (l *Lease) Token() int64 { return l.token<<TokenPassBits | int64(l.pass) }
 
 // Lost is closed when the lease can no longer be trusted: the session
 // expired, or the server may expire it before the engine hears from it
@@ -89,7 +114,12 @@ func (l *Lease) Err() error {
 // Suspended is closed while the connection to ZooKeeper is down and the
 // lease is not yet lost. After a reconnect a new, open channel takes its
 // place, so call Suspended again to wait for the next suspension.
+//
+// A lease passed inside a cohort follows the node's: its carrier's.
 func (l *Lease) Suspended() <-chan struct{} {
+	if l.carrier != nil {
+		return l.carrier.Suspended()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.suspended.wait()
@@ -159,6 +189,9 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return resolvedFuture(struct{}{}, ErrNotHeld)
 	}
+	if l.cohort != nil {
+		return l.cohort.release(l)
+	}
 	if err := l.Err(); err != nil {
 		return resolvedFuture(struct{}{}, err)
 	}
@@ -188,14 +221,32 @@ func (l *Lease) revokeRequested() bool {
 
 func (l *Lease) markLost(err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.lostErr != nil {
+		l.mu.Unlock()
 		return
 	}
 	l.lostErr = &lostError{cause: err}
 	// The context first: whoever sees Lost closed sees it cancelled.
 	l.endLocked(l.lostErr)
 	l.lost.fire()
+	onLost := l.onLost
+	l.onLost = nil
+	l.mu.Unlock()
+	if onLost != nil {
+		onLost(err)
+	}
+}
+
+// followLoss has f told of l's loss (see onLost); false, and f never
+// called, when l is lost already.
+func (l *Lease) followLoss(f func(cause error)) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr != nil {
+		return false
+	}
+	l.onLost = f
+	return true
 }
 
 func (l *Lease) setSuspended(on bool) {

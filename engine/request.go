@@ -46,8 +46,14 @@ func (req Request) validate() error {
 	// The node's name must read back as a lock node carrying our id, or no
 	// Decider (nor any other client) sees it, and its contender would find
 	// itself missing for ever.
-	if _, ok := parseNodeName(req.Prefix, seqProbe); !ok {
+	n, ok := parseNodeName(req.Prefix, seqProbe)
+	if !ok {
 		return bad("Prefix %q makes node names no recipe reads (want a marker such as %q)", req.Prefix, queue.MutexPrefix)
+	}
+	if req.Cohort && n.Kind != queue.KindMutex && n.Kind != queue.KindWrite {
+		// A shared lease passed on would leave its fellow holders out of
+		// the count: passing is for exclusive nodes only.
+		return bad("Cohort with Prefix %q, not an exclusive kind of node (a mutex's or a writer's)", req.Prefix)
 	}
 	if req.Seq != "" {
 		if n, ok := parseNodeName(req.Prefix, req.Seq); !ok || queue.FormatSeq(n.Seq) != req.Seq {

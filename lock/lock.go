@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // Errors of the lock package are the engine's, re-exported for callers that
@@ -34,8 +35,9 @@ type Lease = engine.Lease
 type Option func(*options)
 
 type options struct {
-	owner     string
-	revocable bool
+	owner      string
+	revocable  bool
+	strictFIFO bool
 }
 
 // WithOwner sets the caller-chosen id written into the lock node's data, next
@@ -56,6 +58,15 @@ type nodeData struct {
 // It costs one extra request per grant (a data watch on the holder's node).
 func WithRevocation() Option { return func(o *options) { o.revocable = true } }
 
+// WithStrictFIFO makes every acquisition of the recipe queue a node of its
+// own on ZooKeeper, granted strictly in the order of the nodes across every
+// client. Without it, the mutexes and write locks of one engine pass a
+// granted lock among that engine's waiters without a request, a bounded
+// number of times, before it goes back to the other clients (lock
+// cohorting: see engine.CohortConfig, which also turns it off for a whole
+// engine). Readers and semaphore leases always queue on ZooKeeper.
+func WithStrictFIFO() Option { return func(o *options) { o.strictFIFO = true } }
+
 // Acquirer is what every recipe offers, and what MultiLock combines.
 type Acquirer interface {
 	// Path is the lock path.
@@ -64,9 +75,13 @@ type Acquirer interface {
 	Acquire(ctx context.Context) *engine.Future[*Lease]
 }
 
-// request is the engine request of one acquisition of a recipe.
+// request is the engine request of one acquisition of a recipe. The
+// exclusive ones (a mutex, a semaphore's guard, a writer) may pass among
+// the engine's waiters, unless WithStrictFIFO.
 func (o options) request(path, prefix string, decide engine.Decider, data []byte, try bool) engine.Request {
-	return engine.Request{Path: path, Prefix: prefix, Decide: decide, Data: data, TryOnly: try, Revocable: o.revocable}
+	exclusive := prefix == queue.MutexPrefix || prefix == queue.WritePrefix
+	return engine.Request{Path: path, Prefix: prefix, Decide: decide, Data: data, TryOnly: try, Revocable: o.revocable,
+		Cohort: exclusive && !o.strictFIFO}
 }
 
 func buildOptions(opts []Option) options {

@@ -1,0 +1,640 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// Lock cohorting (Dice, Marathe and Shavit, PPoPP 2012), on the engine's
+// public side: when acquisitions of one engine queue for the same lock, one
+// of them, the carrier, queues on ZooKeeper; the others wait here, in FIFO
+// order, without a node. Once the carrier's node is granted, the lease
+// passes from holder to holder among them, each pass a few memory
+// operations and no request, until a bound is reached (passes, or time
+// since the grant) or another client is seen waiting; then the node is
+// deleted, and the next local waiter queues a node of its own, behind
+// whoever came meanwhile, with the rest still waiting here behind it.
+//
+// Safety rests on three things:
+//   - One holder. The ZooKeeper node admits one holder of the lock, the
+//     cohort; the cohort holds one lease at a time, and passes it only in
+//     the release of the one before, under its mutex.
+//   - Trust. A pass happens only while the carrier (the lease of the node)
+//     is held, not lost, and the watchdog still vouches for the session. A
+//     carrier's loss (untrusted, expired, closed) is told to its cohort
+//     from the carrier's markLost, so the current holder's Lost closes at
+//     the same moment, before any other client can be granted, and no pass
+//     follows.
+//   - Tokens. Every lease of one grant has the node's zxid and a pass
+//     number (see Lease.Token): strictly above the holder before, below any
+//     later grant, whose zxid is at least the node's deletion's.
+//
+// Another client is known to wait from one getChildren with a watch of the
+// lock path, asked once per grant of the node, when a second local
+// acquisition makes a pass possible: any other lock node in its reply, or
+// the watch firing, ends the passing. A grant with no local waiter asks
+// nothing, so an uncontended lock costs what it did.
+
+// TokenPassBits is how many low bits of a fencing token number the local
+// passes of one grant (see Lease.Token).
+const TokenPassBits = 12
+
+// MaxCohortPasses is the most local passes one grant of a node may make:
+// the pass numbers that fit in TokenPassBits.
+const MaxCohortPasses = 1<<TokenPassBits - 1
+
+// CohortConfig bounds lock cohorting (see Request.Cohort): how long a node
+// that this engine holds passes among its own waiters before it goes back
+// to the other clients.
+type CohortConfig struct {
+	// StrictFIFO turns cohorting off: every acquisition queues a node of
+	// its own on ZooKeeper and is granted in the order of the nodes, across
+	// every client, at the cost of a ZooKeeper write for each handoff.
+	StrictFIFO bool
+	// MaxPasses bounds the local passes of one grant of a node (default
+	// 1000, at most MaxCohortPasses).
+	MaxPasses int
+	// MaxHold bounds the time, from the grant of the node, after which no
+	// local pass starts (default 100ms). With no other client seen
+	// waiting, the node goes back at whichever bound comes first; with one,
+	// after the current holder. So another client waits for a node that
+	// passes at most MaxHold and one holder's hold, however long the local
+	// queue. Holders that hold for longer than MaxHold get no passes, and
+	// lose nothing by it: next to such a hold, the handoff through
+	// ZooKeeper that a pass saves is short.
+	MaxHold time.Duration
+}
+
+const (
+	defaultCohortPasses = 1000
+	defaultCohortHold   = 100 * time.Millisecond
+)
+
+func (c *CohortConfig) withDefaults() error {
+	switch {
+	case c.MaxPasses < 0 || c.MaxHold < 0:
+		return fmt.Errorf("%w: negative Cohort bound", ErrInvalidConfig)
+	case c.MaxPasses > MaxCohortPasses:
+		return fmt.Errorf("%w: Cohort.MaxPasses %d above MaxCohortPasses (%d)", ErrInvalidConfig, c.MaxPasses, MaxCohortPasses)
+	}
+	if c.MaxPasses == 0 {
+		c.MaxPasses = defaultCohortPasses
+	}
+	if c.MaxHold == 0 {
+		c.MaxHold = defaultCohortHold
+	}
+	return nil
+}
+
+// CohortStats counts what cohorting did since Start.
+type CohortStats struct {
+	// Carriers counts grants of a node to a cohort.
+	Carriers uint64
+	// Passes counts leases passed from one holder to the next without a
+	// ZooKeeper request.
+	Passes uint64
+	// Yielded counts grants that went back, local waiters still queued,
+	// because another client was seen waiting; Bounded, those that went
+	// back at MaxPasses or MaxHold (or lost the session's trust, or
+	// made way for a downgrade).
+	Yielded, Bounded uint64
+}
+
+// CohortStats returns what cohorting did so far. It is safe to call from
+// any goroutine.
+func (e *Engine) CohortStats() CohortStats {
+	s := &e.cohorts.stats
+	return CohortStats{Carriers: s.carriers.Load(), Passes: s.passes.Load(), Yielded: s.yielded.Load(), Bounded: s.bounded.Load()}
+}
+
+// cohorts is an engine's cohorts, by lock path. One mutex guards them all
+// and every cohort's state: its critical sections are a few pointer moves,
+// and one lock keeps the lock order simple (cohorts.mu before any lease's
+// mu, and never before the watchdog's or the engine's).
+type cohorts struct {
+	mu     sync.Mutex
+	byPath map[string][]*cohort // made on first use
+
+	stats struct {
+		carriers, passes, yielded, bounded atomic.Uint64
+	}
+}
+
+// cohort is the acquisitions of one engine that pass one lock among them.
+// Between two operations it is in one of three states: idle (forgotten),
+// a carrier acquisition pending with waiters, or a carrier held by holder
+// with waiters or none.
+type cohort struct {
+	eng *Engine
+	req Request // what every member asked, on the server's path
+
+	head, tail *waiter // FIFO
+	waiting    int
+
+	pending *carrierAttempt // the acquisition of the next node, in flight
+	carrier *Lease          // the lease of the node, while held
+	holder  *Lease          // the lease passed to the current holder (pass 0 too)
+	passes  int             // local passes under carrier
+	// grantedAt is when carrier was granted, on the watchdog's clock.
+	grantedAt time.Duration
+	// sealed: a node with this node's number is being made (a downgrade),
+	// so the node may not pass on: the holder's release gives it back.
+	sealed bool
+	// watchAsked: the listing with a watch that tells whether another
+	// client waits was asked for this grant; watchKnown: it was answered.
+	// foreign: another client (or another recipe of this engine) waits on
+	// the path, or may; watch fires when one comes.
+	watchAsked, watchKnown bool
+	foreign                bool
+	watch                  <-chan zk.Event
+	// parked: the holder's turn ended while the listing was in flight;
+	// its answer chooses what follows (see watched).
+	parked bool
+}
+
+// waiter is one acquisition waiting in a cohort.
+type waiter struct {
+	fut        *Future[*Lease]
+	stop       func() bool // stops the watch on the acquisition's context
+	c          *cohort     // set when queued
+	prev, next *waiter
+	queued     bool  // in c's queue
+	cancelled  error // the context ended before it was queued
+}
+
+// carrierAttempt is one acquisition of a node for a cohort.
+type carrierAttempt struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	fut    *Future[*Lease]
+}
+
+// admits reports whether req may join a cohort.
+func (cs *cohorts) admits(e *Engine, req Request) bool {
+	return req.Cohort && !req.TryOnly && req.Seq == "" && !req.Revocable && !e.cfg.Cohort.StrictFIFO
+}
+
+// find returns the cohort of req, made if there is none. cs.mu is held.
+func (cs *cohorts) find(e *Engine, req Request) *cohort {
+	for _, c := range cs.byPath[req.Path] {
+		if c.req.Prefix == req.Prefix && bytes.Equal(c.req.Data, req.Data) && c.req.FailOnExpiry == req.FailOnExpiry {
+			return c
+		}
+	}
+	if cs.byPath == nil {
+		cs.byPath = make(map[string][]*cohort)
+	}
+	c := &cohort{eng: e, req: req}
+	cs.byPath[req.Path] = append(cs.byPath[req.Path], c)
+	return c
+}
+
+// forgetIfIdle drops c once nothing of it is left. cs.mu is held.
+func (cs *cohorts) forgetIfIdle(c *cohort) {
+	if c.waiting > 0 || c.pending != nil || c.carrier != nil {
+		return
+	}
+	p := c.req.Path
+	list := cs.byPath[p]
+	for i, o := range list {
+		if o == c {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(cs.byPath, p)
+	} else {
+		cs.byPath[p] = list
+	}
+}
+
+// acquire queues req, valid and on the server's path, in its cohort.
+func (cs *cohorts) acquire(e *Engine, ctx context.Context, req Request) *Future[*Lease] {
+	w := &waiter{fut: newFuture[*Lease]()}
+	if ctx.Done() != nil {
+		// Before it is queued, so that no grant can precede the watch;
+		// a cancellation before the queueing is noted, and honoured there.
+		w.stop = e.rt.afterDone(ctx, func() { cs.cancel(w, context.Cause(ctx)) })
+	}
+	cs.mu.Lock()
+	c := cs.find(e, req)
+	if err := w.cancelled; err != nil {
+		cs.forgetIfIdle(c)
+		cs.mu.Unlock()
+		w.fut.resolve(nil, err)
+		return w.fut
+	}
+	c.push(w)
+	var start *carrierAttempt
+	ask := false
+	switch {
+	case c.carrier == nil && c.pending == nil:
+		start = c.attempt()
+	case c.carrier != nil && !c.watchAsked:
+		// A second acquisition under a held node: a pass is possible, so
+		// learn whether another client waits.
+		c.watchAsked, ask = true, true
+	}
+	carrier := c.carrier
+	cs.mu.Unlock()
+	if start != nil {
+		c.start(start)
+	}
+	if ask {
+		c.askWatch(carrier)
+	}
+	return w.fut
+}
+
+// cancel removes w, whose context ended with cause, from c's queue and
+// resolves it; a waiter granted meanwhile keeps its lease, as the engine's
+// own do. With nobody left to take it, a pending node is given up.
+func (cs *cohorts) cancel(w *waiter, cause error) {
+	cs.mu.Lock()
+	c := w.c
+	if !w.queued {
+		if c == nil {
+			w.cancelled = cause // not queued yet: acquire honours it
+		}
+		cs.mu.Unlock()
+		return
+	}
+	c.remove(w)
+	var abandon *carrierAttempt
+	if c.waiting == 0 && c.pending != nil {
+		abandon, c.pending = c.pending, nil
+		cs.forgetIfIdle(c)
+	}
+	cs.mu.Unlock()
+	if abandon != nil {
+		abandon.cancel() // the engine removes its node
+	}
+	w.fut.resolve(nil, cause)
+}
+
+// seal stops every cohort of path from passing its node on.
+func (cs *cohorts) seal(path string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range cs.byPath[path] {
+		if c.carrier != nil {
+			c.sealed = true
+		}
+	}
+}
+
+func (c *cohort) push(w *waiter) {
+	w.c, w.queued = c, true
+	w.prev, w.next = c.tail, nil
+	if c.tail != nil {
+		c.tail.next = w
+	} else {
+		c.head = w
+	}
+	c.tail = w
+	c.waiting++
+}
+
+func (c *cohort) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		c.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		c.tail = w.prev
+	}
+	w.prev, w.next, w.queued = nil, nil, false
+	c.waiting--
+}
+
+// pop takes the first waiter, and stops watching its context.
+func (c *cohort) pop() *waiter {
+	w := c.head
+	if w != nil {
+		c.remove(w)
+		if w.stop != nil {
+			w.stop()
+		}
+	}
+	return w
+}
+
+// drain takes every waiter, for a failure that ends them all.
+func (c *cohort) drain() []*waiter {
+	var ws []*waiter
+	for w := c.pop(); w != nil; w = c.pop() {
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// attempt records a new acquisition of a node for c; start sends it, once
+// cs.mu is released. cs.mu is held.
+func (c *cohort) attempt() *carrierAttempt {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &carrierAttempt{ctx: ctx, cancel: cancel, fut: newFuture[*Lease]()}
+	c.pending = a
+	return a
+}
+
+func (c *cohort) start(a *carrierAttempt) {
+	a.fut.onResolve(func(l *Lease, err error) { c.granted(a, l, err) })
+	c.eng.acquire(a.ctx, c.req, a.fut)
+}
+
+// view is the lease passed to a holder under carrier, numbered pass.
+func (c *cohort) view(carrier *Lease, pass int) *Lease {
+	return &Lease{eng: carrier.eng, path: carrier.path, node: carrier.node, token: carrier.token,
+		pass: pass, cohort: c, carrier: carrier}
+}
+
+// granted takes the outcome of the acquisition a. It runs on the engine's
+// loop, as the future resolves.
+func (c *cohort) granted(a *carrierAttempt, carrier *Lease, err error) {
+	a.cancel() // a grant stands whatever becomes of its context
+	cs := &c.eng.cohorts
+	cs.mu.Lock()
+	if c.pending != a {
+		// Given up while in flight (every waiter left), yet granted.
+		cs.mu.Unlock()
+		if err == nil {
+			carrier.ReleaseAsync()
+		}
+		return
+	}
+	c.pending = nil
+	if err != nil {
+		ws := c.drain()
+		cs.forgetIfIdle(c)
+		cs.mu.Unlock()
+		for _, w := range ws {
+			w.fut.resolve(nil, err)
+		}
+		return
+	}
+	if !carrier.followLoss(func(cause error) { c.lost(carrier, cause) }) {
+		// Lost between the grant and now: as if lost while held.
+		c.carrier = carrier
+		cs.mu.Unlock()
+		c.lost(carrier, carrier.Err())
+		return
+	}
+	w := c.pop()
+	if w == nil {
+		cs.forgetIfIdle(c)
+		cs.mu.Unlock()
+		carrier.ReleaseAsync()
+		return
+	}
+	cs.stats.carriers.Add(1)
+	c.carrier, c.holder = carrier, c.view(carrier, 0)
+	c.passes, c.grantedAt, c.sealed = 0, c.eng.trust.clock(), false
+	c.foreign, c.watch, c.watchKnown, c.parked = false, nil, false, false
+	c.watchAsked = c.waiting > 0
+	ask, holder := c.watchAsked, c.holder
+	cs.mu.Unlock()
+	w.fut.resolve(holder, nil)
+	if ask {
+		c.askWatch(carrier)
+	}
+}
+
+// release ends the holder v's turn. The lease passes to the next waiter,
+// or the node goes back, and then v's release resolves with the node's
+// deletion; or, while the listing that tells whether another client
+// waits is in flight, the choice waits for it (see watched) and v's
+// release returns at once, as for a pass.
+func (c *cohort) release(v *Lease) *Future[struct{}] {
+	e := c.eng
+	trusted := e.trust.vouches(v.carrier) // never under cs.mu: it may close Lost channels
+	now := e.trust.clock()
+	cs := &e.cohorts
+	cs.mu.Lock()
+	if c.holder != v {
+		// The node was lost, and v with it.
+		cs.mu.Unlock()
+		err := v.Err()
+		if err == nil {
+			err = ErrNotHeld
+		}
+		return resolvedFuture(struct{}{}, err)
+	}
+	c.holder = nil
+	t := c.next(trusted, now)
+	cs.mu.Unlock()
+	if t.back == nil {
+		v.end(nil)
+		c.carry(t)
+		return resolvedFuture(struct{}{}, nil)
+	}
+	done := c.carry(t)
+	done.onResolve(func(_ struct{}, err error) { v.end(err) })
+	return done
+}
+
+// turn is what the end of a holder's turn leads to: a pass of lease to
+// waiter, or the node given back (back, the carrier), with the next
+// node's acquisition (start) if waiters remain; or nothing yet (parked).
+type turn struct {
+	waiter *waiter
+	lease  *Lease
+	back   *Lease
+	start  *carrierAttempt
+}
+
+// next chooses what follows the holder's turn on c's node: trusted says
+// whether the watchdog vouched for the carrier, now is the time. cs.mu is
+// held, and c.holder is nil.
+func (c *cohort) next(trusted bool, now time.Duration) turn {
+	cs := &c.eng.cohorts
+	carrier := c.carrier
+	cfg := c.eng.cfg.Cohort
+	switch {
+	case c.waiting == 0:
+	case !trusted || carrier.Err() != nil || c.sealed || c.passes >= cfg.MaxPasses || now-c.grantedAt >= cfg.MaxHold:
+		cs.stats.bounded.Add(1)
+	case !c.watchKnown:
+		// Passing now could overtake a client queued before the waiter.
+		c.parked = true
+		return turn{}
+	case c.othersWait():
+		cs.stats.yielded.Add(1)
+	default:
+		c.passes++
+		c.holder = c.view(carrier, c.passes)
+		cs.stats.passes.Add(1)
+		return turn{waiter: c.pop(), lease: c.holder}
+	}
+	c.carrier = nil
+	t := turn{back: carrier}
+	if c.waiting > 0 {
+		t.start = c.attempt()
+	} else {
+		cs.forgetIfIdle(c)
+	}
+	return t
+}
+
+// carry does what next chose, once cs.mu is released, and returns the
+// outcome of the node's deletion, if it goes back.
+func (c *cohort) carry(t turn) *Future[struct{}] {
+	var done *Future[struct{}]
+	if t.waiter != nil {
+		t.waiter.fut.resolve(t.lease, nil)
+	}
+	if t.back != nil {
+		done = t.back.ReleaseAsync()
+	}
+	if t.start != nil {
+		// Queued after the deletion, so behind whoever waits now.
+		c.start(t.start)
+	}
+	return done
+}
+
+// othersWait: another client is known to wait, or may. cs.mu is held.
+func (c *cohort) othersWait() bool {
+	if !c.foreign && c.watch != nil {
+		select {
+		case <-c.watch:
+			c.foreign, c.watch = true, nil
+		default:
+		}
+	}
+	return c.foreign
+}
+
+// lost: the carrier was lost (cause is why); the holder's lease is lost
+// with it, at once, and the waiters queue a node again, or fail with the
+// carrier when the engine closes or the session's expiry fails waiters.
+// It runs where the loss is marked: on the loop, or on the watchdog's
+// goroutine under its lock.
+func (c *cohort) lost(carrier *Lease, cause error) {
+	cs := &c.eng.cohorts
+	cs.mu.Lock()
+	if c.carrier != carrier {
+		cs.mu.Unlock()
+		return // given back already
+	}
+	c.carrier, c.parked = nil, false
+	if c.holder != nil {
+		c.holder.markLost(cause)
+		c.holder = nil
+	}
+	var failed []*waiter
+	var start *carrierAttempt
+	switch {
+	case c.waiting == 0:
+	case errors.Is(cause, ErrClosed),
+		errors.Is(cause, ErrSessionExpired) && (c.req.FailOnExpiry || c.eng.cfg.FailOnExpiry):
+		failed = c.drain()
+	default:
+		start = c.attempt()
+	}
+	cs.forgetIfIdle(c)
+	cs.mu.Unlock()
+	for _, w := range failed {
+		w.fut.resolve(nil, cause)
+	}
+	if start != nil {
+		c.start(start)
+	}
+}
+
+// askWatch lists the lock path with a watch, once per grant of the node,
+// on the engine's request seam: one request, counted as a children watch.
+func (c *cohort) askWatch(carrier *Lease) {
+	e := c.eng
+	path, self := carrier.path, carrier.node[strings.LastIndexByte(carrier.node, '/')+1:]
+	ok := e.spawn(func() {
+		children, _, ch, err := e.conn.ChildrenW(path)
+		c.watched(carrier, self, children, ch, err)
+	})
+	if ok {
+		e.count.n[events.OpWatchChildren].Add(1)
+	}
+}
+
+// watched takes the listing askWatch asked for: any lock node but the
+// carrier's is another client's (or another recipe's of this engine)
+// waiting, and so is any change the watch reports later. A failed read
+// tells nothing, so it counts as one. A turn that waited for it goes on.
+func (c *cohort) watched(carrier *Lease, self string, children []string, ch <-chan zk.Event, err error) {
+	e := c.eng
+	trusted := e.trust.vouches(carrier)
+	now := e.trust.clock()
+	cs := &e.cohorts
+	cs.mu.Lock()
+	if c.carrier != carrier {
+		cs.mu.Unlock()
+		return
+	}
+	c.watchKnown = true
+	c.foreign = err != nil
+	for _, name := range children {
+		if _, ok := queue.Parse(name); ok && name != self {
+			c.foreign = true
+		}
+	}
+	if !c.foreign {
+		c.watch = ch
+	}
+	if !c.parked {
+		cs.mu.Unlock()
+		return
+	}
+	c.parked = false
+	t := c.next(trusted, now)
+	cs.mu.Unlock()
+	if done := c.carry(t); done != nil {
+		done.onResolve(func(_ struct{}, err error) {
+			if err != nil {
+				e.log.Warn("lock cohort: giving back the node", "path", e.namespacePath(carrier.path), "err", err)
+			}
+		})
+	}
+}
+
+// spawn runs f on the engine's request seam (a goroutine the engine
+// counts, in production), unless the engine is closed.
+func (e *Engine) spawn(f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.rt.goroutine(f)
+	return true
+}
+
+// vouches reports whether the watchdog holds l, admitted and not lost, in
+// the session it trusts now, and the deadline has not passed: a local
+// pass is a grant, and asks what a grant asks (see admit). A deadline
+// passed unnoticed ends trust here, as in admit.
+func (t *sessionTrust) vouches(l *Lease) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.held[l]; !ok || t.stopped || t.lapsed {
+		return false
+	}
+	if t.clock() >= t.deadline() {
+		t.lapse()
+		return false
+	}
+	return true
+}

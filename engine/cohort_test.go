@@ -1,0 +1,443 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/netfault"
+	"github.com/turnstile-go/turnstile/lock"
+)
+
+// Lock cohorting on a real server: acquisitions of one engine queued on
+// one lock pass it among themselves, without a request, in FIFO order,
+// until a bound or another client's wait sends the node back.
+
+// paced is a cohort configuration for tests that take their time between
+// grants and releases (waiting for state to settle): no time bound.
+var paced = engine.Config{Cohort: engine.CohortConfig{MaxHold: time.Hour}}
+
+// queueLocal starts n acquisitions of m behind a held lease and waits
+// until the engine is idle and the cohort knows whether another client
+// waits: nothing of the setup is still in flight when a test measures.
+func queueLocal(t *testing.T, eng *engine.Engine, m *lock.Mutex, n int) []*engine.Future[*lock.Lease] {
+	t.Helper()
+	futs := make([]*engine.Future[*lock.Lease], n)
+	for i := range futs {
+		futs[i] = m.Acquire(context.Background())
+	}
+	eventually(t, "the queue settled", func() bool { return eng.InFlight() == 0 && eng.CohortListed(m.Path()) })
+	return futs
+}
+
+func resolved[T any](f *engine.Future[T]) bool {
+	_, ok, _ := f.Result()
+	return ok
+}
+
+func mustGet(t *testing.T, f *engine.Future[*lock.Lease]) *lock.Lease {
+	t.Helper()
+	l, err := f.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func release(t *testing.T, l *lock.Lease) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every handoff among local waiters is a pass: no request from the first
+// holder's grant to the last holder's, each release passes to the next
+// waiter in the order they asked, and the node goes when the last leaves.
+func TestCohortPassesInOrderWithoutRequests(t *testing.T) {
+	eng := startEngine(t, paced)
+	raw := rawConn(t)
+	m := lock.NewMutex(eng, testRoot(t)+"/hot")
+	held := mustGet(t, m.Acquire(context.Background()))
+	futs := queueLocal(t, eng, m, 8)
+
+	before, passes := eng.Stats(), eng.CohortStats().Passes
+	for i, f := range futs {
+		release(t, held)
+		for j, g := range futs {
+			if got, want := resolved(g), j <= i; got != want {
+				t.Fatalf("after release %d: waiter %d resolved=%v, want %v (FIFO)", i, j, got, want)
+			}
+		}
+		held = mustGet(t, f)
+	}
+	after := eng.Stats()
+	if after.Requests() != before.Requests() {
+		t.Errorf("%d requests for %d handoffs among local waiters (before %+v, after %+v), want 0",
+			after.Requests()-before.Requests(), len(futs), before, after)
+	}
+	if got := eng.CohortStats().Passes - passes; got != uint64(len(futs)) {
+		t.Errorf("%d passes, want %d", got, len(futs))
+	}
+	if n := len(ephemerals(t, raw, m.Path())); n != 1 {
+		t.Errorf("%d lock nodes while the last waiter holds, want the one node passed", n)
+	}
+	release(t, held)
+	if n := len(ephemerals(t, raw, m.Path())); n != 0 {
+		t.Errorf("%d lock nodes after the last release returned, want 0", n)
+	}
+}
+
+// A lock taken and released with nobody else waiting costs what it did
+// before cohorting: the listing that tells whether another client waits is
+// asked only once a second acquisition makes a pass possible.
+func TestCohortUncontendedAsksNothingMore(t *testing.T) {
+	eng := startEngine(t, engine.Config{})
+	m := lock.NewMutex(eng, testRoot(t)+"/cold")
+	release(t, mustGet(t, m.Acquire(context.Background()))) // the lock path made
+	before := eng.Stats()
+	release(t, mustGet(t, m.Acquire(context.Background())))
+	d := eng.Stats()
+	if d.Creates-before.Creates != 1 || d.Lists-before.Lists != 1 || d.Deletes-before.Deletes != 1 || d.Watches != before.Watches {
+		t.Fatalf("one uncontended cycle: %+v → %+v, want one create, one listing, one delete and no watch", before, d)
+	}
+}
+
+// A waiter whose context ends leaves the queue: it fails with the cause,
+// is never granted, and the others are served in order around it.
+func TestCohortCancelledWaiterLeavesTheQueue(t *testing.T) {
+	eng := startEngine(t, paced)
+	m := lock.NewMutex(eng, testRoot(t)+"/hot")
+	held := mustGet(t, m.Acquire(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	futs := []*engine.Future[*lock.Lease]{m.Acquire(context.Background()), m.Acquire(ctx), m.Acquire(context.Background())}
+	cancel()
+	if _, err := futs[1].Wait(context.Background()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v, want context.Canceled", err)
+	}
+	release(t, held)
+	held = mustGet(t, futs[0])
+	if resolved(futs[2]) {
+		t.Fatal("the waiter behind was granted beside the one ahead")
+	}
+	release(t, held)
+	release(t, mustGet(t, futs[2]))
+}
+
+// Tokens: every pass is above the holder before it, keeps the node's zxid
+// with the next pass number, and the next grant to another client is
+// above them all.
+func TestCohortTokensIncreaseAcrossPassesAndClients(t *testing.T) {
+	a := startEngine(t, paced)
+	b := startEngine(t, engine.Config{})
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	held := mustGet(t, m.Acquire(context.Background()))
+	futs := queueLocal(t, a, m, 4)
+	tokens := []int64{held.Token()}
+	for _, f := range futs {
+		release(t, held)
+		held = mustGet(t, f)
+		tokens = append(tokens, held.Token())
+	}
+	other := lock.NewMutex(b, p).Acquire(context.Background())
+	release(t, held)
+	lb := mustGet(t, other)
+	tokens = append(tokens, lb.Token())
+	again := m.Acquire(context.Background())
+	release(t, lb)
+	tokens = append(tokens, mustGet(t, again).Token())
+	release(t, mustGet(t, again))
+
+	zxid := tokens[0] >> engine.TokenPassBits
+	for i, tok := range tokens {
+		if i > 0 && tok <= tokens[i-1] {
+			t.Fatalf("tokens %v: %d at %d not above %d", tokens, tok, i, tokens[i-1])
+		}
+		if i <= len(futs) && (tok>>engine.TokenPassBits != zxid || tok&engine.MaxCohortPasses != int64(i)) {
+			t.Fatalf("tokens %v: pass %d is %#x, want zxid %#x and pass number %d", tokens, i, tok, zxid, i)
+		}
+	}
+}
+
+// With nobody else waiting, the node still goes back at MaxPasses: the
+// next local waiter queues a node of its own, and the passes start again
+// from it.
+func TestCohortBoundHandsTheNodeBack(t *testing.T) {
+	const maxPasses = 2
+	eng := startEngine(t, engine.Config{Cohort: engine.CohortConfig{MaxPasses: maxPasses, MaxHold: time.Hour}})
+	m := lock.NewMutex(eng, testRoot(t)+"/hot")
+	held := mustGet(t, m.Acquire(context.Background()))
+	futs := queueLocal(t, eng, m, 5)
+	before := eng.CohortStats()
+	zxids := []int64{held.Token() >> engine.TokenPassBits}
+	for _, f := range futs {
+		release(t, held)
+		held = mustGet(t, f)
+		zxids = append(zxids, held.Token()>>engine.TokenPassBits)
+	}
+	release(t, held)
+	for i := range zxids {
+		sameNode := i%(maxPasses+1) != 0
+		if i > 0 && (zxids[i] == zxids[i-1]) != sameNode {
+			t.Fatalf("grant zxids %v: holder %d on the node before: %v, want %v (a node passes %d times)",
+				zxids, i, !sameNode, sameNode, maxPasses)
+		}
+	}
+	s := eng.CohortStats()
+	if s.Bounded-before.Bounded != 1 || s.Passes-before.Passes != 4 {
+		t.Fatalf("cohort stats %+v → %+v: want one node given back at the bound and 4 passes", before, s)
+	}
+}
+
+// Past MaxHold from the node's grant no pass starts: a holder that
+// releases later gives the node back, and the next waiter queues its own.
+func TestCohortTimeBoundHandsTheNodeBack(t *testing.T) {
+	eng := startEngine(t, engine.Config{Cohort: engine.CohortConfig{MaxHold: time.Nanosecond}})
+	m := lock.NewMutex(eng, testRoot(t)+"/hot")
+	held := mustGet(t, m.Acquire(context.Background()))
+	futs := queueLocal(t, eng, m, 2) // longer than MaxHold
+	before := eng.CohortStats()
+	for _, f := range futs {
+		release(t, held)
+		next := mustGet(t, f)
+		if next.Token()>>engine.TokenPassBits == held.Token()>>engine.TokenPassBits {
+			t.Fatalf("token %#x passed on the node of %#x after MaxHold", next.Token(), held.Token())
+		}
+		held = next
+	}
+	release(t, held)
+	if s := eng.CohortStats(); s.Passes != before.Passes || s.Bounded-before.Bounded != uint64(len(futs)) {
+		t.Fatalf("cohort stats %+v → %+v, want no pass and every node but the last given back at the bound", before, s)
+	}
+}
+
+// Another engine waiting on the lock gets it within the bound: the node
+// passes at most MaxPasses times after the other client queued.
+func TestCohortOtherClientGetsInWithinTheBound(t *testing.T) {
+	const maxPasses = 2
+	a := startEngine(t, engine.Config{Cohort: engine.CohortConfig{MaxPasses: maxPasses, MaxHold: time.Hour}})
+	b := startEngine(t, engine.Config{})
+	raw := rawConn(t)
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	held := mustGet(t, m.Acquire(context.Background()))
+	other := lock.NewMutex(b, p).Acquire(context.Background())
+	eventually(t, "the other client queued", func() bool { return len(ephemerals(t, raw, p)) == 2 })
+	futs := queueLocal(t, a, m, 5)
+	localBefore := 0
+	for _, f := range futs {
+		release(t, held)
+		select {
+		case <-other.Done():
+		case <-f.Done():
+			localBefore++
+			held = mustGet(t, f)
+			continue
+		}
+		break
+	}
+	if localBefore > maxPasses {
+		t.Fatalf("%d local grants after the other client queued, want at most MaxPasses (%d)", localBefore, maxPasses)
+	}
+	lb := mustGet(t, other)
+	if lb.Token() <= held.Token() {
+		t.Fatalf("other client's token %d not above the last local holder's %d", lb.Token(), held.Token())
+	}
+	release(t, lb)
+	for _, f := range futs[localBefore:] {
+		release(t, mustGet(t, f))
+	}
+}
+
+// A client seen waiting while the node passes gets it after the current
+// holder: the local waiters queue behind it.
+func TestCohortYieldsToAClientSeenWaiting(t *testing.T) {
+	a := startEngine(t, paced)
+	b := startEngine(t, engine.Config{})
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	held := mustGet(t, m.Acquire(context.Background()))
+	futs := queueLocal(t, a, m, 2)
+	if a.CohortSeesOthers(p) {
+		t.Fatal("another client seen before any queued")
+	}
+	other := lock.NewMutex(b, p).Acquire(context.Background())
+	eventually(t, "the other client seen", func() bool { return a.CohortSeesOthers(p) })
+	before := a.CohortStats()
+	release(t, held)
+	lb := mustGet(t, other)
+	if resolved(futs[0]) {
+		t.Fatal("a local waiter was granted beside the other client")
+	}
+	if s := a.CohortStats(); s.Yielded-before.Yielded != 1 {
+		t.Fatalf("cohort stats %+v → %+v, want one node given back to a waiting client", before, s)
+	}
+	release(t, lb)
+	first := mustGet(t, futs[0])
+	if first.Token() <= lb.Token() {
+		t.Fatalf("local token %d after the other client's %d", first.Token(), lb.Token())
+	}
+	release(t, first)
+	release(t, mustGet(t, futs[1]))
+}
+
+// A client queued before a local waiter joins is seen in the listing the
+// join asks for; until it is answered no pass happens, so the local
+// waiter never overtakes it however soon the holder lets go.
+func TestCohortNeverOvertakesAClientQueuedFirst(t *testing.T) {
+	a := startEngine(t, paced)
+	b := startEngine(t, engine.Config{})
+	raw := rawConn(t)
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	for round := range 5 {
+		held := mustGet(t, m.Acquire(context.Background()))
+		other := lock.NewMutex(b, p).Acquire(context.Background())
+		eventually(t, "the other client queued", func() bool { return len(ephemerals(t, raw, p)) == 2 })
+		local := m.Acquire(context.Background())
+		release(t, held) // at once: the listing is most likely in flight
+		lb := mustGet(t, other)
+		if resolved(local) {
+			t.Fatalf("round %d: the local waiter was granted before the client queued ahead of it released", round)
+		}
+		release(t, lb)
+		release(t, mustGet(t, local))
+	}
+}
+
+// With strict FIFO, for the engine or for one recipe, every acquisition
+// queues a node of its own and nothing passes.
+func TestCohortStrictFIFOQueuesEveryAcquisition(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  engine.Config
+		opts []lock.Option
+	}{
+		{"engine", engine.Config{Cohort: engine.CohortConfig{StrictFIFO: true}}, nil},
+		{"recipe", engine.Config{}, []lock.Option{lock.WithStrictFIFO()}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eng := startEngine(t, c.cfg)
+			raw := rawConn(t)
+			p := testRoot(t) + "/fifo"
+			m := lock.NewMutex(eng, p, c.opts...)
+			held := mustGet(t, m.Acquire(context.Background()))
+			futs := make([]*engine.Future[*lock.Lease], 3)
+			for i := range futs {
+				futs[i] = m.Acquire(context.Background())
+			}
+			eventually(t, "every acquisition queued", func() bool { return len(ephemerals(t, raw, p)) == len(futs)+1 })
+			for _, f := range futs {
+				release(t, held)
+				held = mustGet(t, f)
+			}
+			release(t, held)
+			if s := eng.CohortStats(); s.Passes != 0 || s.Carriers != 0 {
+				t.Fatalf("cohort stats %+v under strict FIFO, want nothing", s)
+			}
+		})
+	}
+}
+
+// The holder's lease is lost with the node's: when the engine's session
+// can no longer be trusted, Lost closes for the current holder before
+// another client is granted, its release reports the loss, and no local
+// waiter is passed the lock; they queue again and get it once the session
+// is back.
+func TestCohortLossReachesTheHolder(t *testing.T) {
+	ctx := context.Background()
+	var part netfault.Partition
+	a := startEngine(t, engine.Config{SessionTimeout: 2 * time.Second, Dialer: part.Dial, Cohort: paced.Cohort})
+	b := startEngine(t, engine.Config{})
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	first := mustGet(t, m.Acquire(ctx))
+	second := m.Acquire(ctx)
+	eventually(t, "the queue settled", func() bool { return a.InFlight() == 0 && a.CohortListed(p) })
+	release(t, first)
+	held := mustGet(t, second) // a pass
+	waiting := m.Acquire(ctx)
+
+	part.Cut()
+	lb := mustGet(t, lock.NewMutex(b, p).Acquire(ctx)) // once a's session expires
+	select {
+	case <-held.Lost():
+	default:
+		t.Fatal("another client was granted while the passed lease's Lost was open")
+	}
+	if !errors.Is(held.Err(), engine.ErrLost) {
+		t.Fatalf("passed lease's Err %v, want ErrLost", held.Err())
+	}
+	if err := held.Release(ctx); !errors.Is(err, engine.ErrLost) {
+		t.Fatalf("release of the lost passed lease: %v, want ErrLost", err)
+	}
+	if resolved(waiting) {
+		t.Fatal("a local waiter was passed a lost lock")
+	}
+	part.Heal()
+	release(t, lb)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	la, err := waiting.Wait(wctx)
+	if err != nil {
+		t.Fatalf("local waiter after the loss: %v", err)
+	}
+	if la.Token() <= lb.Token() {
+		t.Fatalf("token %d after the other client's %d", la.Token(), lb.Token())
+	}
+	release(t, la)
+}
+
+// Close fails every local waiter with ErrClosed and loses the holder's
+// lease.
+func TestCohortCloseResolvesLocalWaiters(t *testing.T) {
+	eng := startEngine(t, paced)
+	m := lock.NewMutex(eng, testRoot(t)+"/hot")
+	held := mustGet(t, m.Acquire(context.Background()))
+	futs := queueLocal(t, eng, m, 3)
+	eng.Close()
+	for i, f := range futs {
+		if _, err := f.Wait(context.Background()); !errors.Is(err, engine.ErrClosed) {
+			t.Fatalf("waiter %d after Close: %v, want ErrClosed", i, err)
+		}
+	}
+	select {
+	case <-held.Lost():
+	default:
+		t.Fatal("the holder's Lost is open after Close")
+	}
+	if !errors.Is(held.Err(), engine.ErrClosed) {
+		t.Fatalf("holder's Err %v, want ErrClosed", held.Err())
+	}
+	if _, err := m.Acquire(context.Background()).Wait(context.Background()); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("acquisition after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A downgrade's read node takes the writer's place, number and all: the
+// write lease it came from may not pass on to another local writer, which
+// would hold beside the read lease.
+func TestCohortDowngradeEndsThePasses(t *testing.T) {
+	ctx := context.Background()
+	eng := startEngine(t, paced)
+	raw := rawConn(t)
+	p := testRoot(t) + "/rw"
+	rw := lock.NewRWMutex(eng, p)
+	w := mustGet(t, rw.Writer().Acquire(ctx))
+	next := rw.Owner().Writer().Acquire(ctx)
+	eventually(t, "the queue settled", func() bool { return eng.InFlight() == 0 && eng.CohortListed(p) })
+	r, err := rw.Downgrade(ctx, w).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(t, w)
+	eventually(t, "the next writer queued behind the read lease", func() bool { return len(ephemerals(t, raw, p)) == 2 })
+	if resolved(next) {
+		t.Fatal("a writer was granted beside the downgraded read lease")
+	}
+	release(t, r)
+	release(t, mustGet(t, next))
+}
