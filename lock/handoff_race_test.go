@@ -11,11 +11,18 @@ import (
 )
 
 // A local handoff racing the waiter's cancellation: the holder lets go and
-// the waiter's context ends at the same moment. Whichever the loop takes
-// first, the waiter ends exactly one way, and no node is left behind: a
-// granted waiter holds a lease that works, a cancelled one has no node.
+// the waiter's context ends at the same moment. Whichever the loop (or,
+// with cohorting, the cohort) takes first, the waiter ends exactly one way,
+// and no node is left behind: a granted waiter holds a lease that works, a
+// cancelled one has no node.
 func TestHandoffRacingCancelEndsOneWay(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
+	for _, mode := range queueModes {
+		t.Run(mode.name, func(t *testing.T) { handoffRacingCancel(t, mode.cfg) })
+	}
+}
+
+func handoffRacingCancel(t *testing.T, cfg engine.Config) {
+	eng := startEngine(t, cfg)
 	conn := inspect(t, shared.Addr())
 	root := lockRoot(t)
 	ctx := context.Background()
@@ -64,11 +71,18 @@ func TestHandoffRacingCancelEndsOneWay(t *testing.T) {
 // waiter ends (cancelled, or granted and then lost with the engine), the
 // release ends, and no node is left.
 func TestCloseWhileAHandoffIsPending(t *testing.T) {
+	for _, mode := range queueModes {
+		t.Run(mode.name, func(t *testing.T) { closeWhileHandoffPending(t, mode.cfg) })
+	}
+}
+
+func closeWhileHandoffPending(t *testing.T, cfg engine.Config) {
 	conn := inspect(t, shared.Addr())
 	root := lockRoot(t)
 	ctx := context.Background()
+	cfg.Servers = zkServers()
 	for range 10 {
-		eng, err := engine.Start(ctx, engine.Config{Servers: zkServers()})
+		eng, err := engine.Start(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

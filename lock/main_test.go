@@ -49,6 +49,19 @@ func lockNodes(t testing.TB, conn *zk.Conn, root string) int {
 // that settles asynchronously (a delete still in flight), never for timing.
 func eventually(t testing.TB, what string, cond func() bool) { zktest.Eventually(t, what, cond) }
 
+// strictFIFO is an engine without lock cohorting: every acquisition queues
+// a node of its own on ZooKeeper. The tests of the engine's own queue (its
+// local handoff, the order of nodes, waits on the server) run on it.
+var strictFIFO = engine.Config{Cohort: engine.CohortConfig{StrictFIFO: true}}
+
+// queueModes are the two ways one engine's acquisitions of a lock queue:
+// passing a granted node among themselves (the default), or each with a
+// node of its own.
+var queueModes = []struct {
+	name string
+	cfg  engine.Config
+}{{"cohort", engine.Config{}}, {"strict", strictFIFO}}
+
 // waits counts the waits armed so far, on the server or on a node of the
 // same engine.
 func waits(s engine.Stats) uint64 { return s.Watches + s.LocalWatches }

@@ -15,8 +15,10 @@ import (
 	"github.com/turnstile-go/turnstile/lock"
 )
 
+// (On an engine without lock cohorting, where the other owner waits on a
+// node of its own: see TestReentrantMutexOwnersPassTheLock for the other.)
 func TestReentrantMutexCountsPerOwner(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
+	eng := startEngine(t, strictFIFO)
 	conn := inspect(t, shared.Addr())
 	root := lockRoot(t)
 	r := lock.NewReentrantMutex(eng, root+"/re")
@@ -124,13 +126,16 @@ func TestReentrantMutexLostOnExpiry(t *testing.T) {
 
 // Children of the lock path that no client names are ignored: the lock
 // works around them. Each is logged once, through the engine's logger and
-// never the process-wide default one.
+// never the process-wide default one. (The waiter queues a node of its own,
+// and lists the path, with lock cohorting off.)
 func TestForeignChildrenIgnored(t *testing.T) {
 	var global, own logRecords
 	prev := slog.Default()
 	slog.SetDefault(slog.New(&global))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	eng := startEngine(t, engine.Config{Logger: slog.New(&own)})
+	cfg := strictFIFO
+	cfg.Logger = slog.New(&own)
+	eng := startEngine(t, cfg)
 	conn := inspect(t, shared.Addr())
 	path := lockRoot(t) + "/foreign"
 	ctx := context.Background()
@@ -279,9 +284,10 @@ func TestReentrantMutexJoiningAWaitingAcquisition(t *testing.T) {
 // keys are refused everywhere, and an owner starts afresh after a loss.
 
 // An owner asking again while its first acquisition waits joins it: one
-// node, one request stream, a count of two once granted.
+// node, one request stream, a count of two once granted. (Waiting on a node
+// of its own, with lock cohorting off.)
 func TestReentrantMutexJoinsPendingAcquisition(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
+	eng := startEngine(t, strictFIFO)
 	conn := inspect(t, shared.Addr())
 	root := lockRoot(t)
 	r := lock.NewReentrantMutex(eng, root+"/join")

@@ -160,9 +160,10 @@ func TestSemaphoreLeaseLostOnExpiry(t *testing.T) {
 }
 
 // Acquirers queue fairly on the semaphore's mutex: with every lease taken,
-// waiters are granted in the order they asked.
+// waiters are granted in the order they asked. (Each on a mutex node of
+// its own, with lock cohorting off: see TestSemaphoreGuardPasses.)
 func TestSemaphoreServesWaitersInOrder(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
+	eng := startEngine(t, strictFIFO)
 	s := newSemaphore(t, eng, lockRoot(t)+"/order", 1)
 	ctx := context.Background()
 	held, err := s.Lock(ctx)
