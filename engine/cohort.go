@@ -40,11 +40,14 @@ import (
 //     number (see Lease.Token): strictly above the holder before, below any
 //     later grant, whose zxid is at least the node's deletion's.
 //
-// Another client is known to wait from one getChildren with a watch of the
-// lock path, asked once per grant of the node, when a second local
-// acquisition makes a pass possible: any other lock node in its reply, or
-// the watch firing, ends the passing. A grant with no local waiter asks
-// nothing, so an uncontended lock costs what it did.
+// Another client is known to wait from the listing that granted the node
+// (the cohort's Decider sees it, on the loop) and, when that one showed
+// nobody, from one getChildren with a watch of the lock path, asked once
+// per grant of the node when a second local acquisition makes a pass
+// possible: any other lock node in its reply, or the watch firing, ends
+// the passing. Until that reply is in, no pass happens: one could
+// overtake a client queued since the grant. A grant with no local waiter
+// asks nothing, so an uncontended lock costs what it did.
 
 // TokenPassBits is how many low bits of a fencing token number the local
 // passes of one grant (see Lease.Token).
@@ -109,13 +112,17 @@ type CohortStats struct {
 	// back at MaxPasses or MaxHold (or lost the session's trust, or
 	// made way for a downgrade).
 	Yielded, Bounded uint64
+	// Waiting is the acquisitions queued in cohorts now, behind a node of
+	// this engine, without one of their own.
+	Waiting int64
 }
 
 // CohortStats returns what cohorting did so far. It is safe to call from
 // any goroutine.
 func (e *Engine) CohortStats() CohortStats {
 	s := &e.cohorts.stats
-	return CohortStats{Carriers: s.carriers.Load(), Passes: s.passes.Load(), Yielded: s.yielded.Load(), Bounded: s.bounded.Load()}
+	return CohortStats{Carriers: s.carriers.Load(), Passes: s.passes.Load(), Yielded: s.yielded.Load(), Bounded: s.bounded.Load(),
+		Waiting: s.waiting.Load()}
 }
 
 // cohorts is an engine's cohorts, by lock path. One mutex guards them all
@@ -128,6 +135,7 @@ type cohorts struct {
 
 	stats struct {
 		carriers, passes, yielded, bounded atomic.Uint64
+		waiting                            atomic.Int64
 	}
 }
 
@@ -178,6 +186,11 @@ type carrierAttempt struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	fut    *Future[*Lease]
+	// listed: the recipe admitted the node on a listing (not on the
+	// reply to a deletion, a local handoff), and others: that listing
+	// held another lock node. Written by the Decider and read as the
+	// grant resolves, both on the engine's loop.
+	listed, others bool
 }
 
 // admits reports whether req may join a cohort.
@@ -305,6 +318,7 @@ func (c *cohort) push(w *waiter) {
 	}
 	c.tail = w
 	c.waiting++
+	c.eng.cohorts.stats.waiting.Add(1)
 }
 
 func (c *cohort) remove(w *waiter) {
@@ -320,6 +334,7 @@ func (c *cohort) remove(w *waiter) {
 	}
 	w.prev, w.next, w.queued = nil, nil, false
 	c.waiting--
+	c.eng.cohorts.stats.waiting.Add(-1)
 }
 
 // pop takes the first waiter, and stops watching its context.
@@ -354,7 +369,18 @@ func (c *cohort) attempt() *carrierAttempt {
 
 func (c *cohort) start(a *carrierAttempt) {
 	a.fut.onResolve(func(l *Lease, err error) { c.granted(a, l, err) })
-	c.eng.acquire(a.ctx, c.req, a.fut)
+	req := c.req
+	decide := req.Decide
+	req.Decide = func(l *queue.Listing, self string) Decision {
+		d := decide(l, self)
+		if d.Holds {
+			// An exclusive holder's listing: every other lock node waits
+			// behind it.
+			a.listed, a.others = true, len(l.Nodes()) > 1
+		}
+		return d
+	}
+	c.eng.acquire(a.ctx, req, a.fut)
 }
 
 // view is the lease passed to a holder under carrier, numbered pass.
@@ -405,8 +431,13 @@ func (c *cohort) granted(a *carrierAttempt, carrier *Lease, err error) {
 	c.carrier, c.holder = carrier, c.view(carrier, 0)
 	c.passes, c.grantedAt, c.sealed = 0, c.eng.trust.clock(), false
 	c.foreign, c.watch, c.watchKnown, c.parked = false, nil, false, false
-	c.watchAsked = c.waiting > 0
-	ask, holder := c.watchAsked, c.holder
+	if a.listed && a.others {
+		// The listing that granted the node shows another client waiting:
+		// the node goes back after this holder, and nothing need be asked.
+		c.foreign, c.watchKnown = true, true
+	}
+	c.watchAsked = c.waiting > 0 || c.watchKnown
+	ask, holder := c.watchAsked && !c.watchKnown, c.holder
 	cs.mu.Unlock()
 	w.fut.resolve(holder, nil)
 	if ask {

@@ -76,6 +76,9 @@ func TestCohortPassesInOrderWithoutRequests(t *testing.T) {
 	held := mustGet(t, m.Acquire(context.Background()))
 	futs := queueLocal(t, eng, m, 8)
 
+	if w := eng.CohortStats().Waiting; w != int64(len(futs)) {
+		t.Fatalf("%d acquisitions waiting in the cohort, want %d", w, len(futs))
+	}
 	before, passes := eng.Stats(), eng.CohortStats().Passes
 	for i, f := range futs {
 		release(t, held)
@@ -91,8 +94,8 @@ func TestCohortPassesInOrderWithoutRequests(t *testing.T) {
 		t.Errorf("%d requests for %d handoffs among local waiters (before %+v, after %+v), want 0",
 			after.Requests()-before.Requests(), len(futs), before, after)
 	}
-	if got := eng.CohortStats().Passes - passes; got != uint64(len(futs)) {
-		t.Errorf("%d passes, want %d", got, len(futs))
+	if s := eng.CohortStats(); s.Passes-passes != uint64(len(futs)) || s.Waiting != 0 {
+		t.Errorf("%d passes, %d still waiting; want %d and none", s.Passes-passes, s.Waiting, len(futs))
 	}
 	if n := len(ephemerals(t, raw, m.Path())); n != 1 {
 		t.Errorf("%d lock nodes while the last waiter holds, want the one node passed", n)
@@ -296,6 +299,37 @@ func TestCohortYieldsToAClientSeenWaiting(t *testing.T) {
 	}
 	release(t, first)
 	release(t, mustGet(t, futs[1]))
+}
+
+// The listing that grants the node tells whether another client waits
+// behind it: when one does, the node goes back after its first holder,
+// with no request asked to learn it and no wait for one.
+func TestCohortGrantingListingShowsAWaitingClient(t *testing.T) {
+	a := startEngine(t, paced)
+	b := startEngine(t, engine.Config{})
+	c := startEngine(t, engine.Config{})
+	raw := rawConn(t)
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	lb := mustGet(t, lock.NewMutex(b, p).Acquire(context.Background()))
+	first := m.Acquire(context.Background())
+	eventually(t, "a's node queued", func() bool { return len(ephemerals(t, raw, p)) == 2 })
+	other := lock.NewMutex(c, p).Acquire(context.Background())
+	eventually(t, "c's node queued behind a's", func() bool { return len(ephemerals(t, raw, p)) == 3 })
+	second := m.Acquire(context.Background()) // waits in a's cohort
+	eventually(t, "a idle", func() bool { return a.InFlight() == 0 })
+	before := a.Stats()
+	release(t, lb)
+	la := mustGet(t, first)
+	if d := a.Stats(); d.Watches != before.Watches {
+		t.Fatalf("a asked %d watches after its grant, want none: the granting listing showed c waiting", d.Watches-before.Watches)
+	}
+	release(t, la)
+	if firstOf(t, other, second) != other {
+		t.Fatal("a's second acquisition was passed the node while c waited behind it")
+	}
+	release(t, mustGet(t, other))
+	release(t, mustGet(t, second))
 }
 
 // A client queued before a local waiter joins is seen in the listing the
