@@ -79,9 +79,10 @@ type CohortConfig struct {
 	MaxHold time.Duration
 }
 
+// The bounds a zero CohortConfig takes.
 const (
-	defaultCohortPasses = 1000
-	defaultCohortHold   = 100 * time.Millisecond
+	DefaultCohortPasses = 1000
+	DefaultCohortHold   = 100 * time.Millisecond
 )
 
 func (c *CohortConfig) withDefaults() error {
@@ -92,10 +93,10 @@ func (c *CohortConfig) withDefaults() error {
 		return fmt.Errorf("%w: Cohort.MaxPasses %d above MaxCohortPasses (%d)", ErrInvalidConfig, c.MaxPasses, MaxCohortPasses)
 	}
 	if c.MaxPasses == 0 {
-		c.MaxPasses = defaultCohortPasses
+		c.MaxPasses = DefaultCohortPasses
 	}
 	if c.MaxHold == 0 {
-		c.MaxHold = defaultCohortHold
+		c.MaxHold = DefaultCohortHold
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ type config struct {
 	Verbose        bool
 }
 
-var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "semaphore", "election"}
+var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "semaphore", "election", "twoproc"}
 
 // knownFaults are the values of -faults; several may be given, comma
 // separated.
@@ -86,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var servers, faults string
 	fs.StringVar(&servers, "servers", "", "an existing ZooKeeper, `host:port,...` (default: start an embedded one)")
 	fs.IntVar(&c.Ensemble, "ensemble", 1, "embedded servers to start: 1 standalone, or 3 for an ensemble (leader-kill needs it)")
-	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | waiters | rw | semaphore | election")
+	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | waiters | rw | semaphore | election | twoproc (turnstile only: one lock path, -workers in the harness and as many in a second process, checked with a witness file)")
 	fs.IntVar(&c.Workers, "workers", 16, "concurrent workers (for waiters: waiters queued behind each path's holder)")
 	fs.IntVar(&c.Paths, "paths", 0, "lock paths for the paths and waiters workloads (default 10)")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long workers run (0 with -cycles: until the cycles are done; waiters runs one queue-and-drain and ignores it)")

@@ -54,6 +54,14 @@ type openOptions struct {
 	RedisRetry     time.Duration // how long a Redis waiter sleeps between tries
 }
 
+// nodeCounter is a client that knows how many lock nodes a holder and
+// its waiters make on one path: a client whose waiters of one lock queue
+// inside it, behind a node of its own (turnstile's lock cohorting), makes
+// fewer than one each.
+type nodeCounter interface {
+	NodesFor(waiters int) int
+}
+
 // waitCounter is a client that counts the waits it has armed, whether or
 // not each one asked the server for a watch (turnstile waits on its own
 // nodes without one). The waiters workload reads it for its plateau.
@@ -125,6 +133,8 @@ func implByName(name string) (impl, error) {
 	switch name {
 	case "turnstile":
 		return turnstileImpl{}, nil
+	case "turnstile-fifo":
+		return turnstileImpl{strictFIFO: true}, nil
 	case "gozk":
 		return gozkImpl{}, nil
 	case "rawzk":

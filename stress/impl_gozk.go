@@ -23,6 +23,8 @@ func (gozkImpl) Supports(workload string, faults faultSet) error {
 	switch workload {
 	case "rw", "semaphore", "election":
 		return unsupported("gozk", "-workload "+workload, "go-zookeeper/zk has only a mutex recipe (zk.Lock)")
+	case "twoproc":
+		return unsupported("gozk", "-workload "+workload, "its second process is a turnstile program")
 	}
 	if faults.has("cancel") {
 		return unsupported("gozk", "-faults cancel", "zk.Lock takes no context: an acquisition cannot be cancelled")

@@ -13,8 +13,11 @@ func (noneImpl) Excludes() bool       { return true } // it claims to, falsely: 
 func (noneImpl) Backend() backendKind { return noBackend }
 
 func (noneImpl) Supports(workload string, faults faultSet) error {
-	if workload == "waiters" {
+	switch workload {
+	case "waiters":
 		return unsupported("none", "-workload waiters", "nothing ever waits without a lock")
+	case "twoproc":
+		return unsupported("none", "-workload twoproc", "its second process is a turnstile program")
 	}
 	if faults.has("pause") {
 		return unsupported("none", "-faults pause", "it has no server, so no lease to outlive")

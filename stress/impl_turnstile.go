@@ -2,37 +2,60 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
 // turnstileImpl is the library under test: one engine (one session, one
-// loop goroutine) shared by every worker of the run.
-type turnstileImpl struct{}
+// loop goroutine) shared by every worker of the run. By default, workers
+// waiting for one lock pass a granted node among themselves (lock
+// cohorting); strictFIFO ("turnstile-fifo") has each queue a node of its
+// own, as the other libraries do.
+type turnstileImpl struct{ strictFIFO bool }
 
-func (turnstileImpl) Name() string         { return "turnstile" }
+func (i turnstileImpl) Name() string {
+	if i.strictFIFO {
+		return "turnstile-fifo"
+	}
+	return "turnstile"
+}
 func (turnstileImpl) Excludes() bool       { return true }
 func (turnstileImpl) Backend() backendKind { return zookeeperBackend }
 
-func (turnstileImpl) Supports(string, faultSet) error { return nil }
+func (i turnstileImpl) Supports(workload string, faults faultSet) error {
+	if workload == "twoproc" && len(faults) > 0 {
+		return unsupported(i.Name(), "-faults with -workload twoproc", "its second process runs outside the harness's fault injection")
+	}
+	return nil
+}
 
-func (turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) {
-	eng, err := engine.Start(ctx, engine.Config{
-		Servers:        o.Servers,
-		SessionTimeout: o.SessionTimeout,
-		MaxInFlight:    o.MaxInFlight,
-		Logger:         o.Logger,
-	})
+func (i turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) {
+	eng, err := engine.Start(ctx, turnstileConfig(o.Servers, o.SessionTimeout, o.MaxInFlight, i.strictFIFO, o.Logger))
 	if err != nil {
 		return nil, err
 	}
-	return &turnstileClient{eng: eng, owner: string(o.Marker)}, nil
+	return &turnstileClient{eng: eng, owner: string(o.Marker), strictFIFO: i.strictFIFO}, nil
+}
+
+// turnstileConfig is the engine of a run, the harness's and the plain
+// program's alike.
+func turnstileConfig(servers []string, sessionTimeout time.Duration, maxInFlight int, strictFIFO bool, logger *slog.Logger) engine.Config {
+	return engine.Config{
+		Servers:        servers,
+		SessionTimeout: sessionTimeout,
+		MaxInFlight:    maxInFlight,
+		Logger:         logger,
+		Cohort:         engine.CohortConfig{StrictFIFO: strictFIFO},
+	}
 }
 
 type turnstileClient struct {
-	eng   *engine.Engine
-	owner string
+	eng        *engine.Engine
+	owner      string
+	strictFIFO bool
 }
 
 func (c *turnstileClient) Mutex(path string) (locker, error) {
@@ -68,9 +91,20 @@ func (c *turnstileClient) Semaphore(path string, n int) (locker, error) {
 
 func (c *turnstileClient) Requests() int64 { return int64(c.eng.Stats().Requests()) }
 
+// Waits counts the waits armed: watches on the server, waits on a node of
+// the engine's own, and acquisitions queued in a cohort behind one.
 func (c *turnstileClient) Waits() int64 {
 	s := c.eng.Stats()
-	return int64(s.Watches + s.LocalWatches)
+	return int64(s.Watches+s.LocalWatches) + c.eng.CohortStats().Waiting
+}
+
+// NodesFor: with cohorting, waiters behind a holder of the same engine
+// queue without a node; they have the holder's.
+func (c *turnstileClient) NodesFor(waiters int) int {
+	if c.strictFIFO {
+		return waiters + 1
+	}
+	return 1
 }
 func (c *turnstileClient) Close() error { return c.eng.Close() }
 

@@ -61,7 +61,8 @@ func plainMain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	ctx := context.Background()
-	cycles, closeLib, err := openPlain(ctx, o)
+	var violations atomic.Int64
+	cycles, closeLib, err := openPlain(ctx, o, &violations)
 	if err != nil {
 		fmt.Fprintln(stderr, "plain:", err)
 		return exitFailed
@@ -71,23 +72,32 @@ func plainMain(args []string, stdout, stderr io.Writer) int {
 	if err := interop.WriteBench(stdout, res); err != nil {
 		return exitFailed
 	}
-	fmt.Fprintf(stdout, "RESULT acquisitions=%d violations=0\n", res.Cycles)
-	if res.Errors > 0 {
+	fmt.Fprintf(stdout, "RESULT acquisitions=%d violations=%d\n", res.Cycles, violations.Load())
+	if res.Errors > 0 || violations.Load() > 0 {
 		return exitFailed
 	}
 	return exitOK
 }
 
 // openPlain connects the library and makes each worker's cycle: the
-// library's own acquire and release, timed.
-func openPlain(ctx context.Context, o workloadSpec) (cycles []plainCycle, closeLib func(), err error) {
+// library's own acquire and release, timed. With o.witness, a turnstile
+// holder also follows the witness file's mutex protocol, and counts a
+// failed check in violations.
+func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64) (cycles []plainCycle, closeLib func(), err error) {
 	cycles = make([]plainCycle, o.workers)
 	switch o.impl {
-	case "turnstile":
-		eng, err := engine.Start(ctx, engine.Config{Servers: o.servers, SessionTimeout: o.sessionTimeout,
-			MaxInFlight: o.maxInFlight, Logger: slog.New(slog.DiscardHandler)})
+	case "turnstile", "turnstile-fifo":
+		eng, err := engine.Start(ctx, turnstileConfig(o.servers, o.sessionTimeout, o.maxInFlight, o.impl == "turnstile-fifo",
+			slog.New(slog.DiscardHandler)))
 		if err != nil {
 			return nil, nil, err
+		}
+		var wit *interop.Witness
+		if o.witness != "" {
+			if wit, err = interop.NewWitness(o.witness); err != nil {
+				eng.Close()
+				return nil, nil, err
+			}
 		}
 		for w := range cycles {
 			m := lock.NewMutex(eng, o.workerPath(w))
@@ -96,7 +106,14 @@ func openPlain(ctx context.Context, o workloadSpec) (cycles []plainCycle, closeL
 				if err != nil {
 					return nil, err
 				}
-				return l.Release, nil
+				if wit == nil {
+					return l.Release, nil
+				}
+				entered := witnessed(wit.AcquireMutex(), violations)
+				return func(ctx context.Context) error {
+					left := witnessed(wit.ReleaseMutex(), violations)
+					return errors.Join(entered, left, l.Release(ctx))
+				}, nil
 			})
 		}
 		return cycles, func() { eng.Close() }, nil
@@ -145,6 +162,16 @@ func openPlain(ctx context.Context, o workloadSpec) (cycles []plainCycle, closeL
 		return cycles, func() { rdb.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("no plain program for -impl %q", o.impl)
+}
+
+// witnessed counts a witness check that failed in violations, and returns
+// any other error of the witness (its file's I/O), which the cycle reports.
+func witnessed(err error, violations *atomic.Int64) error {
+	if errors.Is(err, interop.ErrViolation) {
+		violations.Add(1)
+		return nil
+	}
+	return err
 }
 
 // timed is the cycle of acquire (which returns its release): acquire,

@@ -73,6 +73,9 @@ type result struct {
 	Error   string   `json:"error,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
 	Skipped string   `json:"-"`
+
+	// companion is the second process's row of a twoproc run.
+	companion *result
 }
 
 // failed: the run must make the command exit non-zero.

@@ -176,6 +176,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			idx++
 			con.logf("%s", res.summary())
 			results = append(results, res)
+			if c := res.companion; c != nil {
+				con.logf("%s", c.summary())
+				results = append(results, c)
+			}
 		}
 		results = append(results, p.skipped...)
 		if cfg.JSON {
@@ -402,6 +406,19 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		}
 	}
 
+	if cfg.Workload == "twoproc" && cfg.WitnessFile == "" {
+		// The other process's holders are seen only through the witness.
+		f, remove, err := memoryWitness()
+		if err != nil {
+			res.Error = err.Error()
+			return
+		}
+		defer remove()
+		withWitness := *cfg
+		withWitness.WitnessFile = f
+		cfg = &withWitness
+	}
+
 	logger := slog.New(slog.DiscardHandler)
 	if cfg.Verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -418,6 +435,15 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	}
 	closeClient := sync.OnceValue(c.Close)
 	defer closeClient()
+
+	var comp *companion
+	if cfg.Workload == "twoproc" {
+		if comp, err = startCompanion(hard, cfg, im.Name(), servers); err != nil {
+			res.Error = "second process: " + err.Error()
+			return
+		}
+		defer comp.peer.Kill()
+	}
 
 	w := (*witness)(nil)
 	if im.Excludes() && cfg.WitnessFile != "" {
@@ -532,6 +558,13 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		}
 	}
 	res.window(s0, s1, !cfg.Faults.has("leader-kill"))
+	if comp != nil {
+		// The server served both processes: per cycle of one, its figures
+		// would mislead.
+		res.ServerCPUUsPerCycle, res.ServerRequestsPerCycle = nil, nil
+		res.companion = comp.finish(cfg)
+		progressed(res, res.companion)
+	}
 	if req := c.Requests(); req >= 0 && res.Cycles > 0 {
 		// The client's own count covers the whole run, warm-up included.
 		v := float64(req) / float64(r.cycles.Load())

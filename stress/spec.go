@@ -25,6 +25,10 @@ type workloadSpec struct {
 	maxInFlight    int
 	redisTTL       time.Duration
 	redisRetry     time.Duration
+	// witness, when not empty, is the cross-process witness file a plain
+	// turnstile program follows the mutex protocol of (the twoproc
+	// workload's second process), counting its violations.
+	witness string
 }
 
 // args is the command line that asks a child for s.
@@ -34,14 +38,14 @@ func (s workloadSpec) args() []string {
 		"-paths", fmt.Sprint(s.paths), "-workers", fmt.Sprint(s.workers), "-iterations", fmt.Sprint(s.iterations),
 		"-duration", s.duration.String(), "-warmup", s.warmup.String(), "-hold", s.hold.String(),
 		"-session-timeout", s.sessionTimeout.String(), "-max-in-flight", fmt.Sprint(s.maxInFlight),
-		"-redis-ttl", s.redisTTL.String(), "-redis-retry", s.redisRetry.String(),
+		"-redis-ttl", s.redisTTL.String(), "-redis-retry", s.redisRetry.String(), "-witness", s.witness,
 	}
 }
 
 // register defines s's flags on fs; servers is split after Parse by
 // splitServers.
 func (s *workloadSpec) register(fs *flag.FlagSet, servers *string) {
-	fs.StringVar(&s.impl, "impl", "", "turnstile | gozk | rawzk | redis")
+	fs.StringVar(&s.impl, "impl", "", "turnstile | turnstile-fifo | gozk | rawzk | redis")
 	fs.StringVar(servers, "servers", "", "host:port,...")
 	fs.StringVar(&s.path, "path", "", "lock path (Redis: key)")
 	fs.IntVar(&s.paths, "paths", 0, "0: every worker on -path; n: worker w on -path/<w mod n>")
@@ -54,6 +58,7 @@ func (s *workloadSpec) register(fs *flag.FlagSet, servers *string) {
 	fs.IntVar(&s.maxInFlight, "max-in-flight", 0, "")
 	fs.DurationVar(&s.redisTTL, "redis-ttl", 5*time.Second, "")
 	fs.DurationVar(&s.redisRetry, "redis-retry", time.Millisecond, "")
+	fs.StringVar(&s.witness, "witness", "", "turnstile: follow the witness file's mutex protocol; a failed check is a violation")
 }
 
 // workerPath is worker w's lock path.

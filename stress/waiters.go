@@ -95,9 +95,14 @@ func (r *runState) runWaiters(ctx context.Context, sc *scanner, cl *cluster) (*w
 		}
 	}
 
-	// 3. The plateau: every waiter's node exists and its watch is set.
+	// 3. The plateau: every waiter's node exists and its watch is set, or,
+	// for waiters queued inside the client, it counts them.
+	nodes := K * (W + 1)
+	if nc, ok := r.cl.(nodeCounter); ok {
+		nodes = K * nc.NodesFor(W)
+	}
 	var note string
-	res.plateau, note = r.waitPlateau(ctx, sc, watchCount, paths, K*(W+1), watches0+int64(K*W), ws.allDone)
+	res.plateau, note = r.waitPlateau(ctx, sc, watchCount, paths, nodes, watches0+int64(K*W), ws.allDone)
 	if note != "" {
 		res.notes = append(res.notes, note)
 	}
