@@ -56,10 +56,10 @@ type stallOutcome struct {
 // startPauser starts the stalled holder's process for impl im on servers.
 func startPauser(ctx context.Context, cfg *config, env *runEnv, im impl, servers []string, marker []byte) (*pauser, error) {
 	o := pauseChildOptions{
-		workloadSpec: cfg.spec(servers), witness: cfg.WitnessFile,
-		resource: cfg.WitnessFile + ".resource", marker: string(marker) + ":stalled",
+		workloadSpec: cfg.spec(servers),
+		resource:     cfg.WitnessFile + ".resource", marker: string(marker) + ":stalled",
 	}
-	o.impl, o.workers = im.Name(), 1
+	o.impl, o.workers, o.witness = im.Name(), 1, cfg.WitnessFile
 	child, err := startChild(ctx, "pause", o.args())
 	if err != nil {
 		return nil, err

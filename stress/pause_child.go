@@ -34,14 +34,14 @@ import (
 // Anything that fails is printed as "ERROR N <what>" and the child goes on.
 
 // pauseChildOptions are the child's flags: the workload's (one worker on
-// its path), and where the witness file and the resource are.
+// its path, and the witness file), and where the resource is.
 type pauseChildOptions struct {
 	workloadSpec
-	witness, resource, marker string
+	resource, marker string
 }
 
 func (o pauseChildOptions) args() []string {
-	return append(o.workloadSpec.args(), "-witness", o.witness, "-resource", o.resource, "-marker", o.marker)
+	return append(o.workloadSpec.args(), "-resource", o.resource, "-marker", o.marker)
 }
 
 func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -50,7 +50,6 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	fl := flag.NewFlagSet("pause", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	o.register(fl, &servers)
-	fl.StringVar(&o.witness, "witness", "", "")
 	fl.StringVar(&o.resource, "resource", "", "")
 	fl.StringVar(&o.marker, "marker", "", "")
 	if err := fl.Parse(args); err != nil {

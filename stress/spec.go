@@ -25,9 +25,10 @@ type workloadSpec struct {
 	maxInFlight    int
 	redisTTL       time.Duration
 	redisRetry     time.Duration
-	// witness, when not empty, is the cross-process witness file a plain
-	// turnstile program follows the mutex protocol of (the twoproc
-	// workload's second process), counting its violations.
+	// witness, when not empty, is the cross-process witness file the child
+	// follows: the pause fault's stalled holder, and a plain turnstile
+	// program (the twoproc workload's second process), which counts its
+	// violations.
 	witness string
 }
 
@@ -58,7 +59,7 @@ func (s *workloadSpec) register(fs *flag.FlagSet, servers *string) {
 	fs.IntVar(&s.maxInFlight, "max-in-flight", 0, "")
 	fs.DurationVar(&s.redisTTL, "redis-ttl", 5*time.Second, "")
 	fs.DurationVar(&s.redisRetry, "redis-retry", time.Millisecond, "")
-	fs.StringVar(&s.witness, "witness", "", "turnstile: follow the witness file's mutex protocol; a failed check is a violation")
+	fs.StringVar(&s.witness, "witness", "", "the witness file to follow (a plain program: turnstile only, the mutex protocol; a failed check is a violation)")
 }
 
 // workerPath is worker w's lock path.
