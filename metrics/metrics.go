@@ -81,16 +81,22 @@ type Collector struct {
 	leases  map[uint64]*leaseRecord
 
 	// Read from the engine at each scrape.
-	requests     *prometheus.Desc // op
-	multis       *prometheus.Desc
-	batched      *prometheus.Desc
-	localWaits   *prometheus.Desc
-	inFlight     *prometheus.Desc
-	disconnects  *prometheus.Desc
-	reconnects   *prometheus.Desc
-	untrusted    *prometheus.Desc
-	expirations  *prometheus.Desc
-	observerOnly []prometheus.Collector
+	requests    *prometheus.Desc // op
+	multis      *prometheus.Desc
+	batched     *prometheus.Desc
+	localWaits  *prometheus.Desc
+	inFlight    *prometheus.Desc
+	disconnects *prometheus.Desc
+	reconnects  *prometheus.Desc
+	untrusted   *prometheus.Desc
+	expirations *prometheus.Desc
+	// Lock cohorting (engine.CohortStats): the observer sees a cohort's
+	// node granted and given back, never the passes between.
+	cohortGrants  *prometheus.Desc
+	cohortPasses  *prometheus.Desc
+	cohortBack    *prometheus.Desc // why
+	cohortWaiting *prometheus.Desc
+	observerOnly  []prometheus.Collector
 }
 
 // leaseRecord is what the collector remembers of a held lease.
@@ -163,6 +169,14 @@ func New(opts ...Option) *Collector {
 			"Disconnections that outlasted the session's trust: every lease held then was lost."),
 		expirations: desc("sessions_expired_total",
 			"Sessions the server expired under the engine; their leases were lost."),
+		cohortGrants: desc("cohort_grants_total",
+			"Lock nodes granted to a cohort: acquisitions of one engine that pass the lock among themselves."),
+		cohortPasses: desc("cohort_passes_total",
+			"Leases passed from one holder to the next in a cohort, without a request; not in acquisitions_total."),
+		cohortBack: desc("cohort_given_back_total",
+			"Cohort nodes given back with local waiters still queued, by why: another_client seen waiting, or a bound.", "why"),
+		cohortWaiting: desc("cohort_waiting",
+			"Acquisitions queued in cohorts behind a node of the engine, without one of their own."),
 	}
 	c.observerOnly = []prometheus.Collector{c.acquire, c.hold, c.acquisitions, c.pending, c.held, c.suspended, c.ended, c.revocations}
 	return c
@@ -182,7 +196,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		m.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{c.requests, c.multis, c.batched, c.localWaits, c.inFlight,
-		c.disconnects, c.reconnects, c.untrusted, c.expirations} {
+		c.disconnects, c.reconnects, c.untrusted, c.expirations,
+		c.cohortGrants, c.cohortPasses, c.cohortBack, c.cohortWaiting} {
 		ch <- d
 	}
 }
@@ -217,6 +232,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reconnects, ss.Reconnects)
 	counter(c.untrusted, ss.Untrusted)
 	counter(c.expirations, ss.Expirations)
+	cs := eng.CohortStats()
+	counter(c.cohortGrants, cs.Carriers)
+	counter(c.cohortPasses, cs.Passes)
+	counter(c.cohortBack, cs.Yielded, "another_client")
+	counter(c.cohortBack, cs.Bounded, "bound")
+	ch <- prometheus.MustNewConstMetric(c.cohortWaiting, prometheus.GaugeValue, float64(cs.Waiting))
 }
 
 // Observe is the engine's observer (engine.Config.Observer). It runs on the

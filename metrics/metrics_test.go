@@ -388,3 +388,43 @@ func TestLintAndUnattached(t *testing.T) {
 		t.Fatalf("unattached collector: %v, want the two unlabelled gauges at 0", got)
 	}
 }
+
+// Lock cohorting: the engine's acquisitions of one lock pass it among
+// themselves. The observer sees the node granted once; the cohort metrics
+// count the passes and the waiters queued behind the node.
+func TestCohortMetrics(t *testing.T) {
+	eng, _, reg := monitored(t, engine.Config{Cohort: engine.CohortConfig{MaxHold: time.Hour}})
+	ctx := context.Background()
+	m := lock.NewMutex(eng, fmt.Sprintf("/metrics/%s-%d", t.Name(), time.Now().UnixNano()))
+	held, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	futs := []*engine.Future[*lock.Lease]{m.Acquire(ctx), m.Acquire(ctx)}
+	if got := scrape(t, reg)["turnstile_cohort_waiting"]; got != 2 {
+		t.Fatalf("cohort_waiting %v with two acquisitions queued behind the holder, want 2", got)
+	}
+	for _, f := range futs {
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if held, err = f.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := scrape(t, reg)
+	for k, want := range map[string]float64{
+		"turnstile_cohort_grants_total":                           1,
+		"turnstile_cohort_passes_total":                           2,
+		"turnstile_cohort_waiting":                                0,
+		`turnstile_cohort_given_back_total{why="another_client"}`: 0,
+		`turnstile_acquisitions_total{outcome="granted"}`:         1,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+}
