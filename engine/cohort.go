@@ -2,9 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,8 +134,16 @@ func (e *Engine) CohortStats() CohortStats {
 // and one lock keeps the lock order simple (cohorts.mu before any lease's
 // mu, and never before the watchdog's or the engine's).
 type cohorts struct {
-	mu     sync.Mutex
-	byPath map[string][]*cohort // made on first use
+	mu sync.Mutex
+	// byPath holds the cohorts by lock path as Acquire was given it
+	// (relative to Config.Root); made on first use.
+	byPath map[string][]*cohort
+	// cancels watches the contexts of waiting acquisitions, one
+	// context.AfterFunc per Done channel however many wait under it (as
+	// the loop's cancel groups do): workers that share a context pay for
+	// one. Made on first use.
+	cancels map[<-chan struct{}]*cancelWatch
+	seq     uint64 // numbers waiters, so a cancellation ends them in order
 
 	stats struct {
 		carriers, passes, yielded, bounded atomic.Uint64
@@ -146,7 +157,10 @@ type cohorts struct {
 // with waiters or none.
 type cohort struct {
 	eng *Engine
-	req Request // what every member asked, on the server's path
+	// req is what every member asked, validated, on the server's path;
+	// path is its lock path as Acquire was given it.
+	req  Request
+	path string
 
 	head, tail *waiter // FIFO
 	waiting    int
@@ -175,11 +189,19 @@ type cohort struct {
 // waiter is one acquisition waiting in a cohort.
 type waiter struct {
 	fut        *Future[*Lease]
-	stop       func() bool // stops the watch on the acquisition's context
-	c          *cohort     // set when queued
+	seq        uint64
+	c          *cohort
 	prev, next *waiter
-	queued     bool  // in c's queue
-	cancelled  error // the context ended before it was queued
+	queued     bool         // in c's queue
+	cancel     *cancelWatch // watches its context, while queued
+}
+
+// cancelWatch is the waiting acquisitions whose context ends when one Done
+// channel closes.
+type cancelWatch struct {
+	ctx     context.Context
+	waiters map[*waiter]struct{}
+	stop    func() bool
 }
 
 // carrierAttempt is one acquisition of a node for a cohort.
@@ -199,18 +221,23 @@ func (cs *cohorts) admits(e *Engine, req Request) bool {
 	return req.Cohort && !req.TryOnly && req.Seq == "" && !req.Revocable && !e.cfg.Cohort.StrictFIFO
 }
 
-// find returns the cohort of req, made if there is none. cs.mu is held.
-func (cs *cohorts) find(e *Engine, req Request) *cohort {
-	for _, c := range cs.byPath[req.Path] {
+// find returns the cohort of req, whose lock path as given is path, or,
+// when there is none, a new one if create is set and nil if not. cs.mu is
+// held.
+func (cs *cohorts) find(e *Engine, path string, req Request, create bool) *cohort {
+	for _, c := range cs.byPath[path] {
 		if c.req.Prefix == req.Prefix && bytes.Equal(c.req.Data, req.Data) && c.req.FailOnExpiry == req.FailOnExpiry {
 			return c
 		}
 	}
-	if cs.byPath == nil {
-		cs.byPath = make(map[string][]*cohort)
+	if !create {
+		return nil
 	}
-	c := &cohort{eng: e, req: req}
-	cs.byPath[req.Path] = append(cs.byPath[req.Path], c)
+	if cs.byPath == nil {
+		cs.byPath = map[string][]*cohort{}
+	}
+	c := &cohort{eng: e, req: req, path: path}
+	cs.byPath[path] = append(cs.byPath[path], c)
 	return c
 }
 
@@ -219,8 +246,7 @@ func (cs *cohorts) forgetIfIdle(c *cohort) {
 	if c.waiting > 0 || c.pending != nil || c.carrier != nil {
 		return
 	}
-	p := c.req.Path
-	list := cs.byPath[p]
+	list := cs.byPath[c.path]
 	for i, o := range list {
 		if o == c {
 			list = append(list[:i], list[i+1:]...)
@@ -228,29 +254,31 @@ func (cs *cohorts) forgetIfIdle(c *cohort) {
 		}
 	}
 	if len(list) == 0 {
-		delete(cs.byPath, p)
+		delete(cs.byPath, c.path)
 	} else {
-		cs.byPath[p] = list
+		cs.byPath[c.path] = list
 	}
 }
 
-// acquire queues req, valid and on the server's path, in its cohort.
-func (cs *cohorts) acquire(e *Engine, ctx context.Context, req Request) *Future[*Lease] {
-	w := &waiter{fut: newFuture[*Lease]()}
-	if ctx.Done() != nil {
-		// Before it is queued, so that no grant can precede the watch;
-		// a cancellation before the queueing is noted, and honoured there.
-		w.stop = e.rt.afterDone(ctx, func() { cs.cancel(w, context.Cause(ctx)) })
-	}
+// acquire queues req in its cohort; path is its lock path as Acquire was
+// given it. A req that was validated (and is on the server's path) makes
+// the cohort if there is none. One that was not joins only a cohort that
+// exists, whose members asked the same and were validated: then nothing of
+// the request needs checking again, which a hot lock's acquisitions would
+// otherwise pay for on every turn. Without such a cohort it returns nil.
+func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Request, validated bool) *Future[*Lease] {
 	cs.mu.Lock()
-	c := cs.find(e, req)
-	if err := w.cancelled; err != nil {
-		cs.forgetIfIdle(c)
+	c := cs.find(e, path, req, validated)
+	if c == nil {
 		cs.mu.Unlock()
-		w.fut.resolve(nil, err)
-		return w.fut
+		return nil
 	}
+	cs.seq++
+	w := &waiter{fut: newFuture[*Lease](), seq: cs.seq}
 	c.push(w)
+	if done := ctx.Done(); done != nil {
+		cs.watchCancel(e, ctx, done, w)
+	}
 	var start *carrierAttempt
 	ask := false
 	switch {
@@ -272,30 +300,71 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, req Request) *Future[
 	return w.fut
 }
 
-// cancel removes w, whose context ended with cause, from c's queue and
-// resolves it; a waiter granted meanwhile keeps its lease, as the engine's
-// own do. With nobody left to take it, a pending node is given up.
-func (cs *cohorts) cancel(w *waiter, cause error) {
-	cs.mu.Lock()
-	c := w.c
-	if !w.queued {
-		if c == nil {
-			w.cancelled = cause // not queued yet: acquire honours it
+// watchCancel has w, queued, cancelled when ctx (whose Done is done)
+// ends. cs.mu is held.
+func (cs *cohorts) watchCancel(e *Engine, ctx context.Context, done <-chan struct{}, w *waiter) {
+	g := cs.cancels[done]
+	if g == nil {
+		if cs.cancels == nil {
+			cs.cancels = map[<-chan struct{}]*cancelWatch{}
 		}
+		g = &cancelWatch{ctx: ctx, waiters: map[*waiter]struct{}{}}
+		cs.cancels[done] = g
+		g.stop = e.rt.afterDone(ctx, func() { cs.cancelled(done) })
+	}
+	g.waiters[w] = struct{}{}
+	w.cancel = g
+}
+
+// unwatchCancel: w leaves the queue; its context no longer matters. cs.mu
+// is held.
+func (cs *cohorts) unwatchCancel(w *waiter) {
+	g := w.cancel
+	if g == nil {
+		return
+	}
+	w.cancel = nil
+	delete(g.waiters, w)
+	if len(g.waiters) == 0 {
+		g.stop()
+		if done := g.ctx.Done(); cs.cancels[done] == g {
+			delete(cs.cancels, done)
+		}
+	}
+}
+
+// cancelled: the context whose Done is done ended. Its waiters leave their
+// queues, in the order they came, and resolve with the context's cause; a
+// waiter granted meanwhile keeps its lease, as the engine's own do. A node
+// pending for a cohort nobody waits in any more is given up.
+func (cs *cohorts) cancelled(done <-chan struct{}) {
+	cs.mu.Lock()
+	g := cs.cancels[done]
+	if g == nil {
 		cs.mu.Unlock()
 		return
 	}
-	c.remove(w)
-	var abandon *carrierAttempt
-	if c.waiting == 0 && c.pending != nil {
-		abandon, c.pending = c.pending, nil
-		cs.forgetIfIdle(c)
+	delete(cs.cancels, done)
+	ws := slices.SortedFunc(maps.Keys(g.waiters), func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	var abandoned []*carrierAttempt
+	for _, w := range ws {
+		w.cancel = nil
+		c := w.c
+		c.remove(w)
+		if c.waiting == 0 && c.pending != nil {
+			abandoned = append(abandoned, c.pending)
+			c.pending = nil
+			cs.forgetIfIdle(c)
+		}
 	}
 	cs.mu.Unlock()
-	if abandon != nil {
-		abandon.cancel() // the engine removes its node
+	for _, a := range abandoned {
+		a.cancel() // the engine removes its node
 	}
-	w.fut.resolve(nil, cause)
+	cause := context.Cause(g.ctx)
+	for _, w := range ws {
+		w.fut.resolve(nil, cause)
+	}
 }
 
 // seal stops every cohort of path from passing its node on.
@@ -336,16 +405,14 @@ func (c *cohort) remove(w *waiter) {
 	w.prev, w.next, w.queued = nil, nil, false
 	c.waiting--
 	c.eng.cohorts.stats.waiting.Add(-1)
+	c.eng.cohorts.unwatchCancel(w)
 }
 
-// pop takes the first waiter, and stops watching its context.
+// pop takes the first waiter.
 func (c *cohort) pop() *waiter {
 	w := c.head
 	if w != nil {
 		c.remove(w)
-		if w.stop != nil {
-			w.stop()
-		}
 	}
 	return w
 }
@@ -453,8 +520,7 @@ func (c *cohort) granted(a *carrierAttempt, carrier *Lease, err error) {
 // release returns at once, as for a pass.
 func (c *cohort) release(v *Lease) *Future[struct{}] {
 	e := c.eng
-	trusted := e.trust.vouches(v.carrier) // never under cs.mu: it may close Lost channels
-	now := e.trust.clock()
+	trusted, now := e.trust.vouches(v.carrier) // never under cs.mu: it may close Lost channels
 	cs := &e.cohorts
 	cs.mu.Lock()
 	if c.holder != v {
@@ -608,8 +674,7 @@ func (c *cohort) askWatch(carrier *Lease) {
 // tells nothing, so it counts as one. A turn that waited for it goes on.
 func (c *cohort) watched(carrier *Lease, self string, children []string, ch <-chan zk.Event, err error) {
 	e := c.eng
-	trusted := e.trust.vouches(carrier)
-	now := e.trust.clock()
+	trusted, now := e.trust.vouches(carrier)
 	cs := &e.cohorts
 	cs.mu.Lock()
 	if c.carrier != carrier {
@@ -657,16 +722,17 @@ func (e *Engine) spawn(f func()) bool {
 // vouches reports whether the watchdog holds l, admitted and not lost, in
 // the session it trusts now, and the deadline has not passed: a local
 // pass is a grant, and asks what a grant asks (see admit). A deadline
-// passed unnoticed ends trust here, as in admit.
-func (t *sessionTrust) vouches(l *Lease) bool {
+// passed unnoticed ends trust here, as in admit. now is the time it read.
+func (t *sessionTrust) vouches(l *Lease) (ok bool, now time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.held[l]; !ok || t.stopped || t.lapsed {
-		return false
+	now = t.clock()
+	if _, held := t.held[l]; !held || t.stopped || t.lapsed {
+		return false, now
 	}
-	if t.clock() >= t.deadline() {
+	if now >= t.deadline() {
 		t.lapse()
-		return false
+		return false, now
 	}
-	return true
+	return true, now
 }

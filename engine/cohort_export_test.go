@@ -7,14 +7,10 @@ package engine
 // knows that another client waits: the listing it asked for showed one, or
 // its watch fired since.
 func (e *Engine) CohortSeesOthers(path string) bool {
-	full, err := e.serverPath(path)
-	if err != nil {
-		return false
-	}
 	cs := &e.cohorts
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for _, c := range cs.byPath[full] {
+	for _, c := range cs.byPath[path] {
 		if c.carrier != nil && c.watchKnown && c.othersWait() {
 			return true
 		}
@@ -26,14 +22,10 @@ func (e *Engine) CohortSeesOthers(path string) bool {
 // has had the answer to the listing that tells whether another client
 // waits.
 func (e *Engine) CohortListed(path string) bool {
-	full, err := e.serverPath(path)
-	if err != nil {
-		return false
-	}
 	cs := &e.cohorts
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for _, c := range cs.byPath[full] {
+	for _, c := range cs.byPath[path] {
 		if c.carrier != nil && !c.watchKnown {
 			return false
 		}

@@ -23,14 +23,14 @@ func TestCohortPassAsksTheWatchdog(t *testing.T) {
 	if !tr.admit(carrier, 0x10) {
 		t.Fatal("carrier not admitted")
 	}
-	if !tr.vouches(carrier) {
+	if ok, _ := tr.vouches(carrier); !ok {
 		t.Fatal("no pass under a trusted carrier")
 	}
-	if tr.vouches(stranger) {
+	if ok, _ := tr.vouches(stranger); ok {
 		t.Fatal("a pass under a lease the watchdog never admitted")
 	}
 	clock.set(48 * time.Minute) // the deadline; the timer has not run
-	if tr.vouches(carrier) {
+	if ok, _ := tr.vouches(carrier); ok {
 		t.Fatal("a pass at the deadline")
 	}
 	if !errors.Is(carrier.Err(), ErrLost) || !tr.lapsed {
@@ -51,7 +51,7 @@ func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEngine(cfg) // never started: Acquire only queues its command
-	c := e.cohorts.find(e, Request{Path: "/p", Prefix: queue.WritePrefix, Cohort: true})
+	c := e.cohorts.find(e, "/p", Request{Path: "/p", Prefix: queue.WritePrefix, Cohort: true}, true)
 	carrier := &Lease{eng: e, path: "/p", node: "/p/_c_x-__WRIT__0000000001"}
 	c.carrier, c.holder, c.watchKnown = carrier, c.view(carrier, 0), true
 	c.push(&waiter{fut: newFuture[*Lease]()})

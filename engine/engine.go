@@ -336,9 +336,16 @@ func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
 // request that cannot work resolves the future at once, before anything is
 // sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest.
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
+	cohort := e.cohorts.admits(e, req)
+	if cohort && req.Decide != nil && ctx.Err() == nil {
+		if f := e.cohorts.acquire(e, ctx, req.Path, req, false); f != nil {
+			return f // joined a cohort of requests the same as req
+		}
+	}
 	if err := req.validate(); err != nil {
 		return resolvedFuture[*Lease](nil, err)
 	}
+	path := req.Path
 	full, err := e.serverPath(req.Path)
 	if err != nil {
 		return resolvedFuture[*Lease](nil, err)
@@ -350,10 +357,10 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if req.Seq != "" {
 		// A node with a borrowed number takes the place of a held one of
 		// this engine (a downgrade): that node may not pass on.
-		e.cohorts.seal(req.Path)
+		e.cohorts.seal(path)
 	}
-	if e.cohorts.admits(e, req) {
-		return e.cohorts.acquire(e, ctx, req)
+	if cohort {
+		return e.cohorts.acquire(e, ctx, path, req, true)
 	}
 	fut := newFuture[*Lease]()
 	e.acquire(ctx, req, fut)
