@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(zkserver.Shared(m, &shared))
 }
 
+// strictFIFO is an engine without lock cohorting: every acquisition is
+// the loop's, and the observer's.
+var strictFIFO = engine.Config{Cohort: engine.CohortConfig{StrictFIFO: true}}
+
 // monitored starts an engine observed by a new collector, registered in a
 // registry of its own.
 func monitored(t *testing.T, cfg engine.Config) (*engine.Engine, *metrics.Collector, *prometheus.Registry) {
@@ -241,11 +245,13 @@ func TestRecipes(t *testing.T) {
 }
 
 // While one lease is held and three acquisitions wait, the gauges say so;
-// once all are done, they read zero.
+// once all are done, they read zero. (Each acquisition queues a node of its
+// own: with lock cohorting the observer sees one node for all four; see
+// TestCohortMetrics.)
 func TestGaugesWhileContended(t *testing.T) {
 	ctx := testCtx(t)
 	p := lockPath(t)
-	eng, _, reg := monitored(t, engine.Config{})
+	eng, _, reg := monitored(t, strictFIFO)
 	m := lock.NewMutex(eng, p)
 	first, err := m.Lock(ctx)
 	if err != nil {
@@ -319,11 +325,12 @@ func TestLossAndSessions(t *testing.T) {
 }
 
 // Scraping while the loop grants and releases is safe (run with -race),
-// and the figures add up once the work is done.
+// and the figures add up once the work is done. (Every acquisition on a
+// node of its own, so that the observer sees each.)
 func TestScrapeWhileLoopRuns(t *testing.T) {
 	ctx := testCtx(t)
 	p := lockPath(t)
-	eng, _, reg := monitored(t, engine.Config{})
+	eng, _, reg := monitored(t, strictFIFO)
 	stop := make(chan struct{})
 	var scrapes sync.WaitGroup
 	scrapes.Go(func() {
