@@ -482,10 +482,15 @@ func (c *cohort) granted(a *carrierAttempt, carrier *Lease, err error) {
 		return
 	}
 	if !carrier.followLoss(func(cause error) { c.lost(carrier, cause) }) {
-		// Lost between the grant and now: as if lost while held.
-		c.carrier = carrier
+		// Lost between the grant and now (the watchdog's timer): as if
+		// lost while held, with no holder yet.
+		cause := carrier.Err()
+		if l, ok := cause.(*lostError); ok {
+			cause = l.cause
+		}
+		failed, start := c.afterLoss(cause)
 		cs.mu.Unlock()
-		c.lost(carrier, carrier.Err())
+		c.resume(failed, start, cause)
 		return
 	}
 	w := c.pop()
@@ -634,8 +639,16 @@ func (c *cohort) lost(carrier *Lease, cause error) {
 		c.holder.markLost(cause)
 		c.holder = nil
 	}
-	var failed []*waiter
-	var start *carrierAttempt
+	failed, start := c.afterLoss(cause)
+	cs.mu.Unlock()
+	c.resume(failed, start, cause)
+}
+
+// afterLoss decides what becomes of the waiters once the node is lost:
+// they fail with the loss when the engine closes, or when the session
+// expired and expiries fail waiters; else the next one queues a node.
+// cs.mu is held.
+func (c *cohort) afterLoss(cause error) (failed []*waiter, start *carrierAttempt) {
 	switch {
 	case c.waiting == 0:
 	case errors.Is(cause, ErrClosed),
@@ -644,8 +657,12 @@ func (c *cohort) lost(carrier *Lease, cause error) {
 	default:
 		start = c.attempt()
 	}
-	cs.forgetIfIdle(c)
-	cs.mu.Unlock()
+	c.eng.cohorts.forgetIfIdle(c)
+	return failed, start
+}
+
+// resume carries out afterLoss's choice, once cs.mu is released.
+func (c *cohort) resume(failed []*waiter, start *carrierAttempt, cause error) {
 	for _, w := range failed {
 		w.fut.resolve(nil, cause)
 	}
@@ -682,7 +699,7 @@ func (c *cohort) watched(carrier *Lease, self string, children []string, ch <-ch
 		return
 	}
 	c.watchKnown = true
-	c.foreign = err != nil
+	c.foreign = c.foreign || err != nil
 	for _, name := range children {
 		if _, ok := queue.Parse(name); ok && name != self {
 			c.foreign = true
