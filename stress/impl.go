@@ -62,6 +62,12 @@ type nodeCounter interface {
 	NodesFor(waiters int) int
 }
 
+// cohortReporter is a client that passes locks among its own waiters
+// (turnstile's lock cohorting) and says how it went.
+type cohortReporter interface {
+	Cohort() string
+}
+
 // waitCounter is a client that counts the waits it has armed, whether or
 // not each one asked the server for a watch (turnstile waits on its own
 // nodes without one). The waiters workload reads it for its plateau.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -107,6 +108,16 @@ func (c *turnstileClient) NodesFor(waiters int) int {
 	return 1
 }
 func (c *turnstileClient) Close() error { return c.eng.Close() }
+
+// Cohort says what lock cohorting did in the run, for the table's notes.
+func (c *turnstileClient) Cohort() string { return cohortNote(c.eng.CohortStats()) }
+
+// cohortNote is a run's lock cohorting in one line: the harness's own
+// and a plain turnstile program's (printed on a COHORT line).
+func cohortNote(s engine.CohortStats) string {
+	return fmt.Sprintf("cohort: %d nodes granted, %d passes, given back %d times to another client and %d times at a bound",
+		s.Carriers, s.Passes, s.Yielded, s.Bounded)
+}
 
 // futureAcquirer is what every turnstile recipe offers: an acquisition that
 // returns a future at once.

@@ -62,12 +62,16 @@ func plainMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	var violations atomic.Int64
-	cycles, closeLib, err := openPlain(ctx, o, &violations)
+	var report func() string
+	cycles, closeLib, err := openPlain(ctx, o, &violations, &report)
 	if err != nil {
 		fmt.Fprintln(stderr, "plain:", err)
 		return exitFailed
 	}
 	res := runPlain(ctx, o, cycles, stdout)
+	if report != nil {
+		fmt.Fprintln(stdout, "COHORT", report())
+	}
 	closeLib()
 	if err := interop.WriteBench(stdout, res); err != nil {
 		return exitFailed
@@ -83,7 +87,9 @@ func plainMain(args []string, stdout, stderr io.Writer) int {
 // library's own acquire and release, timed. With o.witness, a turnstile
 // holder also follows the witness file's mutex protocol, and counts a
 // failed check in violations.
-func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64) (cycles []plainCycle, closeLib func(), err error) {
+//
+// report, for turnstile, is set to say what lock cohorting did.
+func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64, report *func() string) (cycles []plainCycle, closeLib func(), err error) {
 	cycles = make([]plainCycle, o.workers)
 	switch o.impl {
 	case "turnstile", "turnstile-fifo":
@@ -92,6 +98,7 @@ func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64) (c
 		if err != nil {
 			return nil, nil, err
 		}
+		*report = func() string { return cohortNote(eng.CohortStats()) }
 		var wit *interop.Witness
 		if o.witness != "" {
 			if wit, err = interop.NewWitness(o.witness); err != nil {

@@ -605,6 +605,9 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 			res.Notes = append(res.Notes, fmt.Sprintf("leaked lock nodes, e.g. %s", left[0]))
 		}
 	}
+	if cr, ok := c.(cohortReporter); ok {
+		res.Notes = append(res.Notes, cr.Cohort())
+	}
 	if err := closeClient(); err != nil && !errors.Is(err, context.Canceled) {
 		res.Notes = append(res.Notes, "close: "+err.Error())
 	}

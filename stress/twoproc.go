@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/turnstile-go/turnstile/interop"
@@ -85,6 +86,11 @@ func (c *companion) finish(cfg *config) *result {
 		res.Notes = append(res.Notes, lastLines(out.Output, 5)...)
 	}
 	res.Violations = int64(out.Violations)
+	for _, l := range splitLines(out.Output) {
+		if note, ok := strings.CutPrefix(l, "COHORT "); ok {
+			res.Notes = append(res.Notes, note)
+		}
+	}
 	b, perr := interop.ParseBench(out.Output)
 	if perr != nil {
 		if res.Error == "" {
