@@ -7,18 +7,29 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
-// bareEngine is an engine's loop state without a session: pure tests and
-// benchmarks hand it replies directly. Nothing it queues is ever sent.
-func bareEngine(log *slog.Logger) *Engine {
-	return &Engine{log: log, inbox: events.NewInbox(), sem: semaphore.NewWeighted(0),
-		contenders: map[uint64]*entry{}, watchers: map[string][]uint64{}, listings: map[string]*listing{},
-		nodes: map[string]uint64{}, localWatch: map[string][]uint64{}, borrowed: map[string]int{}}
+// bareCore is an engine's core without a runtime: pure tests and
+// benchmarks hand it replies directly. Its in-flight bound is zero, so
+// nothing it decides to send is ever sent; settle carries out the rest.
+func bareCore(log *slog.Logger) *core {
+	c := newCore(Config{Logger: log}, nil, &counters{}, &gauges{})
+	c.newID = queue.NewID
+	c.newLease = func(id uint64, path, node string, token int64) *Lease {
+		return &Lease{id: id, path: path, node: node, token: token}
+	}
+	return c
+}
+
+// settle resolves the futures the core decided to resolve, as the runtime
+// would, and drops the rest of what it decided.
+func (c *core) settle() {
+	e := &Engine{}
+	for _, n := range c.ready().Notices {
+		e.notice(n)
+	}
 }
 
 // records is a slog.Handler that keeps every record.
@@ -41,7 +52,7 @@ func (r *records) Handle(_ context.Context, rec slog.Record) error {
 // hears of the wrap once.
 func TestWrappedListingLoggedOnce(t *testing.T) {
 	var logs records
-	e := bareEngine(slog.New(&logs))
+	c := bareCore(slog.New(&logs))
 	const path = "/locks/a"
 	for round := range 3 {
 		name := node(round+1, -2147483648+round)
@@ -49,9 +60,10 @@ func TestWrappedListingLoggedOnce(t *testing.T) {
 			c: *newContender(path, queue.MutexPrefix, seqDecide, queue.NewID)}
 		en.c.setNode(name)
 		en.c.phase = phaseListing
-		e.contenders[en.id] = en
-		e.listings[path] = &listing{current: []uint64{en.id}}
-		e.listed(events.OpDone{Op: events.OpList, Path: path, Children: []string{other(2147483647), name}, Pzxid: 1}, input{})
+		c.contenders[en.id] = en
+		c.listings[path] = &listing{current: []uint64{en.id}}
+		c.listed(events.OpDone{Op: events.OpList, Path: path, Children: []string{other(2147483647), name}, Pzxid: 1}, input{})
+		c.settle()
 		if _, done, err := en.acquired.Result(); !done || !errors.Is(err, ErrSequenceWrapped) {
 			t.Fatalf("round %d: acquisition resolved %v with %v, want ErrSequenceWrapped", round, done, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -41,17 +42,18 @@ var phaseNames = [...]string{"new", "creating", "parents", "listing", "watching"
 
 func (p phase) String() string { return phaseNames[p] }
 
-// outcome classifies a ZooKeeper reply for the state machine, so that the
-// machine need not know the client library's error values.
-type outcome int
+// outcome classifies a ZooKeeper reply for the state machine (the
+// runtime's classify), so that the machine need not know the client
+// library's error values.
+type outcome = events.Outcome
 
 const (
-	outOK         outcome = iota
-	outNoNode             // the znode named does not exist
-	outNodeExists         // the znode to create exists
-	outConnLoss           // the request's fate is unknown: connection lost, session moved or expired
-	outClosing            // the client is closing; nothing more can be sent
-	outFailed             // any other error: the request was refused
+	outOK         = events.OK
+	outNoNode     = events.NoNode
+	outNodeExists = events.NodeExists
+	outConnLoss   = events.ConnLoss
+	outClosing    = events.Closing
+	outFailed     = events.Refused
 )
 
 type inputKind int

@@ -1,9 +1,12 @@
-// Package events is the vocabulary of turnstile's event loop: every event that
-// enters it (session state, watch fired, ZooKeeper operation finished, user
-// command, timer) and the reports the engine gives its observers.
+// Package events is the vocabulary of turnstile's engine core: every event
+// the runtime (or the simulator) feeds it — session state, a watch fired, a
+// request's reply classified into an Outcome, a request done, a change of
+// the watchdog's trust, a timer, a user's command — and the Reports the
+// engine gives its observers.
 //
-// The package knows nothing of ZooKeeper connections; the engine translates
-// the client's callbacks into these values.
+// The package knows nothing of ZooKeeper clients: the engine's runtime
+// translates the client's callbacks and errors into these values, so the
+// core decides on them alone.
 package events
 
 import "time"
@@ -128,8 +131,30 @@ func (k OpKind) String() string {
 	return "unknown"
 }
 
-// OpDone reports that one ZooKeeper request finished. Every request the
-// engine sends comes back as exactly one OpDone.
+// Outcome is a request's reply as the core needs it: the client's error
+// values are the runtime's to classify.
+type Outcome int
+
+const (
+	OK         Outcome = iota
+	NoNode             // the znode named does not exist
+	NodeExists         // the znode to create exists
+	ConnLoss           // the request's fate is unknown: connection lost, session moved or expired
+	Closing            // the client is closing; nothing more can be sent
+	Refused            // any other error: the server or the client refused the request
+)
+
+var outcomeNames = [...]string{"ok", "no-node", "node-exists", "connection-loss", "closing", "refused"}
+
+func (o Outcome) String() string {
+	if o < 0 || int(o) >= len(outcomeNames) {
+		return "unknown"
+	}
+	return outcomeNames[o]
+}
+
+// OpDone reports that one ZooKeeper request (or one op of a multi request)
+// finished. Every op the engine sends comes back as exactly one OpDone.
 type OpDone struct {
 	Op        OpKind
 	Contender uint64 // 0 for requests shared by several contenders (listings)
@@ -139,15 +164,33 @@ type OpDone struct {
 	Data      []byte // OpRevokeWatch: the node's data
 	Pzxid     int64  // OpList, OpRecover: the parent's pzxid at the time of the listing
 	Zxid      int64  // OpDelete: the greatest zxid the client had read once the reply came
-	Err       error
+	Outcome   Outcome
+	Err       error // the client's error, for the user; nil when Outcome is OK
 
 	// Foreign, for OpRecover: a child carries the contender's protected id,
 	// but another session owns it.
 	Foreign bool
 }
 
-// Command is a request from a user of the engine. Its payload is the
-// engine's own; the loop type-switches on it.
+// RequestDone reports that a request the core sent (one multi request
+// counts once) came back, after the OpDone of each of its ops: the core
+// counts requests in flight with it. Write: the request carried creates
+// or deletes.
+type RequestDone struct {
+	Write bool
+}
+
+// TrustChanged reports the session watchdog's verdict: Lapsed, the server
+// may have expired the session, since no reply came in time (the watchdog
+// has already closed the Lost channel of every lease held); or it answers
+// the same session again, in time.
+type TrustChanged struct {
+	Lapsed bool
+}
+
+// Command is a request from a user of the engine: acquire, release,
+// cancel, close. Its payload is the engine's own; the core type-switches
+// on it.
 type Command struct {
 	Payload any
 }
@@ -162,6 +205,8 @@ func (WatchFired) isEvent()     {}
 func (OpDone) isEvent()         {}
 func (Command) isEvent()        {}
 func (TimerFired) isEvent()     {}
+func (RequestDone) isEvent()    {}
+func (TrustChanged) isEvent()   {}
 
 // ReportKind names something an observer is told about.
 type ReportKind int
