@@ -42,6 +42,14 @@ type Config struct {
 	// session expires, instead of queueing again under the new session
 	// (and losing their place).
 	FailOnExpiry bool
+	// NoPin turns off the listing-free cycle: the engine never keeps a pin
+	// (an ephemeral child named ~pin-<session>) on a mutex or read-write
+	// lock path it cycles on, and every acquisition lists its path. Set it
+	// where a client that fails on a child it cannot parse shares the
+	// paths: go-zookeeper's own Lock does. Curator and kazoo sort a pin
+	// after every lock node or skip it. See DESIGN.md, "the listing-free
+	// cycle".
+	NoPin bool
 	// Logger receives the engine's logs (default: discarded).
 	Logger *slog.Logger
 	// Dialer connects to a server (default net.DialTimeout); tests and

@@ -94,6 +94,7 @@ func (c *core) apply(en *entry, ef effect) {
 	switch ef.kind {
 	case effCreate:
 		en.attempts = 0
+		c.sendingCreate(en)
 		c.commit.submit(&c.rd, op{kind: events.OpCreate, id: en.id, path: ef.path, data: en.data, fixed: en.c.fixedSeq != ""})
 	case effCreateParents:
 		waiting, inFlight := c.parents[ef.path]
@@ -108,6 +109,7 @@ func (c *core) apply(en *entry, ef effect) {
 	case effWatch:
 		c.watch(en, ef)
 	case effDelete:
+		c.sendingChange(en.c.lockPath)
 		o := op{kind: events.OpDelete, id: en.id, path: ef.path}
 		if en.c.granted && c.localWatch[ef.path] != nil {
 			// A holder lets go and a waiter of ours is next: the lock is
@@ -173,6 +175,7 @@ func (c *core) grant(en *entry, ef effect) {
 	en.lease = lease
 	c.notify(notice{kind: noteAcquired, acquired: en.acquired, lease: lease})
 	c.report(en, events.Report{Kind: events.Granted, Path: en.c.lockPath, Node: en.c.node, Token: ef.token})
+	c.granted(en)
 	if ef.suspended {
 		c.notify(notice{kind: noteSuspended, lease: lease})
 		c.report(en, events.Report{Kind: events.Suspended, Path: en.c.lockPath})

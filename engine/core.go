@@ -61,6 +61,14 @@ type core struct {
 	borrowed map[string]int
 
 	commit groupCommit // requests decided and not yet sent, and the bound on those in flight
+	// views are what the core knows of the lock paths it may cycle on
+	// without listing, and their pins (see prediction.go); pinTimer sweeps
+	// them.
+	views    map[string]*pathView
+	pinTimer uint64
+	// changing counts, per lock path, this engine's creates and deletes of
+	// its children in flight (pins included).
+	changing map[string]int
 
 	timers     map[uint64]struct{} // armed, not yet fired or stopped
 	nextTimer  uint64
@@ -137,6 +145,8 @@ func newCore(cfg Config, trust admitter, count *counters, gauges *gauges) *core 
 		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
 		borrowed:   make(map[string]int),
+		views:      make(map[string]*pathView),
+		changing:   make(map[string]int),
 		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: aclSize(cfg.ACL)},
 		timers:     make(map[uint64]struct{}),
 		retryAt:    make(map[uint64]uint64),

@@ -51,12 +51,16 @@ type Stats struct {
 	// lost, each a sync and a getChildren of the lock path; OwnerChecks the
 	// exists requests they sent for children carrying the protected id.
 	Recoveries, OwnerChecks uint64
+	// Pins counts the creates and deletes of the engine's pins on lock
+	// paths it cycles on; Predicted the listings a create's own sequence
+	// number made unnecessary (not in Requests: none was sent).
+	Pins, Predicted uint64
 }
 
 // Requests is the total number of requests.
 func (s Stats) Requests() uint64 {
 	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis +
-		2*s.Recoveries + s.OwnerChecks
+		2*s.Recoveries + s.OwnerChecks + s.Pins
 }
 
 type counters struct {
@@ -65,6 +69,7 @@ type counters struct {
 	multis       atomic.Uint64 // multi requests sent
 	batched      atomic.Uint64 // creates and deletes sent inside them
 	ownerChecks  atomic.Uint64 // exists requests of recovery reads
+	predicted    atomic.Uint64 // listings answered from a create's own number
 }
 
 func (c *counters) snapshot() Stats {
@@ -80,6 +85,8 @@ func (c *counters) snapshot() Stats {
 		Batched:       c.batched.Load(),
 		Recoveries:    c.n[events.OpRecover].Load(),
 		OwnerChecks:   c.ownerChecks.Load(),
+		Pins:          c.n[events.OpPin].Load() + c.n[events.OpUnpin].Load(),
+		Predicted:     c.predicted.Load(),
 	}
 }
 
@@ -147,9 +154,8 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(res[i].Error), Err: res[i].Error}
 			if o.kind == events.OpCreate {
 				dones[i].Name = path.Base(res[i].String)
-			} else {
-				dones[i].Zxid = zxid
 			}
+			dones[i].Zxid = zxid
 		}
 	case err != nil && classify(err) != events.ConnLoss && classify(err) != events.Closing:
 		// Refused as a whole: send each on its own, one after another on
@@ -181,13 +187,16 @@ func (e *Engine) exec(o op) (done events.OpDone) {
 	case events.OpCreate:
 		created, err := e.conn.Create(o.path, o.data, o.createFlags(), e.cfg.ACL)
 		done.Name, done.Err = path.Base(created), err
+		// Read after the reply: at least the create's zxid (the token of a
+		// grant made without a listing; see prediction.go).
+		done.Zxid = e.lastZxid.Load()
 	case events.OpCreateParents:
 		done.Err = e.ensurePath(o.path)
 	case events.OpList:
 		children, stat, err := e.conn.Children(o.path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
-			done.Pzxid = stat.Pzxid
+			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
 		}
 	case events.OpWatch:
 		// A data watch, not an exists watch: on a node already gone it
@@ -197,12 +206,16 @@ func (e *Engine) exec(o op) (done events.OpDone) {
 		children, stat, _, err := e.conn.ChildrenW(o.path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
-			done.Pzxid = stat.Pzxid
+			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
 		}
 	case events.OpRevokeWatch:
 		done.Data, _, _, done.Err = e.conn.GetW(o.path)
 	case events.OpRecover:
 		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.path, o.find)
+	case events.OpPin:
+		_, done.Err = e.conn.Create(o.path, nil, zk.FlagEphemeral, e.cfg.ACL)
+	case events.OpUnpin:
+		done.Err = e.conn.Delete(o.path, -1)
 	case events.OpDelete:
 		done.Err = e.conn.Delete(o.path, -1)
 		// Read after the reply: at least the deletion's zxid (see handOff).

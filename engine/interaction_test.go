@@ -28,9 +28,11 @@ import (
 //	disconnect | expire        the connection dropped | the session expired
 //	lapse | trust              the watchdog's verdict changed
 //	acquire NAME [path=P] [recipe=mutex|read|write] [try] [revocable] [ctx=G]
-//	created NAME seq=N [outcome=O]
-//	listed [path=P] children=(NAME|x:N|w:N, ...) [outcome=O] [pzxid=Z]
-//	                           x:N a mutex node of another client, w:N a writer
+//	created NAME seq=N [zxid=Z] [outcome=O]
+//	listed [path=P] children=(NAME|x:N|w:N|pin, ...) [outcome=O] [pzxid=Z] [cversion=V]
+//	                           x:N a mutex node of another client, w:N a writer,
+//	                           pin the engine's pin
+//	pinned | unpinned [path=P] [outcome=O]   the pin's create or delete answered
 //	watch-set NAME [outcome=O] [children=(...)]
 //	fired NAME|x:N [path=P] [type=deleted|data-changed|children-changed]
 //	deleted NAME [zxid=Z] [outcome=O]
@@ -137,10 +139,18 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		if en.c.fixedSeq != "" {
 			node = strings.TrimPrefix(en.c.createPath(), en.c.lockPath+"/")
 		}
-		ev = events.OpDone{Op: events.OpCreate, Contender: en.id, Path: en.c.createPath(), Name: node, Outcome: outcomeArg(t, d)}
+		ev = events.OpDone{Op: events.OpCreate, Contender: en.id, Path: en.c.createPath(), Name: node, Outcome: outcomeArg(t, d),
+			Zxid: int64Arg(t, d, "zxid")}
 	case "listed":
 		path := pathArg(t, d)
-		ev = events.OpDone{Op: events.OpList, Path: path, Children: s.children(t, d), Pzxid: int64Arg(t, d, "pzxid"), Outcome: outcomeArg(t, d)}
+		ev = events.OpDone{Op: events.OpList, Path: path, Children: s.children(t, d), Pzxid: int64Arg(t, d, "pzxid"),
+			Cversion: int32(int64Arg(t, d, "cversion")), Outcome: outcomeArg(t, d)}
+	case "pinned", "unpinned":
+		op := events.OpPin
+		if d.Cmd == "unpinned" {
+			op = events.OpUnpin
+		}
+		ev = events.OpDone{Op: op, Path: pathArg(t, d) + "/" + queue.PinName(s.trust.session), Outcome: outcomeArg(t, d)}
 	case "watch-set":
 		en := s.entry(t, d.CmdArgs[0].Key)
 		done := events.OpDone{Op: events.OpWatch, Contender: en.id, Path: en.watching, Outcome: outcomeArg(t, d)}
@@ -206,7 +216,18 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	s.c.endTurn()
-	return s.print(s.c.ready())
+	rd := s.c.ready()
+	out := s.print(rd)
+	// A listing answered from what the core knows is its own event, which
+	// the runtime queues at once: the script hands it over too.
+	for _, ev := range rd.Loopback {
+		if d, ok := ev.(events.OpDone); ok && d.Op == events.OpList {
+			s.c.step(ev)
+			s.c.endTurn()
+			out = strings.TrimSuffix(out, "ok") + s.print(s.c.ready())
+		}
+	}
+	return strings.TrimSuffix(out, "\n")
 }
 
 // answer strikes the op that d answers off the requests sent; when it was
@@ -300,6 +321,9 @@ func pathArg(t *testing.T, d *datadriven.TestData) string {
 // nodeName is the node a script's token names: a contender's own node, or
 // another client's node x:N (a mutex) or w:N (a writer) with number N.
 func (s *coreScript) nodeName(t *testing.T, token string) string {
+	if token == "pin" {
+		return queue.PinName(s.trust.session)
+	}
 	if kind, num, ok := strings.Cut(token, ":"); ok {
 		seq, err := strconv.ParseInt(num, 10, 64)
 		if err != nil {
@@ -408,6 +432,9 @@ func (s *coreScript) print(rd Ready) string {
 	for _, ev := range rd.Loopback {
 		if d, ok := ev.(events.OpDone); ok {
 			line("loopback %v reply to %s", d.Op, s.who[d.Contender])
+			if d.Op == events.OpList {
+				line("  children %s token=%d", strings.Join(d.Children, " "), d.Pzxid)
+			}
 		}
 	}
 	if rd.StateChanged {

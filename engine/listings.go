@@ -11,12 +11,19 @@ import (
 type listing struct {
 	current []uint64
 	next    []uint64
+	// unordered: a create or delete of this engine on the path was in
+	// flight or sent while the listing was, so whether the listing shows it
+	// is unknown (see prediction.go).
+	unordered bool
 }
 
 func (c *core) requestListing(path string, id uint64) {
+	if c.predictedListing(path, id) {
+		return
+	}
 	l := c.listings[path]
 	if l == nil {
-		c.listings[path] = &listing{current: []uint64{id}}
+		c.listings[path] = &listing{current: []uint64{id}, unordered: c.changing[path] > 0}
 		c.commit.submit(&c.rd, op{kind: events.OpList, path: path})
 		return
 	}
@@ -33,9 +40,11 @@ func (c *core) listed(d events.OpDone, in input) {
 	}
 	in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
 	in.listing = c.parseListing(d.Path, d.Children)
+	c.listingAnswered(d, l)
 	waiting := l.current
 	l.current, l.next = l.next, nil
 	if len(l.current) > 0 {
+		l.unordered = c.changing[d.Path] > 0
 		c.commit.submit(&c.rd, op{kind: events.OpList, path: d.Path})
 	} else {
 		delete(c.listings, d.Path)

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/turnstile-go/turnstile/events"
+import (
+	"path"
+
+	"github.com/turnstile-go/turnstile/events"
+)
 
 // handleOpDone hands a request's reply to the contender, or contenders,
 // that wait for it.
@@ -8,10 +12,22 @@ func (c *core) handleOpDone(d events.OpDone) {
 	in := input{outcome: d.Outcome, err: d.Err}
 	switch d.Op {
 	case events.OpList:
+		if d.Contender != 0 {
+			// Answered from what the core knows (see predictedListing).
+			in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
+			in.listing = c.parseListing(d.Path, d.Children)
+			break
+		}
 		c.listed(d, in)
+		return
+	case events.OpPin, events.OpUnpin:
+		c.pinAnswered(d, path.Dir(d.Path))
 		return
 	case events.OpCreate:
 		in.kind, in.name = inCreated, d.Name
+		lockPath := path.Dir(d.Path)
+		c.createAnswered(d, lockPath)
+		defer c.unverify(lockPath, d.Contender)
 	case events.OpCreateParents:
 		// One creation serves every contender that found the path missing.
 		in.kind = inParents
@@ -35,6 +51,7 @@ func (c *core) handleOpDone(d events.OpDone) {
 		return
 	case events.OpDelete:
 		in.kind = inDeleted
+		c.deleteAnswered(d, path.Dir(d.Path))
 		// A holder's node deleted by our own request: the waiter next in
 		// line behind it, if ours, is granted on this reply (see gone).
 		en := c.contenders[d.Contender]

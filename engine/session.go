@@ -41,6 +41,7 @@ func (c *core) handleSession(ev events.SessionChanged) {
 			return
 		}
 		c.connected = false
+		c.forgetViews(false)
 		c.gauges.disconnects.Add(1)
 		c.log.Info("session disconnected", "session", fmt.Sprintf("%#x", c.session))
 		for _, en := range c.byID() {
@@ -65,6 +66,7 @@ func (c *core) expire() {
 	clear(c.watchers)
 	clear(c.localWatch)
 	clear(c.nodes)
+	c.forgetViews(true)
 	for _, en := range c.byID() {
 		en.watching, en.local = "", false
 		c.stepContender(en, input{kind: inExpired})

@@ -19,6 +19,7 @@ import (
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
 	"github.com/turnstile-go/turnstile/lock"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The simulator: N engines, each its own session, run the real recipes of
@@ -341,6 +342,14 @@ func (w *world) quiesce() {
 	if w.failure != "" {
 		return
 	}
+	// Pins outlive the acquisitions on their paths by up to two sweeps of
+	// an idle path; then nothing may be left.
+	for w.failure == "" && w.pinsLeft() && w.clock.now <= deadline {
+		w.step()
+	}
+	if w.failure != "" {
+		return
+	}
 	w.check.noNodesLeft()
 	if w.failure != "" {
 		return
@@ -356,6 +365,16 @@ func (w *world) quiesce() {
 		w.step()
 	}
 	w.check.allResolved()
+}
+
+// pinsLeft reports whether an engine's pin is left on a path.
+func (w *world) pinsLeft() bool {
+	for _, p := range simPaths {
+		if children, ok := w.model.Children(p); ok && slices.ContainsFunc(children, queue.IsPin) {
+			return true
+		}
+	}
+	return false
 }
 
 // prune drops the settled acquisitions from w.open.

@@ -28,6 +28,8 @@ func (c *core) handleTimer(id uint64) {
 		for _, en := range c.byID() {
 			c.forceEnd(en, ErrClosed)
 		}
+	case c.pinTimer:
+		c.sweepPins()
 	default:
 		cid, ok := c.retryAt[id]
 		delete(c.retryAt, id)

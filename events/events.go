@@ -103,6 +103,11 @@ const (
 	// path, its children, and an exists of each child carrying the
 	// contender's protected id, to learn which session owns it.
 	OpRecover
+	// OpPin creates the engine's pin on a lock path, OpUnpin deletes it:
+	// an ephemeral child that keeps the path from being removed while the
+	// engine cycles on it without listing (see the engine's DESIGN.md).
+	OpPin
+	OpUnpin
 	opKinds
 )
 
@@ -127,6 +132,10 @@ func (k OpKind) String() string {
 		return "revoke-watch"
 	case OpRecover:
 		return "recover"
+	case OpPin:
+		return "pin"
+	case OpUnpin:
+		return "unpin"
 	}
 	return "unknown"
 }
@@ -162,10 +171,14 @@ type OpDone struct {
 	Name      string // OpCreate: the created node's name (last path element); OpRecover: the contender's own node, if found
 	Children  []string
 	Data      []byte // OpRevokeWatch: the node's data
-	Pzxid     int64  // OpList, OpRecover: the parent's pzxid at the time of the listing
-	Zxid      int64  // OpDelete: the greatest zxid the client had read once the reply came
-	Outcome   Outcome
-	Err       error // the client's error, for the user; nil when Outcome is OK
+	Pzxid     int64  // OpList, OpRecover, OpWatchChildren: the parent's pzxid at the time of the listing
+	// Cversion, with Pzxid: the parent's child version at the time of the
+	// listing, as the server reports it: 2×(children ever created) −
+	// (children now), so every create and delete of a child moves it.
+	Cversion int32
+	Zxid     int64 // OpCreate, OpDelete: the greatest zxid the client had read once the reply came
+	Outcome  Outcome
+	Err      error // the client's error, for the user; nil when Outcome is OK
 
 	// Foreign, for OpRecover: a child carries the contender's protected id,
 	// but another session owns it.
