@@ -59,6 +59,13 @@ const (
 // server instead of one each. An idle engine sends a write at once (at the
 // end of the turn that decided it). Every request counts against
 // Config.MaxInFlight until the runtime reports it done.
+//
+// Creates on one lock path keep the order they were issued in, which is
+// the order of the lock's queue: the runtime runs each request on a
+// goroutine of its own, so two requests in flight reach the server in
+// either order. A create therefore waits while a create on its path is in
+// flight in another request, and goes with the next batch; creates on one
+// path inside one multi keep their order.
 type groupCommit struct {
 	maxInFlight int
 	aclBytes    int  // the encoded size of Config.ACL, in every create
@@ -66,6 +73,9 @@ type groupCommit struct {
 	writing     int  // write requests in flight
 	writes      []op // creates and deletes waiting to be sent
 	backlog     []op // requests held back by the in-flight bound
+	// creating counts, per lock path, the creates sent (or held back by
+	// the in-flight bound) and not answered.
+	creating map[string]int
 }
 
 // submit queues a create or a delete for the end of the turn, and sends
@@ -101,24 +111,17 @@ func (g *groupCommit) done(write bool) {
 // allows.
 func (g *groupCommit) flush(rd *Ready) {
 	for len(g.writes) > 0 && g.writing < maxWrites {
-		n, size := 1, multiEnvelopeSize+multiOpSize(g.writes[0], g.aclBytes)
-		for n < min(len(g.writes), maxBatch) {
-			s := multiOpSize(g.writes[n], g.aclBytes)
-			if size+s > maxBatchBytes {
-				break
-			}
-			size += s
-			n++
+		batch := g.takeBatch()
+		if len(batch) == 0 {
+			break // every create queued waits for one on its path
 		}
-		o := op{batch: slices.Clone(g.writes[:n])}
-		if n == 1 {
-			o = g.writes[0]
+		o := op{batch: batch}
+		if len(batch) == 1 {
+			o = batch[0]
 		}
 		o.write = true
 		g.send(rd, o)
 		g.writing++
-		clear(g.writes[:n])
-		g.writes = g.writes[n:]
 	}
 	if len(g.writes) == 0 {
 		g.writes = nil
@@ -135,6 +138,63 @@ func (g *groupCommit) flush(rd *Ready) {
 	case n > 0:
 		clear(g.backlog[:n])
 		g.backlog = g.backlog[n:]
+	}
+}
+
+// takeBatch takes from the queued writes, in order, as many as one request
+// may carry: by count and encoded size, and leaving in the queue, in order,
+// every create whose lock path has a create in flight in another request,
+// or one that did not fit this batch.
+func (g *groupCommit) takeBatch() []op {
+	var (
+		batch   []op
+		size    = multiEnvelopeSize
+		held    map[string]bool // lock paths whose creates stay queued
+		kept    = g.writes[:0]
+		started = false
+	)
+	for i, o := range g.writes {
+		lockPath := ""
+		if o.kind == events.OpCreate {
+			lockPath = o.path[:strings.LastIndexByte(o.path, '/')]
+		}
+		s := multiOpSize(o, g.aclBytes)
+		full := len(batch) == maxBatch || (started && size+s > maxBatchBytes)
+		if full || held[lockPath] || (lockPath != "" && g.creating[lockPath] > 0 && !slices.ContainsFunc(batch, func(b op) bool {
+			return b.kind == events.OpCreate && strings.HasPrefix(b.path, lockPath+"/")
+		})) {
+			if lockPath != "" {
+				if held == nil {
+					held = make(map[string]bool)
+				}
+				held[lockPath] = true
+			}
+			if full {
+				kept = append(kept, g.writes[i:]...)
+				break
+			}
+			kept = append(kept, o)
+			continue
+		}
+		started = true
+		size += s
+		batch = append(batch, o)
+		if lockPath != "" {
+			if g.creating == nil {
+				g.creating = make(map[string]int)
+			}
+			g.creating[lockPath]++
+		}
+	}
+	clear(g.writes[len(kept):])
+	g.writes = kept
+	return batch
+}
+
+// createAnswered: a create on lockPath came back.
+func (g *groupCommit) createAnswered(lockPath string) {
+	if g.creating[lockPath]--; g.creating[lockPath] <= 0 {
+		delete(g.creating, lockPath)
 	}
 }
 

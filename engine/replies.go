@@ -26,6 +26,7 @@ func (c *core) handleOpDone(d events.OpDone) {
 	case events.OpCreate:
 		in.kind, in.name = inCreated, d.Name
 		lockPath := path.Dir(d.Path)
+		c.commit.createAnswered(lockPath)
 		c.createAnswered(d, lockPath)
 		defer c.unverify(lockPath, d.Contender)
 	case events.OpCreateParents:
