@@ -43,7 +43,7 @@ type Config struct {
 	// (and losing their place).
 	FailOnExpiry bool
 	// NoPin turns off the listing-free cycle: the engine never keeps a pin
-	// (an ephemeral child named ~pin-<session>) on a mutex or read-write
+	// (an ephemeral child named ~pin-<id>) on a mutex or read-write
 	// lock path it cycles on, and every acquisition lists its path. Set it
 	// where a client that fails on a child it cannot parse shares the
 	// paths: go-zookeeper's own Lock does. Curator and kazoo sort a pin

@@ -70,6 +70,8 @@ type coreScript struct {
 	leases map[string]*Lease
 	// pending is the name the next acquisition takes.
 	pending string
+	// pins are the names of the pins the core made, printed as ~pin.
+	pins []string
 	// sent are the requests sent and not all answered: a reply answers one
 	// op of one, and the request's last reply is followed by its
 	// RequestDone, as the runtime does.
@@ -150,7 +152,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd == "unpinned" {
 			op = events.OpUnpin
 		}
-		ev = events.OpDone{Op: op, Path: pathArg(t, d) + "/" + queue.PinName(s.trust.session), Outcome: outcomeArg(t, d)}
+		ev = events.OpDone{Op: op, Path: pathArg(t, d) + "/" + s.pinOf(t, pathArg(t, d)), Outcome: outcomeArg(t, d)}
 	case "watch-set":
 		en := s.entry(t, d.CmdArgs[0].Key)
 		done := events.OpDone{Op: events.OpWatch, Contender: en.id, Path: en.watching, Outcome: outcomeArg(t, d)}
@@ -322,7 +324,7 @@ func pathArg(t *testing.T, d *datadriven.TestData) string {
 // another client's node x:N (a mutex) or w:N (a writer) with number N.
 func (s *coreScript) nodeName(t *testing.T, token string) string {
 	if token == "pin" {
-		return queue.PinName(s.trust.session)
+		return s.pinOf(t, "/l")
 	}
 	if kind, num, ok := strings.Cut(token, ":"); ok {
 		seq, err := strconv.ParseInt(num, 10, 64)
@@ -377,6 +379,17 @@ func int64Arg(t *testing.T, d *datadriven.TestData, key string) int64 {
 	return v
 }
 
+// pinOf is the name of the pin the core made on path, the latest.
+func (s *coreScript) pinOf(t *testing.T, path string) string {
+	for i := len(s.pins) - 1; i >= 0; i-- {
+		if dir, name, _ := strings.Cut(s.pins[i], "/~"); dir == path {
+			return "~" + name
+		}
+	}
+	t.Fatalf("no pin made on %s", path)
+	return ""
+}
+
 // contenders lists the live contenders: name, phase, node.
 func (s *coreScript) contenders() string {
 	var b strings.Builder
@@ -403,6 +416,9 @@ func (s *coreScript) print(rd Ready) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	for _, o := range rd.Requests {
+		if o.kind == events.OpPin {
+			s.pins = append(s.pins, o.path)
+		}
 		line("send %s", s.op(o))
 		ops := []op{o}
 		if o.batch != nil {
@@ -492,6 +508,9 @@ func (s *coreScript) notice(n notice) string {
 
 // readable replaces the protected ids in out by their contenders' names.
 func (s *coreScript) readable(out string) string {
+	for _, p := range s.pins {
+		out = strings.ReplaceAll(out, p[strings.LastIndexByte(p, '/')+1:], "~pin")
+	}
 	ids := slices.Clone(s.ids)
 	for _, id := range ids {
 		out = strings.ReplaceAll(out, id, "<"+s.names[id]+">")

@@ -74,7 +74,14 @@ const (
 
 // pathView is what the core knows of one lock path.
 type pathView struct {
-	pin    pinState
+	pin pinState
+	// pinName is the pin's name while pin is not pinNone. A fresh name per
+	// pin, not the session's, so that a pin whose create the core sent
+	// under a session that had already ended (the core hears of an expiry
+	// after the fact), and that the server applied under the next one, is
+	// never taken for the pin of a later view: its reply finds no view
+	// naming it, and the core deletes it.
+	pinName string
 	grants int  // grants on the path since the last sweep: the second pins it
 	used   bool // a contender of this engine touched the path since the last sweep
 
@@ -203,9 +210,8 @@ func (c *core) listingAnswered(d events.OpDone, l *listing) {
 	if v == nil {
 		return
 	}
-	pin := queue.PinName(c.session)
 	v.known = d.Outcome == outOK && !l.unordered && c.changing[d.Path] == 0 && v.pin == pinAlive &&
-		c.session != 0 && slices.Contains(d.Children, pin) && (int64(d.Cversion)+int64(len(d.Children)))%2 == 0
+		slices.Contains(d.Children, v.pinName) && (int64(d.Cversion)+int64(len(d.Children)))%2 == 0
 	if v.known {
 		v.children = slices.Clone(d.Children)
 		v.creates = (int64(d.Cversion) + int64(len(d.Children))) / 2
@@ -235,9 +241,9 @@ func (c *core) granted(en *entry) {
 	}
 	v.grants++
 	if v.grants >= 2 && v.pin == pinNone && c.connected && !c.closing && c.session != 0 {
-		v.pin = pinCreating
+		v.pin, v.pinName = pinCreating, queue.PinName(c.newID())
 		c.sendingChange(en.c.lockPath)
-		c.commit.submit(&c.rd, op{kind: events.OpPin, path: en.c.lockPath + "/" + queue.PinName(c.session)})
+		c.commit.submit(&c.rd, op{kind: events.OpPin, path: en.c.lockPath + "/" + v.pinName})
 	}
 }
 
@@ -245,13 +251,19 @@ func (c *core) granted(en *entry) {
 func (c *core) pinAnswered(d events.OpDone, path string) {
 	c.changeAnswered(path)
 	v := c.views[path]
-	if v == nil {
+	if v == nil || v.pin == pinNone || d.Path != path+"/"+v.pinName {
+		// A pin of a view an expiry forgot: made anyway, under the next
+		// session, it is deleted, not kept.
+		if d.Op == events.OpPin && d.Outcome == outOK {
+			c.sendingChange(path)
+			c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: d.Path})
+		}
 		return
 	}
 	v.known = false // its place among other clients' changes is unknown
 	switch {
 	case d.Op == events.OpUnpin:
-		v.pin = pinNone
+		v.pin, v.pinName = pinNone, ""
 		if !v.used {
 			delete(c.views, path)
 		}
@@ -260,7 +272,7 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 	case d.Outcome == outConnLoss:
 		v.pin = pinUncertain
 	default:
-		v.pin = pinNone
+		v.pin, v.pinName = pinNone, ""
 	}
 }
 
@@ -277,7 +289,7 @@ func (c *core) sweepPins() {
 			v.pin = pinDeleting
 			v.known = false
 			c.sendingChange(path)
-			c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: path + "/" + queue.PinName(c.session)})
+			c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: path + "/" + v.pinName})
 		case v.pin == pinNone:
 			delete(c.views, path)
 		}

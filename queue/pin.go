@@ -1,9 +1,6 @@
 package queue
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // PinPrefix starts the name of a pin: an ephemeral child a turnstile
 // engine keeps on a lock path it cycles on, so that the path, a container,
@@ -15,8 +12,9 @@ import (
 // names they do not know.
 const PinPrefix = "~pin-"
 
-// PinName is the pin of the session with this id.
-func PinName(session int64) string { return fmt.Sprintf("%s%016x", PinPrefix, uint64(session)) }
+// PinName is the pin named by id, an identifier its engine makes unique
+// (a protected id, NewID).
+func PinName(id string) string { return PinPrefix + id }
 
 // IsPin reports whether a child's name is a pin.
 func IsPin(name string) bool { return strings.HasPrefix(name, PinPrefix) }
