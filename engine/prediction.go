@@ -82,8 +82,8 @@ type pathView struct {
 	// never taken for the pin of a later view: its reply finds no view
 	// naming it, and the core deletes it.
 	pinName string
-	grants int  // grants on the path since the last sweep: the second pins it
-	used   bool // a contender of this engine touched the path since the last sweep
+	grants  int  // grants on the path since the last sweep: the second pins it
+	used    bool // a contender of this engine touched the path since the last sweep
 
 	// known: children were exactly the path's children (pins and other
 	// applications' names included), and creates the count of children
