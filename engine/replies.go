@@ -1,20 +1,23 @@
 package engine
 
-import "github.com/turnstile-go/turnstile/events"
+import (
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
+	"github.com/turnstile-go/turnstile/events"
+)
 
 // handleOpDone hands a request's reply to the contender, or contenders,
 // that wait for it.
 func (c *core) handleOpDone(d events.OpDone) {
-	in := input{outcome: d.Outcome, err: d.Err}
+	in := contender.Input{Outcome: d.Outcome, Err: d.Err}
 	switch d.Op {
 	case events.OpList:
 		c.listed(d, in)
 		return
 	case events.OpCreate:
-		in.kind, in.name = inCreated, d.Name
+		in.Kind, in.Name = contender.Created, d.Name
 	case events.OpCreateParents:
 		// One creation serves every contender that found the path missing.
-		in.kind = inParents
+		in.Kind = contender.ParentsCreated
 		waiting := c.parents[d.Path]
 		delete(c.parents, d.Path)
 		for _, id := range waiting {
@@ -24,22 +27,22 @@ func (c *core) handleOpDone(d events.OpDone) {
 		}
 		return
 	case events.OpRecover:
-		in.kind, in.children, in.pzxid, in.name, in.foreign = inListed, d.Children, d.Pzxid, d.Name, d.Foreign
+		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case events.OpWatch:
-		in.kind = inWatchSet
+		in.Kind = contender.WatchSet
 	case events.OpWatchChildren:
-		in.kind, in.children, in.pzxid, in.childWatch = inWatchSet, d.Children, d.Pzxid, true
-		in.listing = c.parseListing(d.Path, d.Children)
+		in.Kind, in.Children, in.Pzxid, in.ChildWatch = contender.WatchSet, d.Children, d.Pzxid, true
+		in.Listing = c.parseListing(d.Path, d.Children)
 	case events.OpRevokeWatch:
 		c.revokeWatchDone(d)
 		return
 	case events.OpDelete:
-		in.kind = inDeleted
+		in.Kind = contender.Deleted
 		// A holder's node deleted by our own request: the waiter next in
 		// line behind it, if ours, is granted on this reply (see gone).
 		en := c.contenders[d.Contender]
-		c.deleted = deletion{path: d.Path, ok: in.outcome == outOK,
-			held: en != nil && en.c.granted && en.c.full == d.Path, zxid: d.Zxid}
+		c.deleted = deletion{path: d.Path, ok: in.Outcome == events.OK,
+			held: en != nil && en.c.Granted() && en.c.NodePath() == d.Path, zxid: d.Zxid}
 		defer func() { c.deleted = deletion{} }()
 	}
 	if en := c.contenders[d.Contender]; en != nil {
