@@ -4,7 +4,8 @@
 // core must carry out. It does no I/O, starts no goroutine and reads no
 // clock; the core is the only one that touches it, and it reads the
 // machine only through its methods: nothing outside this package writes
-// a machine's fields. The shape mirrors the recipe's callback chain:
+// a machine's fields (TestPure holds the package to its imports). The
+// shape mirrors the recipe's callback chain:
 //
 //	create ─▶ list ─▶ decide ─┬─▶ held ─▶ delete ─▶ released
 //	   ▲                      └─▶ watch predecessor ─▶ (fired) ─▶ list …
