@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -32,6 +33,25 @@ func (c *core) settle() {
 	}
 }
 
+// listingEntry is a mutex contender of path whose create made node name:
+// its machine, stepped through its start and the create's reply, waits
+// for a listing.
+func listingEntry(id uint64, path, name string) *entry {
+	en := &entry{id: id, acquired: newFuture[*Lease](), c: contender.New(contender.Config{
+		LockPath: path, Prefix: queue.MutexPrefix, Decide: Decider(mutexAtHead).contenderDecider(),
+		NewID: queue.NewID, Connected: true,
+	})}
+	en.c.Step(contender.Input{Kind: contender.Start})
+	en.c.Step(contender.Input{Kind: contender.Created, Name: name})
+	return en
+}
+
+// mutexNode is the name of a mutex node of protected id with sequence
+// number seq, as the server formats it (a negative seq: its counter wrapped).
+func mutexNode(id string, seq int64) string {
+	return queue.ProtectedPrefix(id, queue.KindMutex) + queue.FormatSeq(seq)
+}
+
 // records is a slog.Handler that keeps every record.
 type records struct {
 	mu   sync.Mutex
@@ -55,14 +75,12 @@ func TestWrappedListingLoggedOnce(t *testing.T) {
 	c := bareCore(slog.New(&logs))
 	const path = "/locks/a"
 	for round := range 3 {
-		name := node(round+1, -2147483648+round)
-		en := &entry{id: uint64(round + 1), acquired: newFuture[*Lease](),
-			c: *newContender(path, queue.MutexPrefix, seqDecide, queue.NewID)}
-		en.c.setNode(name)
-		en.c.phase = phaseListing
+		name := mutexNode(queue.NewID(), -2147483648+int64(round))
+		en := listingEntry(uint64(round+1), path, name)
 		c.contenders[en.id] = en
 		c.listings[path] = &listing{current: []uint64{en.id}}
-		c.listed(events.OpDone{Op: events.OpList, Path: path, Children: []string{other(2147483647), name}, Pzxid: 1}, input{})
+		children := []string{mutexNode(queue.NewID(), 2147483647), name}
+		c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
 		c.settle()
 		if _, done, err := en.acquired.Result(); !done || !errors.Is(err, ErrSequenceWrapped) {
 			t.Fatalf("round %d: acquisition resolved %v with %v, want ErrSequenceWrapped", round, done, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 	"slices"
+
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 )
 
 // Cancel groups: an acquisition ends when its context does, before the
@@ -68,7 +70,7 @@ func (c *core) cancel(cmd cancelCmd) {
 	for _, id := range slices.Sorted(maps.Keys(g.ids)) {
 		if en := c.contenders[id]; en != nil {
 			en.cancelOn = nil
-			c.stepContender(en, input{kind: inCancel, err: cmd.cause})
+			c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: cmd.cause})
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 )
 
@@ -113,7 +114,7 @@ type admitter interface {
 // (a size class) with the contender inside.
 type entry struct {
 	id       uint64
-	c        contender
+	c        contender.Machine
 	data     []byte // the node's data
 	acquired *Future[*Lease]
 	lease    *Lease

@@ -306,6 +306,8 @@ func classify(err error) events.Outcome {
 		// The client hands a request the raw error of the socket write that
 		// failed; whether the server saw the request is unknown.
 		return events.ConnLoss
+	case noAuth(err):
+		return events.NoAuth
 	}
 	return events.Refused
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -40,11 +41,11 @@ func (c *core) gone(node string) {
 			continue
 		}
 		en.watching, en.local = "", false
-		if handoff && en.c.next && en.c.phase == phaseWaiting {
-			c.stepContender(en, input{kind: inHandoff, pzxid: c.deleted.zxid})
+		if handoff && en.c.Next() && en.c.Phase() == contender.Waiting {
+			c.stepContender(en, contender.Input{Kind: contender.Handoff, Pzxid: c.deleted.zxid})
 			continue
 		}
-		c.stepContender(en, input{kind: inWatchFired})
+		c.stepContender(en, contender.Input{Kind: contender.WatchFired})
 	}
 }
 

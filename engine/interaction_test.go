@@ -137,11 +137,11 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		var seq int64
 		d.ScanArgs(t, "seq", &seq)
 		en := s.entry(t, name)
-		node := strings.TrimPrefix(en.c.createPath(), en.c.lockPath+"/") + queue.FormatSeq(seq)
-		if en.c.fixedSeq != "" {
-			node = strings.TrimPrefix(en.c.createPath(), en.c.lockPath+"/")
+		node := strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/") + queue.FormatSeq(seq)
+		if en.c.Borrowed() {
+			node = strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/")
 		}
-		ev = events.OpDone{Op: events.OpCreate, Contender: en.id, Path: en.c.createPath(), Name: node, Outcome: outcomeArg(t, d),
+		ev = events.OpDone{Op: events.OpCreate, Contender: en.id, Path: en.c.CreatePath(), Name: node, Outcome: outcomeArg(t, d),
 			Zxid: int64Arg(t, d, "zxid")}
 	case "listed":
 		path := pathArg(t, d)
@@ -176,14 +176,14 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		ev = events.WatchFired{Type: typ, Path: path}
 	case "deleted":
 		en := s.entry(t, d.CmdArgs[0].Key)
-		ev = events.OpDone{Op: events.OpDelete, Contender: en.id, Path: en.c.full, Zxid: int64Arg(t, d, "zxid"), Outcome: outcomeArg(t, d)}
+		ev = events.OpDone{Op: events.OpDelete, Contender: en.id, Path: en.c.NodePath(), Zxid: int64Arg(t, d, "zxid"), Outcome: outcomeArg(t, d)}
 	case "revoke-read":
 		en := s.entry(t, d.CmdArgs[0].Key)
 		var data string
 		if d.HasArg("data") {
 			d.ScanArgs(t, "data", &data)
 		}
-		ev = events.OpDone{Op: events.OpRevokeWatch, Contender: en.id, Path: en.c.full, Data: []byte(data), Outcome: outcomeArg(t, d)}
+		ev = events.OpDone{Op: events.OpRevokeWatch, Contender: en.id, Path: en.c.NodePath(), Data: []byte(data), Outcome: outcomeArg(t, d)}
 	case "release":
 		name := d.CmdArgs[0].Key
 		l := s.leases[name]
@@ -338,10 +338,10 @@ func (s *coreScript) nodeName(t *testing.T, token string) string {
 		return queue.ProtectedPrefix("ffffffff-ffff-4fff-8fff-ffffffffffff", k) + queue.FormatSeq(seq)
 	}
 	en := s.entry(t, token)
-	if en.c.node == "" {
+	if en.c.Node() == "" {
 		t.Fatalf("%s has no node", token)
 	}
-	return en.c.node
+	return en.c.Node()
 }
 
 func (s *coreScript) children(t *testing.T, d *datadriven.TestData) []string {
@@ -362,7 +362,7 @@ func outcomeArg(t *testing.T, d *datadriven.TestData) events.Outcome {
 	}
 	var v string
 	d.ScanArgs(t, "outcome", &v)
-	for o := events.OK; o <= events.Refused; o++ {
+	for o := events.OK; o.String() != "unknown"; o++ {
 		if o.String() == v {
 			return o
 		}
@@ -394,7 +394,7 @@ func (s *coreScript) pinOf(t *testing.T, path string) string {
 func (s *coreScript) contenders() string {
 	var b strings.Builder
 	for _, en := range s.c.byID() {
-		fmt.Fprintf(&b, "%s %v %s\n", s.who[en.id], en.c.phase, en.c.node)
+		fmt.Fprintf(&b, "%s %v %s\n", s.who[en.id], en.c.Phase(), en.c.Node())
 	}
 	for _, p := range slices.Sorted(maps.Keys(s.c.listings)) {
 		l := s.c.listings[p]

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -34,8 +35,7 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 			c := bareCore(slog.New(slog.DiscardHandler))
 			ids := make([]uint64, 0, len(waiters))
 			for i, name := range waiters {
-				en := &entry{id: uint64(i + 1), c: *newContender(path, queue.MutexPrefix, mutexAtHead, queue.NewID)}
-				en.c.setNode(name)
+				en := listingEntry(uint64(i+1), path, name)
 				c.contenders[en.id] = en
 				ids = append(ids, en.id)
 			}
@@ -43,7 +43,13 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				for _, en := range c.contenders {
-					en.c.phase, en.watching = phaseListing, ""
+					// Back to waiting for a listing, as after a reconnect:
+					// the watch set, then fired.
+					if en.c.Phase() == contender.Watching {
+						en.c.Step(contender.Input{Kind: contender.WatchSet})
+						en.c.Step(contender.Input{Kind: contender.WatchFired})
+					}
+					en.watching = ""
 				}
 				clear(c.watchers)
 				c.commit.backlog = nil
@@ -51,12 +57,12 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 				c.listings[path] = &listing{current: ids}
 				b.StartTimer()
 
-				c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, input{})
+				c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
 				delivered += len(ids)
 			}
 			for _, en := range c.contenders {
-				if en.c.phase != phaseWatching {
-					b.Fatalf("a contender ended in phase %v, want watching", en.c.phase)
+				if en.c.Phase() != contender.Watching {
+					b.Fatalf("a contender ended in phase %v, want watching", en.c.Phase())
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(delivered), "ns/waiter")

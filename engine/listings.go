@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -33,13 +34,13 @@ func (c *core) requestListing(path string, id uint64) {
 // listed hands one listing to every contender that waited for it, then
 // sends the next listing if more contenders asked meanwhile. The listing is
 // parsed and sorted here, once, for all of them.
-func (c *core) listed(d events.OpDone, in input) {
+func (c *core) listed(d events.OpDone, in contender.Input) {
 	l := c.listings[d.Path]
 	if l == nil {
 		return
 	}
-	in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
-	in.listing = c.parseListing(d.Path, d.Children)
+	in.Kind, in.Children, in.Pzxid = contender.Listed, d.Children, d.Pzxid
+	in.Listing = c.parseListing(d.Path, d.Children)
 	c.listingAnswered(d, l)
 	waiting := l.current
 	l.current, l.next = l.next, nil

@@ -128,11 +128,11 @@ func (c *core) viewFor(path, prefix string) *pathView {
 
 // sendingCreate notes a create of en's; with a prediction when one holds.
 func (c *core) sendingCreate(en *entry) {
-	if v := c.viewFor(en.c.lockPath, en.c.prefix); v != nil && v.known && c.changing[en.c.lockPath] == 0 &&
-		v.pin == pinAlive && en.c.fixedSeq == "" && v.creates < maxPredictedCreates {
+	if v := c.viewFor(en.c.LockPath(), en.c.Prefix()); v != nil && v.known && c.changing[en.c.LockPath()] == 0 &&
+		v.pin == pinAlive && !en.c.Borrowed() && v.creates < maxPredictedCreates {
 		v.expect, v.expectSeq = en.id, v.creates
 	}
-	c.sendingChange(en.c.lockPath)
+	c.sendingChange(en.c.LockPath())
 }
 
 // sendingChange notes a create or delete of a child of path, sent now: a
@@ -161,7 +161,7 @@ func (c *core) createAnswered(d events.OpDone, lockPath string) {
 	}
 	predicted := v.expect == d.Contender
 	v.expect = 0
-	if d.Outcome != outOK || !predicted || !v.known {
+	if d.Outcome != events.OK || !predicted || !v.known {
 		v.known = false
 		return
 	}
@@ -192,7 +192,7 @@ func (c *core) deleteAnswered(d events.OpDone, lockPath string) {
 	if v == nil {
 		return
 	}
-	if d.Outcome != outOK {
+	if d.Outcome != events.OK {
 		v.known = false
 		return
 	}
@@ -210,7 +210,7 @@ func (c *core) listingAnswered(d events.OpDone, l *listing) {
 	if v == nil {
 		return
 	}
-	v.known = d.Outcome == outOK && !l.unordered && c.changing[d.Path] == 0 && v.pin == pinAlive &&
+	v.known = d.Outcome == events.OK && !l.unordered && c.changing[d.Path] == 0 && v.pin == pinAlive &&
 		slices.Contains(d.Children, v.pinName) && (int64(d.Cversion)+int64(len(d.Children)))%2 == 0
 	if v.known {
 		v.children = slices.Clone(d.Children)
@@ -229,21 +229,21 @@ func (c *core) predictedListing(path string, id uint64) bool {
 	v.verified = 0
 	c.count.predicted.Add(1)
 	c.rd.Loopback = append(c.rd.Loopback, events.OpDone{Op: events.OpList, Contender: id, Path: path,
-		Children: slices.Clone(v.children), Pzxid: v.verifiedZxid, Outcome: outOK})
+		Children: slices.Clone(v.children), Pzxid: v.verifiedZxid, Outcome: events.OK})
 	return true
 }
 
 // granted counts a grant on a path: the second within pinIdle pins it.
 func (c *core) granted(en *entry) {
-	v := c.views[en.c.lockPath]
+	v := c.views[en.c.LockPath()]
 	if v == nil {
 		return
 	}
 	v.grants++
 	if v.grants >= 2 && v.pin == pinNone && c.connected && !c.closing && c.session != 0 {
 		v.pin, v.pinName = pinCreating, queue.PinName(c.newID())
-		c.sendingChange(en.c.lockPath)
-		c.commit.submit(&c.rd, op{kind: events.OpPin, path: en.c.lockPath + "/" + v.pinName})
+		c.sendingChange(en.c.LockPath())
+		c.commit.submit(&c.rd, op{kind: events.OpPin, path: en.c.LockPath() + "/" + v.pinName})
 	}
 }
 
@@ -254,7 +254,7 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 	if v == nil || v.pin == pinNone || d.Path != path+"/"+v.pinName {
 		// A pin of a view an expiry forgot: made anyway, under the next
 		// session, it is deleted, not kept.
-		if d.Op == events.OpPin && d.Outcome == outOK {
+		if d.Op == events.OpPin && d.Outcome == events.OK {
 			c.sendingChange(path)
 			c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: d.Path})
 		}
@@ -267,9 +267,9 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 		if !v.used {
 			delete(c.views, path)
 		}
-	case d.Outcome == outOK, d.Outcome == outNodeExists:
+	case d.Outcome == events.OK, d.Outcome == events.NodeExists:
 		v.pin = pinAlive
-	case d.Outcome == outConnLoss:
+	case d.Outcome == events.ConnLoss:
 		v.pin = pinUncertain
 	default:
 		v.pin, v.pinName = pinNone, ""

@@ -3,19 +3,20 @@ package engine
 import (
 	"path"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 )
 
 // handleOpDone hands a request's reply to the contender, or contenders,
 // that wait for it.
 func (c *core) handleOpDone(d events.OpDone) {
-	in := input{outcome: d.Outcome, err: d.Err}
+	in := contender.Input{Outcome: d.Outcome, Err: d.Err}
 	switch d.Op {
 	case events.OpList:
 		if d.Contender != 0 {
 			// Answered from what the core knows (see predictedListing).
-			in.kind, in.children, in.pzxid = inListed, d.Children, d.Pzxid
-			in.listing = c.parseListing(d.Path, d.Children)
+			in.Kind, in.Children, in.Pzxid = contender.Listed, d.Children, d.Pzxid
+			in.Listing = c.parseListing(d.Path, d.Children)
 			break
 		}
 		c.listed(d, in)
@@ -24,14 +25,14 @@ func (c *core) handleOpDone(d events.OpDone) {
 		c.pinAnswered(d, path.Dir(d.Path))
 		return
 	case events.OpCreate:
-		in.kind, in.name = inCreated, d.Name
+		in.Kind, in.Name = contender.Created, d.Name
 		lockPath := path.Dir(d.Path)
 		c.commit.createAnswered(lockPath)
 		c.createAnswered(d, lockPath)
 		defer c.unverify(lockPath, d.Contender)
 	case events.OpCreateParents:
 		// One creation serves every contender that found the path missing.
-		in.kind = inParents
+		in.Kind = contender.ParentsCreated
 		waiting := c.parents[d.Path]
 		delete(c.parents, d.Path)
 		for _, id := range waiting {
@@ -41,23 +42,23 @@ func (c *core) handleOpDone(d events.OpDone) {
 		}
 		return
 	case events.OpRecover:
-		in.kind, in.children, in.pzxid, in.name, in.foreign = inListed, d.Children, d.Pzxid, d.Name, d.Foreign
+		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case events.OpWatch:
-		in.kind = inWatchSet
+		in.Kind = contender.WatchSet
 	case events.OpWatchChildren:
-		in.kind, in.children, in.pzxid, in.childWatch = inWatchSet, d.Children, d.Pzxid, true
-		in.listing = c.parseListing(d.Path, d.Children)
+		in.Kind, in.Children, in.Pzxid, in.ChildWatch = contender.WatchSet, d.Children, d.Pzxid, true
+		in.Listing = c.parseListing(d.Path, d.Children)
 	case events.OpRevokeWatch:
 		c.revokeWatchDone(d)
 		return
 	case events.OpDelete:
-		in.kind = inDeleted
+		in.Kind = contender.Deleted
 		c.deleteAnswered(d, path.Dir(d.Path))
 		// A holder's node deleted by our own request: the waiter next in
 		// line behind it, if ours, is granted on this reply (see gone).
 		en := c.contenders[d.Contender]
-		c.deleted = deletion{path: d.Path, ok: in.outcome == outOK,
-			held: en != nil && en.c.granted && en.c.full == d.Path, zxid: d.Zxid}
+		c.deleted = deletion{path: d.Path, ok: in.Outcome == events.OK,
+			held: en != nil && en.c.Granted() && en.c.NodePath() == d.Path, zxid: d.Zxid}
 		defer func() { c.deleted = deletion{} }()
 	}
 	if en := c.contenders[d.Contender]; en != nil {

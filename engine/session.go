@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 )
 
@@ -28,7 +29,7 @@ func (c *core) handleSession(ev events.SessionChanged) {
 			c.expire()
 		}
 		for _, en := range c.byID() {
-			c.stepContender(en, input{kind: inReconnected})
+			c.stepContender(en, contender.Input{Kind: contender.Reconnected})
 		}
 		for _, id := range c.retryRevoke {
 			if en := c.contenders[id]; en != nil {
@@ -45,7 +46,7 @@ func (c *core) handleSession(ev events.SessionChanged) {
 		c.gauges.disconnects.Add(1)
 		c.log.Info("session disconnected", "session", fmt.Sprintf("%#x", c.session))
 		for _, en := range c.byID() {
-			c.stepContender(en, input{kind: inDisconnected})
+			c.stepContender(en, contender.Input{Kind: contender.Disconnected})
 		}
 	case events.Expired:
 		c.connected = false
@@ -69,7 +70,7 @@ func (c *core) expire() {
 	c.forgetViews(true)
 	for _, en := range c.byID() {
 		en.watching, en.local = "", false
-		c.stepContender(en, input{kind: inExpired})
+		c.stepContender(en, contender.Input{Kind: contender.Expired})
 	}
 }
 
@@ -80,15 +81,15 @@ func (c *core) expire() {
 func (c *core) handleTrust(ev events.TrustChanged) {
 	defer c.publishState()
 	c.untrusted = ev.Lapsed
-	kind := inTrusted
+	kind := contender.Trusted
 	if ev.Lapsed {
-		kind = inUntrusted
+		kind = contender.Untrusted
 		c.gauges.untrusted.Add(1)
 		c.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", c.session))
 	} else if c.everReady {
 		c.log.Info("session trusted again", "session", fmt.Sprintf("%#x", c.session))
 	}
 	for _, en := range c.byID() {
-		c.stepContender(en, input{kind: kind})
+		c.stepContender(en, contender.Input{Kind: kind})
 	}
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"time"
+
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 )
 
 // Timers: the core names a timer by an id and a duration; the runtime arms
@@ -34,7 +36,7 @@ func (c *core) handleTimer(id uint64) {
 		cid, ok := c.retryAt[id]
 		delete(c.retryAt, id)
 		if en := c.contenders[cid]; ok && en != nil {
-			c.stepContender(en, input{kind: inRetry})
+			c.stepContender(en, contender.Input{Kind: contender.Retry})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 )
 
@@ -11,30 +12,32 @@ import (
 // reports its departure: localWatch); any other node with a data watch,
 // or a lock path with a children watch, on the server (watchers).
 
-// watch carries out a contender's effWatch.
-func (c *core) watch(en *entry, ef effect) {
+// watch carries out a machine's Watch effect.
+func (c *core) watch(en *entry, ef contender.Effect) {
 	c.unwatch(en)
-	en.watching = ef.path
-	if owner, ok := c.nodes[ef.path]; ok && owner != en.id && !ef.children {
+	en.watching = ef.Path
+	if owner, ok := c.nodes[ef.Path]; ok && owner != en.id && !ef.Children {
 		// The node is our own: its owner tells us when it goes, so no
 		// watch is asked of the server. The reply is made up here. The
 		// owner's copy of the path is shared: a queue of thousands keeps
 		// one string per node.
 		if o := c.contenders[owner]; o != nil {
-			en.c.watch, ef.path, en.watching = o.c.full, o.c.full, o.c.full
+			shared := o.c.NodePath()
+			en.c.ShareWatch(shared)
+			ef.Path, en.watching = shared, shared
 		}
 		en.local = true
-		c.localWatch[ef.path] = append(c.localWatch[ef.path], en.id)
+		c.localWatch[ef.Path] = append(c.localWatch[ef.Path], en.id)
 		c.count.localWatches.Add(1)
-		c.rd.Loopback = append(c.rd.Loopback, events.OpDone{Op: events.OpWatch, Contender: en.id, Path: ef.path})
+		c.rd.Loopback = append(c.rd.Loopback, events.OpDone{Op: events.OpWatch, Contender: en.id, Path: ef.Path})
 		return
 	}
-	c.watchers[ef.path] = append(c.watchers[ef.path], en.id)
+	c.watchers[ef.Path] = append(c.watchers[ef.Path], en.id)
 	kind := events.OpWatch
-	if ef.children {
+	if ef.Children {
 		kind = events.OpWatchChildren
 	}
-	c.commit.submit(&c.rd, op{kind: kind, id: en.id, path: ef.path})
+	c.commit.submit(&c.rd, op{kind: kind, id: en.id, path: ef.Path})
 }
 
 // watchFired hands a watch notification to the contenders watching its
@@ -51,7 +54,7 @@ func (c *core) watchFired(ev events.WatchFired) {
 	for _, id := range ids {
 		if en := c.contenders[id]; en != nil {
 			en.watching = ""
-			c.stepContender(en, input{kind: inWatchFired})
+			c.stepContender(en, contender.Input{Kind: contender.WatchFired})
 		}
 	}
 }

@@ -151,9 +151,14 @@ const (
 	ConnLoss           // the request's fate is unknown: connection lost, session moved or expired
 	Closing            // the client is closing; nothing more can be sent
 	Refused            // any other error: the server or the client refused the request
+	// NoAuth: the server refused the request for lack of rights (the
+	// node's ACL does not grant them to the session's credentials) or
+	// refused the credentials. Unlike another refusal, asking again is
+	// refused for as long as the session lives.
+	NoAuth
 )
 
-var outcomeNames = [...]string{"ok", "no-node", "node-exists", "connection-loss", "closing", "refused"}
+var outcomeNames = [...]string{"ok", "no-node", "node-exists", "connection-loss", "closing", "refused", "no-auth"}
 
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomeNames) {
