@@ -262,6 +262,10 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 	}
 	v.known = false // its place among other clients' changes is unknown
 	switch {
+	case d.Op == events.OpUnpin && d.Outcome != events.OK && d.Outcome != events.NoNode:
+		// Not known to be deleted (the connection dropped with the delete
+		// in flight): the next sweep deletes it again.
+		v.pin = pinUncertain
 	case d.Op == events.OpUnpin:
 		v.pin, v.pinName = pinNone, ""
 		if !v.used {
