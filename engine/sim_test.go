@@ -18,7 +18,6 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
-	"github.com/turnstile-go/turnstile/lock"
 )
 
 // The simulator: N engines, each its own session, run the real recipes of
@@ -63,16 +62,16 @@ type world struct {
 	clients []*client
 	running *coro
 
-	acqs       []*acq                          // every acquisition started
-	open       []*acq                          // those not settled yet (see acq.unsettled), pruned now and then
-	reentrants map[string]*lock.ReentrantMutex // engine and path → its one ReentrantMutex
-	check      checker
-	faults     bool // disconnects, stalls, clock jumps, expiries
-	trace      []traceEntry
-	traceAll   bool
-	steps      int
-	failure    string
-	ids        uint64
+	acqs     []*acq   // every acquisition started
+	open     []*acq   // those not settled yet (see acq.unsettled), pruned now and then
+	load     workload // the workload's own state (simload_test.go)
+	check    checker
+	faults   bool // disconnects, stalls, clock jumps, expiries
+	trace    []traceEntry
+	traceAll bool
+	steps    int
+	failure  string
+	ids      uint64
 	// closeFrom is the step from which one engine may be closed; -1: none.
 	closeFrom int
 }
@@ -123,8 +122,8 @@ func (w *world) newID() string {
 }
 
 func newWorld(seed uint64, nClients int) *world {
-	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true,
-		reentrants: make(map[string]*lock.ReentrantMutex)}
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true}
+	w.load = newWorkload(w.rng)
 	w.epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w.model = zkmodel.New(zkmodel.Config{
 		TickTime: simTick,
@@ -133,12 +132,11 @@ func newWorld(seed uint64, nClients int) *world {
 			return paths
 		},
 	}, w.epoch)
-	w.check.w = w
+	w.check = newChecker(w)
 	w.closeFrom = -1
 	if nClients >= 3 && w.rng.IntN(4) == 0 {
 		w.closeFrom = w.rng.IntN(1400)
 	}
-	w.check.lastToken = make(map[string]int64)
 	for i := range nClients {
 		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
 		cfg := engine.Config{
@@ -288,10 +286,16 @@ func (w *world) step() {
 		n -= m.weight
 	}
 	w.steps++
+	// A context that ended otherwise than by the workload's cancel (a
+	// recipe's own, cancelled from its Decider, or one already ended when
+	// the loop took its acquisition in) reaches its engine now, as
+	// context.AfterFunc's goroutine would bring it at once.
+	w.contextsDone()
 	w.check.all()
 }
 
 func (w *world) turn(c *client) {
+	c.eng.MarkTries(isTry)
 	n, exited := c.eng.Turn()
 	w.tracef("%s: loop turn, %d events", c.name, n)
 	if exited {
@@ -397,9 +401,10 @@ func (w *world) failureReport() string {
 
 // simResult is one seed's outcome.
 type simResult struct {
-	steps  int
-	grants int
-	report string // empty: no violation
+	steps   int
+	grants  int
+	granted [numKinds]int // the workload's acquisitions granted, by recipe
+	report  string        // empty: no violation
 }
 
 func simulate(seed uint64, trace bool) simResult {
@@ -407,7 +412,7 @@ func simulate(seed uint64, trace bool) simResult {
 	w := newWorld(seed, 2+rng.IntN(3))
 	w.traceAll = trace
 	w.run(200 + rng.IntN(1200))
-	r := simResult{steps: w.steps, grants: w.check.grants}
+	r := simResult{steps: w.steps, grants: w.check.grants, granted: w.granted()}
 	if w.failure != "" {
 		r.report = w.failureReport()
 	}
@@ -421,10 +426,12 @@ func TestSimulation(t *testing.T) {
 		first, n = *simSeed, 1
 	}
 	grants, steps := 0, 0
+	var granted [numKinds]int
 	for seed := first; seed < first+n; seed++ {
 		r := simulate(seed, *simTrace)
 		grants += r.grants
 		steps += r.steps
+		addGranted(&granted, r.granted)
 		if r.report != "" {
 			t.Fatal(r.report)
 		}
@@ -432,7 +439,7 @@ func TestSimulation(t *testing.T) {
 	if grants == 0 {
 		t.Fatal("no acquisition was ever granted: the simulator checked nothing")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked", n, first, steps, grants)
+	t.Logf("%d seeds from %d, %d steps, %d grants checked; the workload's, by recipe: %s", n, first, steps, grants, byRecipe(granted))
 }
 
 // TestSimulationIsDeterministic runs seeds twice and compares the traces.
@@ -478,6 +485,7 @@ func TestSimulationSoak(t *testing.T) {
 	var seeds, steps, grants atomic.Int64
 	var mu sync.Mutex
 	var failures []string
+	var granted [numKinds]int
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
@@ -487,11 +495,12 @@ func TestSimulationSoak(t *testing.T) {
 				seeds.Add(1)
 				steps.Add(int64(r.steps))
 				grants.Add(int64(r.grants))
+				mu.Lock()
+				addGranted(&granted, r.granted)
 				if r.report != "" {
-					mu.Lock()
 					failures = append(failures, r.report)
-					mu.Unlock()
 				}
+				mu.Unlock()
 			}
 		})
 	}
@@ -500,6 +509,7 @@ func TestSimulationSoak(t *testing.T) {
 	fmt.Printf("simulate: %d seeds (%d..%d) in %v on %d cores: %.1f seeds/s, %d schedule steps explored, %d simulated acquisitions granted, %d failures\n",
 		seeds.Load(), *simFirst, next.Load(), el.Round(time.Second), runtime.GOMAXPROCS(0),
 		float64(seeds.Load())/el.Seconds(), steps.Load(), grants.Load(), len(failures))
+	fmt.Printf("simulate: the workload's acquisitions granted, by recipe: %s\n", byRecipe(granted))
 	kinds := make(map[string]int)
 	for _, f := range failures {
 		// "seed N: kind: ..."
