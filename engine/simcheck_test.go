@@ -21,10 +21,12 @@ import (
 // on. A lease counts as held from its grant until its Lost closes or its
 // release begins (Lease.Held).
 type checker struct {
-	w         *world
-	grants    int              // simulated acquisitions granted
-	lastToken map[string]int64 // path → token of its latest exclusive grant
-	onLine    func(string)     // sees every trace line (the determinism test)
+	w      *world
+	grants int // simulated acquisitions granted
+	// faultGrants are the grants made before the faults stopped.
+	faultGrants int
+	lastToken   map[string]int64 // path → token of its latest exclusive grant
+	onLine      func(string)     // sees every trace line (the determinism test)
 
 	// leases are every lease seen held, in the order first seen, until
 	// seen not held: a lease an engine dropped while still held counts.
@@ -70,6 +72,9 @@ func (k *checker) report(c *client, r events.Report) {
 		return
 	}
 	k.grants++
+	if w.faults {
+		k.faultGrants++
+	}
 	if kind := kindOf(r.Node); kind != queue.KindRead {
 		if last, ok := k.lastToken[r.Path]; ok && r.Token <= last {
 			w.fail("fencing: %s granted %s on %s with token %d, not above the previous %v grant's %d",
