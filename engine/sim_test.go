@@ -27,6 +27,7 @@ import (
 //
 //	go test ./engine -run TestSimulation                  bounded seeds (make test)
 //	go test ./engine -run TestSimulation -sim.seed=N -sim.trace   replay one seed
+//	... -sim.seed=N -sim.trace -sim.log                  with the engines' debug logs
 //	make simulate                                        soak on all cores
 
 var (
@@ -155,6 +156,7 @@ func newWorld(seed uint64, nClients int) *world {
 			CloseTimeout:   5 * time.Second,
 			MaxInFlight:    1 + w.rng.IntN(8),
 			Observer:       func(r events.Report) { w.check.report(c, r) },
+			Logger:         w.engineLog(c),
 		}
 		w.cfg = cfg
 		eng, err := engine.NewSimEngine(cfg, engine.SimWorld{
