@@ -18,7 +18,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
-	"github.com/turnstile-go/turnstile/lock"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The simulator: N engines, each its own session, run the real recipes of
@@ -28,6 +28,7 @@ import (
 //
 //	go test ./engine -run TestSimulation                  bounded seeds (make test)
 //	go test ./engine -run TestSimulation -sim.seed=N -sim.trace   replay one seed
+//	... -sim.seed=N -sim.trace -sim.log                  with the engines' debug logs
 //	make simulate                                        soak on all cores
 
 var (
@@ -51,6 +52,14 @@ const (
 	// timeouts, for the expiries that faults left pending, and the
 	// engines' retry backoffs (at most a second).
 	simQuiet = 60 * time.Second
+	// simCalm bounds a calm spell of the faulty phase: no new fault while
+	// the workload goes on and what earlier faults left (a partition, a
+	// stalled loop, an expiry on its way) plays out. Faults come about
+	// every hundred steps of one engine, and a grant takes a dozen steps
+	// of its engine and a few of the server's; without calm spells, one
+	// grant in a hundred happened before the faults stopped, so exclusion
+	// was checked almost only in the quiet phase.
+	simCalm = 5 * time.Second
 )
 
 type world struct {
@@ -63,18 +72,19 @@ type world struct {
 	clients []*client
 	running *coro
 
-	acqs       []*acq                          // every acquisition started
-	open       []*acq                          // those not settled yet (see acq.unsettled), pruned now and then
-	reentrants map[string]*lock.ReentrantMutex // engine and path → its one ReentrantMutex
-	check      checker
-	faults     bool // disconnects, stalls, clock jumps, expiries
-	trace      []traceEntry
-	traceAll   bool
-	steps      int
-	failure    string
-	ids        uint64
+	acqs     []*acq   // every acquisition started
+	open     []*acq   // those not settled yet (see acq.unsettled), pruned now and then
+	load     workload // the workload's own state (simload_test.go)
+	check    checker
+	faults   bool // disconnects, stalls, clock jumps, expiries
+	trace    []traceEntry
+	traceAll bool
+	steps    int
+	failure  string
+	ids      uint64
 	// closeFrom is the step from which one engine may be closed; -1: none.
 	closeFrom int
+	calmUntil time.Duration // no new fault before this (see simCalm)
 }
 
 // at is the model's time now.
@@ -123,8 +133,8 @@ func (w *world) newID() string {
 }
 
 func newWorld(seed uint64, nClients int) *world {
-	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true,
-		reentrants: make(map[string]*lock.ReentrantMutex)}
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true}
+	w.load = newWorkload(w.rng)
 	w.epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w.model = zkmodel.New(zkmodel.Config{
 		TickTime: simTick,
@@ -133,12 +143,11 @@ func newWorld(seed uint64, nClients int) *world {
 			return paths
 		},
 	}, w.epoch)
-	w.check.w = w
+	w.check = newChecker(w)
 	w.closeFrom = -1
 	if nClients >= 3 && w.rng.IntN(4) == 0 {
 		w.closeFrom = w.rng.IntN(1400)
 	}
-	w.check.lastToken = make(map[string]int64)
 	for i := range nClients {
 		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
 		cfg := engine.Config{
@@ -148,6 +157,7 @@ func newWorld(seed uint64, nClients int) *world {
 			CloseTimeout:   5 * time.Second,
 			MaxInFlight:    1 + w.rng.IntN(8),
 			Observer:       func(r events.Report) { w.check.report(c, r) },
+			Logger:         w.engineLog(c),
 		}
 		w.cfg = cfg
 		eng, err := engine.NewSimEngine(cfg, engine.SimWorld{
@@ -211,6 +221,7 @@ type move struct {
 func (w *world) step() {
 	var moves []move
 	add := func(weight int, name string, do func()) { moves = append(moves, move{weight, name, do}) }
+	faulty := w.faults && w.clock.now >= w.calmUntil
 	for _, c := range w.clients {
 		if c.exited {
 			continue
@@ -227,7 +238,7 @@ func (w *world) step() {
 		if !c.up && c.partitionedUntil <= w.clock.now {
 			add(3, "connect", c.connect)
 		}
-		if w.faults {
+		if faulty {
 			if c.up {
 				add(1, "disconnect", func() { w.tracef("%s: connection lost", c.name); c.lose() })
 				add(1, "partition", func() {
@@ -263,6 +274,13 @@ func (w *world) step() {
 	add(4, "release", w.releaseOne)
 	if w.faults {
 		add(2, "cancel", w.cancelOne)
+		add(1, "calm", func() {
+			d := time.Duration(w.rng.Int64N(int64(simCalm)))
+			w.calmUntil = w.clock.now + d
+			w.tracef("calm for %v", d)
+		})
+	}
+	if faulty {
 		add(1, "jump", func() {
 			d := simSessionTimeout + time.Duration(w.rng.Int64N(int64(simSessionTimeout)))
 			w.tracef("clock jumps %v", d)
@@ -288,10 +306,16 @@ func (w *world) step() {
 		n -= m.weight
 	}
 	w.steps++
+	// A context that ended otherwise than by the workload's cancel (a
+	// recipe's own, cancelled from its Decider, or one already ended when
+	// the loop took its acquisition in) reaches its engine now, as
+	// context.AfterFunc's goroutine would bring it at once.
+	w.contextsDone()
 	w.check.all()
 }
 
 func (w *world) turn(c *client) {
+	c.eng.MarkTries(isTry)
 	n, exited := c.eng.Turn()
 	w.tracef("%s: loop turn, %d events", c.name, n)
 	if exited {
@@ -341,6 +365,14 @@ func (w *world) quiesce() {
 	if w.failure != "" {
 		return
 	}
+	// Pins outlive the acquisitions on their paths by up to two sweeps of
+	// an idle path; then nothing may be left.
+	for w.failure == "" && w.pinsLeft() && w.clock.now <= deadline {
+		w.step()
+	}
+	if w.failure != "" {
+		return
+	}
 	w.check.noNodesLeft()
 	if w.failure != "" {
 		return
@@ -356,6 +388,19 @@ func (w *world) quiesce() {
 		w.step()
 	}
 	w.check.allResolved()
+}
+
+// pinsLeft reports whether an engine's pin is left anywhere under /sim.
+func (w *world) pinsLeft() bool { return pinsUnder(w, "/sim") }
+
+func pinsUnder(w *world, p string) bool {
+	children, _ := w.model.Children(p)
+	for _, ch := range children {
+		if queue.IsPin(ch) || pinsUnder(w, p+"/"+ch) {
+			return true
+		}
+	}
+	return false
 }
 
 // prune drops the settled acquisitions from w.open.
@@ -397,9 +442,11 @@ func (w *world) failureReport() string {
 
 // simResult is one seed's outcome.
 type simResult struct {
-	steps  int
-	grants int
-	report string // empty: no violation
+	steps       int
+	grants      int
+	faultGrants int           // of grants, those before the faults stopped
+	granted     [numKinds]int // the workload's acquisitions granted, by recipe
+	report      string        // empty: no violation
 }
 
 func simulate(seed uint64, trace bool) simResult {
@@ -407,7 +454,7 @@ func simulate(seed uint64, trace bool) simResult {
 	w := newWorld(seed, 2+rng.IntN(3))
 	w.traceAll = trace
 	w.run(200 + rng.IntN(1200))
-	r := simResult{steps: w.steps, grants: w.check.grants}
+	r := simResult{steps: w.steps, grants: w.check.grants, faultGrants: w.check.faultGrants, granted: w.granted()}
 	if w.failure != "" {
 		r.report = w.failureReport()
 	}
@@ -420,11 +467,14 @@ func TestSimulation(t *testing.T) {
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
 	}
-	grants, steps := 0, 0
+	grants, faultGrants, steps := 0, 0, 0
+	var granted [numKinds]int
 	for seed := first; seed < first+n; seed++ {
 		r := simulate(seed, *simTrace)
 		grants += r.grants
+		faultGrants += r.faultGrants
 		steps += r.steps
+		addGranted(&granted, r.granted)
 		if r.report != "" {
 			t.Fatal(r.report)
 		}
@@ -432,7 +482,8 @@ func TestSimulation(t *testing.T) {
 	if grants == 0 {
 		t.Fatal("no acquisition was ever granted: the simulator checked nothing")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked", n, first, steps, grants)
+	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped); the workload's, by recipe: %s",
+		n, first, steps, grants, faultGrants, byRecipe(granted))
 }
 
 // TestSimulationIsDeterministic runs seeds twice and compares the traces.
@@ -475,9 +526,10 @@ func TestSimulationSoak(t *testing.T) {
 	start := time.Now()
 	var next atomic.Uint64
 	next.Store(*simFirst - 1)
-	var seeds, steps, grants atomic.Int64
+	var seeds, steps, grants, faultGrants atomic.Int64
 	var mu sync.Mutex
 	var failures []string
+	var granted [numKinds]int
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
@@ -487,11 +539,13 @@ func TestSimulationSoak(t *testing.T) {
 				seeds.Add(1)
 				steps.Add(int64(r.steps))
 				grants.Add(int64(r.grants))
+				faultGrants.Add(int64(r.faultGrants))
+				mu.Lock()
+				addGranted(&granted, r.granted)
 				if r.report != "" {
-					mu.Lock()
 					failures = append(failures, r.report)
-					mu.Unlock()
 				}
+				mu.Unlock()
 			}
 		})
 	}
@@ -500,6 +554,8 @@ func TestSimulationSoak(t *testing.T) {
 	fmt.Printf("simulate: %d seeds (%d..%d) in %v on %d cores: %.1f seeds/s, %d schedule steps explored, %d simulated acquisitions granted, %d failures\n",
 		seeds.Load(), *simFirst, next.Load(), el.Round(time.Second), runtime.GOMAXPROCS(0),
 		float64(seeds.Load())/el.Seconds(), steps.Load(), grants.Load(), len(failures))
+	fmt.Printf("simulate: %d of the grants before the faults stopped; the workload's acquisitions granted, by recipe: %s\n",
+		faultGrants.Load(), byRecipe(granted))
 	kinds := make(map[string]int)
 	for _, f := range failures {
 		// "seed N: kind: ..."

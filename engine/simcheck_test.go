@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/turnstile-go/turnstile/events"
@@ -12,74 +13,156 @@ import (
 
 // checker holds the world to what the locks promise, after every step and
 // at every grant (as the engine reports it, before anything else runs).
+//
+// It judges the leases the engines hold, not what the workload was handed:
+// every lease of every recipe, and of every part of one (a semaphore's
+// guard, a multi-lock's parts, taken one after another before the
+// MultiLease exists), is a lease of some engine's contender from its grant
+// on. A lease counts as held from its grant until its Lost closes or its
+// release begins (Lease.Held).
 type checker struct {
-	w         *world
-	grants    int              // simulated acquisitions granted
-	lastToken map[string]int64 // path → token of its latest exclusive grant
-	onLine    func(string)     // sees every trace line (the determinism test)
+	w      *world
+	grants int // simulated acquisitions granted
+	// faultGrants are the grants made before the faults stopped.
+	faultGrants int
+	lastToken   map[string]int64 // path → token of its latest exclusive grant
+	onLine      func(string)     // sees every trace line (the determinism test)
+
+	// leases are every lease seen held, in the order first seen, until
+	// seen not held: a lease an engine dropped while still held counts.
+	leases []*lock.Lease
+	seen   map[*lock.Lease]bool
+	// outcomes counts, for each acquisition an engine reported taking in,
+	// the outcomes it reported for it: exactly one is promised.
+	outcomes map[acquisition]int
+}
+
+func newChecker(w *world) checker {
+	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
+		outcomes: make(map[acquisition]int)}
+}
+
+// acquisition names one acquisition of one engine, as its reports do.
+type acquisition struct {
+	c  *client
+	id uint64
 }
 
 func (k *checker) report(c *client, r events.Report) {
 	w := k.w
-	w.tracef("%s: %v %s %s token %d %v", c.name, r.Kind, r.Path, r.Node, r.Token, r.Err)
+	w.tracef("%s: %v #%d %s %s token %d %v", c.name, r.Kind, r.ID, r.Path, r.Node, r.Token, r.Err)
+	key := acquisition{c, r.ID}
+	switch r.Kind {
+	case events.Acquiring:
+		if _, ok := k.outcomes[key]; ok {
+			w.fail("reports: %s reported acquisition %d on %s twice", c.name, r.ID, r.Path)
+		}
+		k.outcomes[key] = 0
+	case events.Granted, events.Failed, events.Cancelled:
+		n, ok := k.outcomes[key]
+		switch {
+		case !ok:
+			w.fail("reports: %s reported %v of acquisition %d on %s, never taken in", c.name, r.Kind, r.ID, r.Path)
+		case n > 0:
+			w.fail("reports: %s reported a second outcome, %v, of acquisition %d on %s", c.name, r.Kind, r.ID, r.Path)
+		}
+		k.outcomes[key] = n + 1
+	}
 	if r.Kind != events.Granted {
 		return
 	}
 	k.grants++
-	if !isRead(r.Node) {
+	if w.faults {
+		k.faultGrants++
+	}
+	if kind := kindOf(r.Node); kind != queue.KindRead {
 		if last, ok := k.lastToken[r.Path]; ok && r.Token <= last {
-			w.fail("fencing: %s granted %s on %s with token %d, not above the previous exclusive grant's %d",
-				c.name, r.Node, r.Path, r.Token, last)
+			w.fail("fencing: %s granted %s on %s with token %d, not above the previous %v grant's %d",
+				c.name, r.Node, r.Path, r.Token, kind, last)
 		}
 		k.lastToken[r.Path] = r.Token
 	}
 	k.all()
 }
 
-func isRead(node string) bool { return strings.Contains(node, "__READ__") }
-
-// holder is a lease held now: granted, its Lost not closed, its release
-// not begun.
-type holder struct {
-	a *acq
-	l *lock.Lease
+// kindOf is the kind of the lock node named (or at) node.
+func kindOf(node string) queue.Kind {
+	n, _ := queue.Parse(path.Base(node))
+	return n.Kind
 }
 
-// all checks exclusion on every path: at most one exclusive holder, and no
-// reader beside it but the read lease its own holder took by downgrading.
+// all checks every path's holders: at most one exclusive holder (a mutex,
+// a writer, a semaphore's guard, a leader) and no reader beside it but the
+// read lease its own holder took by downgrading; at most N holders of a
+// semaphore of N leases.
 func (k *checker) all() {
 	w := k.w
-	byPath := make(map[string][]holder)
-	seen := make(map[*lock.Lease]bool)
-	for _, a := range w.open {
-		l := a.lease()
-		if l == nil || seen[l] || !l.Held() || a.released && a.kind != kindReentrant {
-			continue
-		}
-		seen[l] = true
-		byPath[a.path] = append(byPath[a.path], holder{a, l})
-	}
-	for _, p := range simPaths {
-		hs := byPath[p]
-		var excl []holder
-		for _, h := range hs {
-			if !isRead(h.l.Node()) {
-				excl = append(excl, h)
+	for _, c := range w.clients {
+		for _, l := range c.eng.Leases() {
+			if !k.seen[l] {
+				k.seen[l] = true
+				k.leases = append(k.leases, l)
 			}
 		}
-		if len(excl) > 1 {
-			w.fail("exclusion: %d exclusive holders of %s: %s", len(excl), p, names(excl))
+	}
+	k.leases = slices.DeleteFunc(k.leases, func(l *lock.Lease) bool { return !l.Held() })
+	byPath := make(map[string][]*lock.Lease)
+	var paths []string
+	for _, l := range k.leases {
+		if byPath[l.Path()] == nil {
+			paths = append(paths, l.Path())
+		}
+		byPath[l.Path()] = append(byPath[l.Path()], l)
+	}
+	for _, p := range paths {
+		if !k.path(p, byPath[p]) {
 			return
 		}
-		if len(excl) == 1 {
-			for _, h := range hs {
-				if isRead(h.l.Node()) && !downgradeOf(h.l, excl[0].l) {
-					w.fail("exclusion: reader %s beside writer %s on %s", h.l.Node(), excl[0].l.Node(), p)
-					return
-				}
+	}
+}
+
+// path checks the holders of one path; false when it failed the run.
+func (k *checker) path(p string, holders []*lock.Lease) bool {
+	w := k.w
+	var excl, shared, leases []*lock.Lease
+	for _, l := range holders {
+		switch kindOf(l.Node()) {
+		case queue.KindRead:
+			shared = append(shared, l)
+		case queue.KindLease:
+			leases = append(leases, l)
+		default:
+			excl = append(excl, l)
+		}
+	}
+	if len(leases) > 0 {
+		sem := strings.TrimSuffix(p, "/leases")
+		n := w.load.semLeases[sem]
+		switch {
+		case n == 0:
+			w.fail("semaphore: lease holders of %s, which no semaphore uses: %s", p, k.names(leases))
+			return false
+		case len(leases) > n:
+			w.fail("semaphore: %d holders of %s, of %d leases: %s", len(leases), sem, n, k.names(leases))
+			return false
+		case len(excl)+len(shared) > 0:
+			w.fail("exclusion: semaphore leases beside other locks on %s: %s", p, k.names(holders))
+			return false
+		}
+	}
+	if len(excl) > 1 {
+		w.fail("exclusion: %d exclusive holders of %s: %s", len(excl), p, k.names(excl))
+		return false
+	}
+	if len(excl) == 1 {
+		for _, r := range shared {
+			if !downgradeOf(r, excl[0]) {
+				w.fail("exclusion: reader %s beside %v %s on %s", k.name(r), kindOf(excl[0].Node()), k.name(excl[0]), p)
+				return false
 			}
 		}
 	}
+	return true
 }
 
 // downgradeOf: r is the read lease that w's holder took in w's place
@@ -90,23 +173,34 @@ func downgradeOf(r, w *lock.Lease) bool {
 	return ok1 && ok2 && r.Engine() == w.Engine() && rn.Seq == wn.Seq
 }
 
-func names(hs []holder) string {
-	s := make([]string, len(hs))
-	for i, h := range hs {
-		s[i] = fmt.Sprintf("%v (%s, token %d)", h.a, h.l.Node(), h.l.Token())
+// name names a lease: its engine, node and token.
+func (k *checker) name(l *lock.Lease) string {
+	eng := "?"
+	for _, c := range k.w.clients {
+		if c.eng == l.Engine() {
+			eng = c.name
+		}
+	}
+	return fmt.Sprintf("%s %s (token %d)", eng, l.Node(), l.Token())
+}
+
+func (k *checker) names(leases []*lock.Lease) string {
+	s := make([]string, len(leases))
+	for i, l := range leases {
+		s[i] = k.name(l)
 	}
 	return strings.Join(s, ", ")
 }
 
 // noNodesLeft: once everything is released, no lock node of any session
-// remains, and no session owns an ephemeral.
+// remains anywhere under /sim (a mutex's, a semaphore's guard or lease, a
+// candidate's), and no session owns an ephemeral. The lock paths
+// themselves, containers, may stay until the server reaps them.
 func (k *checker) noNodesLeft() {
 	w := k.w
-	for _, p := range simPaths {
-		if children, ok := w.model.Children(p); ok && len(children) > 0 {
-			w.fail("leak: %s still has %v after every release", p, children)
-			return
-		}
+	if p, children := lockNodesUnder(w, "/sim"); p != "" {
+		w.fail("leak: %s still has %v after every release", p, children)
+		return
 	}
 	for _, c := range w.clients {
 		if eph := w.model.Ephemerals(c.session); len(eph) > 0 {
@@ -116,23 +210,54 @@ func (k *checker) noNodesLeft() {
 	}
 }
 
-// allResolved: after Close, every future has resolved, once.
+// lockNodesUnder finds, depth first, a path under p with lock nodes among
+// its children, and those.
+func lockNodesUnder(w *world, p string) (string, []string) {
+	children, _ := w.model.Children(p)
+	var nodes []string
+	for _, ch := range children {
+		if _, ok := queue.Parse(ch); ok {
+			nodes = append(nodes, ch)
+		}
+	}
+	if len(nodes) > 0 {
+		return p, nodes
+	}
+	for _, ch := range children {
+		if q, nodes := lockNodesUnder(w, p+"/"+ch); q != "" {
+			return q, nodes
+		}
+	}
+	return "", nil
+}
+
+// allResolved: after Close, every future has resolved, once, and so has
+// every acquisition an engine reported taking in.
 func (k *checker) allResolved() {
 	w := k.w
 	for _, a := range w.acqs {
-		if _, ok, _ := a.fut.Result(); !ok {
+		switch {
+		case !a.resolved():
 			w.fail("%v: its future never resolved", a)
 			return
-		}
-		if a.relFut != nil {
-			if _, ok, _ := a.relFut.Result(); !ok {
-				w.fail("%v: its release's future never resolved", a)
-				return
-			}
-		}
-		if a.callbacks > 1 || (a.kind == kindMutex || a.kind == kindWrite) && a.callbacks != 1 {
+		case a.callbacks != 1:
 			w.fail("%v: its future's callback ran %d times", a, a.callbacks)
 			return
+		case a.releaseDone != nil && !a.releaseDone():
+			w.fail("%v: its release never completed", a)
+			return
+		}
+	}
+	for _, c := range w.clients {
+		for id := uint64(1); ; id++ {
+			n, ok := k.outcomes[acquisition{c, id}]
+			if !ok {
+				break
+			}
+			if n != 1 {
+				w.fail("reports: %s reported %d outcomes of acquisition %d", c.name, n, id)
+				return
+			}
 		}
 	}
 }

@@ -97,6 +97,13 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 // rather than queue again when the session expires (the guard went with
 // it), and the attempt starts over from the guard, behind whoever took it
 // meanwhile; unless the engine is configured to fail waiters on expiry.
+//
+// The guard can also be lost without an expiry: the session lapses (the
+// engine can no longer tell that the server has not expired it), comes
+// back, and the engine deletes the lost guard's node. The lease
+// acquisition then abandons its node at its next listing (see
+// underGuard), which follows every creation of it, and the attempt starts
+// over from the guard in the same way.
 func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, error) bool) {
 	guardReq := s.opts.request(s.locks, queue.MutexPrefix, decideMutex, s.data, try)
 	guardReq.Revocable = false
@@ -105,17 +112,45 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, 
 			resolve(nil, err)
 			return
 		}
-		leaseReq := s.opts.request(s.lease, queue.LeasePrefix, s.decide, s.data, try)
+		leaseCtx, abandon := context.WithCancelCause(ctx)
+		leaseReq := s.opts.request(s.lease, queue.LeasePrefix, s.underGuard(guard, abandon), s.data, try)
 		leaseReq.FailOnExpiry = true
-		s.eng.Acquire(ctx, leaseReq).Then(func(l *Lease, err error) {
+		s.eng.Acquire(leaseCtx, leaseReq).Then(func(l *Lease, err error) {
+			abandon(nil)
 			guard.ReleaseAsync() // its outcome does not change the lease's
-			if errors.Is(err, engine.ErrSessionExpired) && !s.eng.FailsOnExpiry() {
+			expired := errors.Is(err, engine.ErrSessionExpired) && !s.eng.FailsOnExpiry()
+			if expired || errors.Is(err, errGuardLost) && ctx.Err() == nil {
 				s.attempt(ctx, try, resolve)
 				return
 			}
 			resolve(l, err)
 		})
 	})
+}
+
+// errGuardLost is why a lease acquisition is abandoned when its guard was
+// lost before the grant. It never reaches the caller: the attempt starts
+// over from the guard.
+var errGuardLost = errors.New("turnstile: the semaphore's guard was lost before the lease was granted")
+
+// underGuard decides for a lease acquisition under guard: as decide while
+// the guard is held; once it is lost, never holds and abandons the
+// acquisition (its node is deleted, the attempt starts over). A lease node
+// made without the guard may queue behind the one the next guard holder
+// made meanwhile, where a Curator acquirer (admitting by count) and this
+// one (by position) would wait for each other for ever; and two lease
+// nodes made at once may be granted on one listing, with one token.
+//
+// Abandoning from here, on the engine's loop, is cancelling a context: it
+// returns at once, and the engine hears of it like any cancellation.
+func (s *Semaphore) underGuard(guard *Lease, abandon context.CancelCauseFunc) engine.Decider {
+	return func(l *queue.Listing, self string) engine.Decision {
+		if guard.Err() != nil {
+			abandon(errGuardLost)
+			return engine.Decision{WatchChildren: true}
+		}
+		return s.decide(l, self)
+	}
 }
 
 // decide admits self while the lease path has at most N lease nodes. Every

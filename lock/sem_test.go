@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/netfault"
 	"github.com/turnstile-go/turnstile/lock"
 )
@@ -230,6 +231,77 @@ func TestSemaphoreWaiterComesBackThroughTheGuardAfterExpiry(t *testing.T) {
 	la, err := waiting.Wait(wctx)
 	if err != nil {
 		t.Fatalf("waiter after expiry: %v", err)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, path) == 0 })
+}
+
+// A waiter whose guard is lost before its lease is granted, while its
+// session lapses and comes back without expiring, comes back through the
+// guard too: it never queues a lease node without holding the guard. Its
+// lease node goes when the guard goes, and it waits again under a guard of
+// its own. (The simulator found it: a lease node made after its guard's
+// node was deleted, beside the lease node of the next guard holder, both
+// granted on the same listing's token.)
+//
+// The waiter's connection is cut the moment it is granted the guard, so
+// its lease node cannot be made before the guard is lost; it is healed
+// once the guard is lost, long before the server could expire the session
+// (lost 1s after the server last heard from it, expired after 6s).
+func TestSemaphoreWaiterComesBackThroughTheGuardAfterALapse(t *testing.T) {
+	ctx := context.Background()
+	var p netfault.Partition
+	path := lockRoot(t) + "/sem"
+	guards := path + "/locks"
+	var firstGuard atomic.Value // the guard node the waiter was first granted
+	guardLost := make(chan struct{})
+	var cut, lost sync.Once
+	a := startEngine(t, engine.Config{SessionTimeout: 6 * time.Second, LostMargin: 5 * time.Second, Dialer: p.Dial,
+		Observer: func(r events.Report) {
+			switch {
+			case r.Kind == events.Granted && r.Path == guards:
+				cut.Do(func() {
+					firstGuard.Store(r.Node)
+					p.Cut()
+				})
+			case r.Kind == events.Lost && r.Path == guards:
+				lost.Do(func() { close(guardLost) })
+			}
+		}})
+	b := startEngine(t, engine.Config{})
+	conn := inspect(t, shared.Addr())
+	held, err := lock.NewSemaphoreMutex(b, path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := a.SessionID()
+	waiting := lock.NewSemaphoreMutex(a, path).Acquire(ctx)
+	select {
+	case <-guardLost:
+	case <-time.After(time.Minute):
+		t.Fatal("the waiter's guard was never lost")
+	}
+	p.Heal()
+	eventually(t, "a waits with a lease node, holding a guard granted after the lost one", func() bool {
+		guard, _, err := conn.Children(guards)
+		if err != nil || len(guard) != 1 || guard[0] == firstGuard.Load() {
+			return false
+		}
+		return lockNodes(t, conn, path+"/leases") == 2
+	})
+	if a.SessionID() != old {
+		t.Logf("the session expired after all (a slow machine): the expiry's path was taken, not the lapse's")
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	la, err := waiting.Wait(wctx)
+	if err != nil {
+		t.Fatalf("waiter after the lapse: %v", err)
 	}
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)

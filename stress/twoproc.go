@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 )
 
 // The twoproc workload: one lock path shared by two processes, each with

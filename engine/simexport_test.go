@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/turnstile-go/turnstile/events"
+)
+
+// What the simulator's workload and checker (simload_test.go,
+// simcheck_test.go, package engine_test) ask of the engine's inside,
+// beside the seams of export_test.go.
+
+// MarkTries turns every queued acquisition whose context isTry accepts
+// into a try-lock, as the recipe's TryAcquire would have made it.
+//
+// A recipe's TryAcquire blocks until the engine answers, which a
+// single-threaded simulator cannot do; so the workload acquires with
+// Acquire, asynchronously, under a context it marks, and the world marks
+// what is queued before each turn of the loop. That reaches every
+// acquisition a recipe makes for it, including those the recipe makes
+// later on its own, from a callback (a semaphore's lease once its guard is
+// held, a multi-lock's next part), each of which TryAcquire makes a try.
+func (e *Engine) MarkTries(isTry func(context.Context) bool) {
+	batch := e.inbox.Drain(nil)
+	for i, ev := range batch {
+		cmd, ok := ev.(events.Command)
+		if !ok {
+			continue
+		}
+		if a, ok := cmd.Payload.(acquireCmd); ok && !a.req.TryOnly && isTry(a.ctx) {
+			a.req.TryOnly = true
+			batch[i] = events.Command{Payload: a}
+		}
+	}
+	for _, ev := range batch {
+		e.inbox.Put(ev)
+	}
+}
+
+// Leases are the leases of the contenders the loop keeps, in the order
+// the contenders were made: every lease of the engine that may still be
+// held, whichever recipe (or part of one: a semaphore's guard, a
+// multi-lock's part) it was granted to.
+func (e *Engine) Leases() []*Lease {
+	var leases []*Lease
+	for _, en := range e.core.byID() {
+		if en.lease != nil {
+			leases = append(leases, en.lease)
+		}
+	}
+	return leases
+}
