@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"maps"
+	"slices"
+)
+
 // What the cohort tests (cohort_test.go, package engine_test) read of a
 // cohort's inside.
 
@@ -31,4 +36,23 @@ func (e *Engine) CohortListed(path string) bool {
 		}
 	}
 	return true
+}
+
+// CohortLeases are the leases held now by way of a cohort, one per cohort
+// holding a node: the leases passed to holders, which Leases (the loop's
+// own: a cohort's node is one carrier lease) does not list. In the order
+// of their paths, then of their cohorts.
+func (e *Engine) CohortLeases() []*Lease {
+	cs := &e.cohorts
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var leases []*Lease
+	for _, p := range slices.Sorted(maps.Keys(cs.byPath)) {
+		for _, c := range cs.byPath[p] {
+			if c.holder != nil {
+				leases = append(leases, c.holder)
+			}
+		}
+	}
+	return leases
 }
