@@ -595,19 +595,26 @@ func (c *cohort) next(trusted bool, now time.Duration) turn {
 
 // carry does what next chose, once cs.mu is released, and returns the
 // outcome of the node's deletion, if it goes back.
+//
+// The next waiter's node is asked for before the deletion of the node
+// given back: one session's writes apply in the order they are sent, so
+// whoever the deletion wakes (another client) finds the next node already
+// queued, behind its own, in the listing that grants it, and gives the
+// lock back after one holder without asking anything more. Asked after
+// the deletion, the create may still wait for its fsync while that client
+// lists: it would see nobody, pass among its own, and ask its listing
+// with a watch to learn better.
 func (c *cohort) carry(t turn) *Future[struct{}] {
-	var done *Future[struct{}]
 	if t.waiter != nil {
 		t.waiter.fut.resolve(t.lease, nil)
 	}
-	if t.back != nil {
-		done = t.back.ReleaseAsync()
-	}
 	if t.start != nil {
-		// Queued after the deletion, so behind whoever waits now.
 		c.start(t.start)
 	}
-	return done
+	if t.back == nil {
+		return nil
+	}
+	return t.back.ReleaseAsync()
 }
 
 // othersWait: another client is known to wait, or may. cs.mu is held.
