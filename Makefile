@@ -15,10 +15,11 @@ GO ?= go
 # DEB_PACKAGES: the Debian packages `make deps` ensures are installed.
 # Each is checked with `dpkg -s`; only the missing ones are installed, after
 # at most one `apt-get update`. Curator (Java) and kazoo (Python) are the
-# peers of the interop tests and the benchmark; redis-server is the Redis
-# lock the benchmark measures turnstile against. (Where an init system runs,
-# Debian's redis-server package starts a service of its own on port 6379;
-# the harness never uses it: it starts its own server on a free port.)
+# peers of the interop tests (internal/interop) and the benchmark;
+# redis-server is the Redis lock the benchmark measures turnstile against.
+# (Where an init system runs, Debian's redis-server package starts a
+# service of its own on port 6379; the harness never uses it: it starts its
+# own server on a free port.)
 DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server
 # Java 17 with javac: ZooKeeper runs on it and the interop tests compile
 # their Curator peer with it. Skipped if the release has none.

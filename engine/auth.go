@@ -7,27 +7,20 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
+	"github.com/turnstile-go/turnstile/events"
 )
 
 // ErrNoAuth: ZooKeeper refused an operation for lack of rights (the node's
 // ACL does not grant them to the session's credentials, Config.Auth), or
 // refused the credentials themselves. Such a refusal is not retried: the
 // acquisition, or the release, fails with it.
-var ErrNoAuth = errors.New("turnstile: not authorised")
+var ErrNoAuth = contender.ErrNoAuth
 
 // noAuth reports whether err is the server's refusal for lack of rights.
 func noAuth(err error) bool {
 	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
-}
-
-// refused is the error of an operation on path the server refused: it
-// wraps ErrNoAuth too when rights were missing, so that errors.Is finds
-// the cause a caller can act on.
-func refused(op, path string, err error) error {
-	if noAuth(err) {
-		return fmt.Errorf("%w: %s %s: %w", ErrNoAuth, op, path, err)
-	}
-	return fmt.Errorf("turnstile: %s %s: %w", op, path, err)
 }
 
 // authenticate presents every credential of Config.Auth to the session,
@@ -49,7 +42,7 @@ func (e *Engine) authenticate(ctx context.Context) error {
 			switch {
 			case noAuth(err):
 				return fmt.Errorf("%w: credentials of scheme %q: %w", ErrNoAuth, cred.Scheme, err)
-			case classify(err) != outConnLoss:
+			case classify(err) != events.ConnLoss:
 				return fmt.Errorf("turnstile: credentials of scheme %q: %w", cred.Scheme, err)
 			}
 			select {

@@ -7,18 +7,49 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sync/semaphore"
-
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
-// bareEngine is an engine's loop state without a session: pure tests and
-// benchmarks hand it replies directly. Nothing it queues is ever sent.
-func bareEngine(log *slog.Logger) *Engine {
-	return &Engine{log: log, inbox: events.NewInbox(), sem: semaphore.NewWeighted(0),
-		contenders: map[uint64]*entry{}, watchers: map[string][]uint64{}, listings: map[string]*listing{},
-		nodes: map[string]uint64{}, localWatch: map[string][]uint64{}, borrowed: map[string]int{}}
+// bareCore is an engine's core without a runtime: pure tests and
+// benchmarks hand it replies directly. Its in-flight bound is zero, so
+// nothing it decides to send is ever sent; settle carries out the rest.
+func bareCore(log *slog.Logger) *core {
+	c := newCore(Config{Logger: log}, nil, &counters{}, &gauges{})
+	c.newID = queue.NewID
+	c.newLease = func(id uint64, path, node string, token int64) *Lease {
+		return &Lease{id: id, path: path, node: node, token: token}
+	}
+	return c
+}
+
+// settle resolves the futures the core decided to resolve, as the runtime
+// would, and drops the rest of what it decided.
+func (c *core) settle() {
+	e := &Engine{}
+	for _, n := range c.ready().Notices {
+		e.notice(n)
+	}
+}
+
+// listingEntry is a mutex contender of path whose create made node name:
+// its machine, stepped through its start and the create's reply, waits
+// for a listing.
+func listingEntry(id uint64, path, name string) *entry {
+	en := &entry{id: id, acquired: newFuture[*Lease](), c: contender.New(contender.Config{
+		LockPath: path, Prefix: queue.MutexPrefix, Decide: Decider(mutexAtHead).contenderDecider(),
+		NewID: queue.NewID, Connected: true,
+	})}
+	en.c.Step(contender.Input{Kind: contender.Start})
+	en.c.Step(contender.Input{Kind: contender.Created, Name: name})
+	return en
+}
+
+// mutexNode is the name of a mutex node of protected id with sequence
+// number seq, as the server formats it (a negative seq: its counter wrapped).
+func mutexNode(id string, seq int64) string {
+	return queue.ProtectedPrefix(id, queue.KindMutex) + queue.FormatSeq(seq)
 }
 
 // records is a slog.Handler that keeps every record.
@@ -41,17 +72,16 @@ func (r *records) Handle(_ context.Context, rec slog.Record) error {
 // hears of the wrap once.
 func TestWrappedListingLoggedOnce(t *testing.T) {
 	var logs records
-	e := bareEngine(slog.New(&logs))
+	c := bareCore(slog.New(&logs))
 	const path = "/locks/a"
 	for round := range 3 {
-		name := node(round+1, -2147483648+round)
-		en := &entry{id: uint64(round + 1), acquired: newFuture[*Lease](),
-			c: *newContender(path, queue.MutexPrefix, seqDecide, queue.NewID)}
-		en.c.setNode(name)
-		en.c.phase = phaseListing
-		e.contenders[en.id] = en
-		e.listings[path] = &listing{current: []uint64{en.id}}
-		e.listed(events.OpDone{Op: events.OpList, Path: path, Children: []string{other(2147483647), name}, Pzxid: 1}, input{})
+		name := mutexNode(queue.NewID(), -2147483648+int64(round))
+		en := listingEntry(uint64(round+1), path, name)
+		c.contenders[en.id] = en
+		c.listings[path] = &listing{current: []uint64{en.id}}
+		children := []string{mutexNode(queue.NewID(), 2147483647), name}
+		c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
+		c.settle()
 		if _, done, err := en.acquired.Result(); !done || !errors.Is(err, ErrSequenceWrapped) {
 			t.Fatalf("round %d: acquisition resolved %v with %v, want ErrSequenceWrapped", round, done, err)
 		}

@@ -10,26 +10,29 @@ import (
 	"unsafe"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/events"
 )
 
 func TestClassify(t *testing.T) {
 	reset := &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}
 	cases := []struct {
 		err  error
-		want outcome
+		want events.Outcome
 	}{
-		{nil, outOK},
-		{zk.ErrNoNode, outNoNode},
-		{fmt.Errorf("wrapped: %w", zk.ErrNodeExists), outNodeExists},
-		{zk.ErrConnectionClosed, outConnLoss},
-		{zk.ErrSessionExpired, outConnLoss},
-		{zk.ErrSessionMoved, outConnLoss},
-		{reset, outConnLoss},
-		{io.EOF, outConnLoss},
-		{syscall.EPIPE, outConnLoss},
-		{zk.ErrClosing, outClosing},
-		{zk.ErrNoAuth, outFailed},
-		{zk.ErrBadArguments, outFailed},
+		{nil, events.OK},
+		{zk.ErrNoNode, events.NoNode},
+		{fmt.Errorf("wrapped: %w", zk.ErrNodeExists), events.NodeExists},
+		{zk.ErrConnectionClosed, events.ConnLoss},
+		{zk.ErrSessionExpired, events.ConnLoss},
+		{zk.ErrSessionMoved, events.ConnLoss},
+		{reset, events.ConnLoss},
+		{io.EOF, events.ConnLoss},
+		{syscall.EPIPE, events.ConnLoss},
+		{zk.ErrClosing, events.Closing},
+		{zk.ErrNoAuth, events.NoAuth},
+		{fmt.Errorf("wrapped: %w", zk.ErrAuthFailed), events.NoAuth},
+		{zk.ErrBadArguments, events.Refused},
 	}
 	for _, c := range cases {
 		if got := classify(c.err); got != c.want {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
 
 // Config configures an Engine. Only Servers is required.
@@ -42,11 +44,46 @@ type Config struct {
 	// session expires, instead of queueing again under the new session
 	// (and losing their place).
 	FailOnExpiry bool
+	// NoPin turns off the listing-free cycle: the engine never keeps a pin
+	// (an ephemeral child named ~pin-<id>) on a mutex or read-write
+	// lock path it cycles on, and every acquisition lists its path. Set it
+	// where a client that fails on a child it cannot parse shares the
+	// paths: go-zookeeper's own Lock does. Curator and kazoo sort a pin
+	// after every lock node or skip it. See DESIGN.md, "the listing-free
+	// cycle".
+	NoPin bool
 	// Logger receives the engine's logs (default: discarded).
 	Logger *slog.Logger
 	// Dialer connects to a server (default net.DialTimeout); tests and
 	// deployments behind proxies set it.
 	Dialer func(network, address string, timeout time.Duration) (net.Conn, error)
+	// TLS, if set, makes every connection a TLS client connection with
+	// this configuration, over the connection Dialer makes. The server must
+	// serve TLS where Servers point: ZooKeeper 3.5 and later do so on
+	// their secureClientPort (with the Netty connection factory,
+	// serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory,
+	// and the ssl.keyStore.* and ssl.trustStore.* settings), not on the
+	// plain clientPort. The handshake is part of connecting: a server that
+	// does not speak TLS, or whose certificate does not verify against
+	// RootCAs, or that refuses the client's certificate, is a failed
+	// connection, logged at warning level with the reason, and retried.
+	// (ZooKeeper 3.8 speaks TLS 1.2 unless ssl.protocol says otherwise; in
+	// TLS 1.3 a refused client certificate ends the connection only after
+	// the handshake, which is retried the same way, the reason in the
+	// client's debug log.) Start fails with ErrUnreachable once
+	// ConnectTimeout has passed without a session.
+	// Without ServerName, a server's certificate must name the host of its
+	// address in Servers (an IP address among its IP SANs).
+	//
+	// A client certificate (Certificates, or GetClientCertificate) is
+	// presented when the server asks for one; ZooKeeper's default,
+	// ssl.clientAuth=need, refuses a client without one. The server
+	// authenticates the session with it in the x509 scheme, under the
+	// certificate's subject ("CN=app,O=example"): an ACL entry
+	// {Scheme: "x509", ID: subject} names it, and zk.AuthACL gives the
+	// rights to it even without Auth. The credentials of Auth are added
+	// on top, over the encrypted connection: a session may hold both.
+	TLS *tls.Config
 	// Auth are the credentials the session presents, each added with
 	// ZooKeeper's addAuth before Start returns. The client sends them again
 	// on every new connection, before any other request, so they hold
@@ -118,6 +155,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Dialer == nil {
 		c.Dialer = net.DialTimeout
 	}
+	if c.TLS != nil {
+		c.TLS = c.TLS.Clone()
+		c.Dialer = tlsdial.Wrap(c.Dialer, c.TLS)
+	}
 	return c, nil
 }
 
@@ -146,12 +187,19 @@ func (c *Config) validateSecurity() error {
 			return fmt.Errorf("%w: an ACL entry without a scheme", ErrInvalidConfig)
 		case a.Perms&zk.PermAll == 0 || a.Perms&^zk.PermAll != 0:
 			return fmt.Errorf("%w: ACL entry %s:%s has permissions %#x", ErrInvalidConfig, a.Scheme, a.ID, a.Perms)
-		case a.Scheme == "auth" && len(c.Auth) == 0:
+		case a.Scheme == "auth" && len(c.Auth) == 0 && !c.presentsCertificate():
 			// The server would refuse every create with InvalidACL: the
-			// "auth" scheme names the creator's credentials, and there are none.
-			return fmt.Errorf("%w: ACL scheme \"auth\" without Auth credentials", ErrInvalidConfig)
+			// "auth" scheme names the creator's identities, and there are
+			// none, neither credentials nor a client certificate.
+			return fmt.Errorf("%w: ACL scheme \"auth\" without Auth credentials or a TLS client certificate", ErrInvalidConfig)
 		}
 	}
 	c.ACL = slices.Clone(c.ACL)
 	return nil
+}
+
+// presentsCertificate reports whether the session can present a TLS client
+// certificate, which the server turns into an x509 identity.
+func (c *Config) presentsCertificate() bool {
+	return c.TLS != nil && (len(c.TLS.Certificates) > 0 || c.TLS.GetClientCertificate != nil)
 }

@@ -1,26 +1,31 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
+)
 
 // Errors the engine returns. Each is a sentinel that errors.Is finds in a
-// wrapped error.
+// wrapped error. Those the contender machine produces are its own values
+// (package engine/internal/contender), the same ones here.
 var (
 	// ErrClosed: the engine is closed or closing. Waiters' futures resolve
 	// with it; leases still held at Close are lost with it.
-	ErrClosed = errors.New("turnstile: engine closed")
+	ErrClosed = contender.ErrClosed
 	// ErrNotHeld: the lease was already released.
 	ErrNotHeld = errors.New("turnstile: lease not held")
 	// ErrLost: the lease can no longer be trusted: the session expired, or
 	// no server answered it for so long that it may have expired.
-	ErrLost = errors.New("turnstile: lease lost")
+	ErrLost = contender.ErrLost
 	// ErrSessionExpired: the ZooKeeper session expired. Leases lost to an
 	// expiry report it together with ErrLost; waiters fail with it when
 	// Config.FailOnExpiry is set.
-	ErrSessionExpired = errors.New("turnstile: session expired")
+	ErrSessionExpired = contender.ErrSessionExpired
 	// ErrInvalidPath: the lock path is not a valid ZooKeeper path for a lock.
 	ErrInvalidPath = errors.New("turnstile: invalid lock path")
 	// ErrWouldBlock: a try-acquisition found the lock held or waited for.
-	ErrWouldBlock = errors.New("turnstile: lock is held")
+	ErrWouldBlock = contender.ErrWouldBlock
 	// ErrUnreachable: no ZooKeeper server answered in time.
 	ErrUnreachable = errors.New("turnstile: ZooKeeper unreachable")
 	// ErrInvalidConfig: the engine's configuration cannot work.
@@ -33,13 +38,13 @@ var (
 	// given: it reported the contender's node missing while the listing
 	// holds it. Creating another node would leave that one behind, once
 	// per listing, so the acquisition fails once its node is deleted.
-	ErrBadDecision = errors.New("turnstile: the Decider contradicts the listing")
+	ErrBadDecision = contender.ErrBadDecision
 	// ErrSequenceWrapped: the lock path's sequence numbers wrapped past
 	// 2^31-1 while nodes created before the wrap remained, so their order
 	// is not the order of creation (see queue.Listing.Wrapped). Nothing is
 	// granted on such a listing: acquisitions fail, and their nodes are
 	// deleted, until the nodes from before the wrap are gone.
-	ErrSequenceWrapped = errors.New("turnstile: the lock path's sequence numbers wrapped")
+	ErrSequenceWrapped = contender.ErrSequenceWrapped
 )
 
 // lostError reports a lost lease: errors.Is finds both ErrLost and the cause.

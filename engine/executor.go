@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"path"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -15,22 +14,12 @@ import (
 	"github.com/turnstile-go/turnstile/queue"
 )
 
-// The executor is the one place that turns effects into ZooKeeper requests.
-// Each request runs on a short-lived goroutine, at most MaxInFlight at once
+// The executor is the runtime's one place that sends ZooKeeper requests:
+// the requests the core decided (see groupcommit.go). Each runs on a
+// short-lived goroutine, at most MaxInFlight at once by the core's count
 // (the client pipelines them on the one session and matches replies by
-// xid), and comes back to the loop as exactly one events.OpDone.
-
-// op is one request to send.
-type op struct {
-	batch []op // creates and deletes sent as one multi request; nothing else set
-	kind  events.OpKind
-	id    uint64 // the contender; 0 for shared listings
-	path  string
-	data  []byte
-	fixed bool   // OpCreate: a non-sequential node
-	write bool   // counted in the engine's writes in flight
-	find  string // OpRecover: the protected id to look for
-}
+// xid), and comes back to the loop as exactly one events.OpDone per op,
+// classified into the core's outcomes, then one events.RequestDone.
 
 // createFlags: lock nodes are ephemeral and sequential, but for a node
 // with a borrowed number.
@@ -62,12 +51,16 @@ type Stats struct {
 	// lost, each a sync and a getChildren of the lock path; OwnerChecks the
 	// exists requests they sent for children carrying the protected id.
 	Recoveries, OwnerChecks uint64
+	// Pins counts the creates and deletes of the engine's pins on lock
+	// paths it cycles on; Predicted the listings a create's own sequence
+	// number made unnecessary (not in Requests: none was sent).
+	Pins, Predicted uint64
 }
 
 // Requests is the total number of requests.
 func (s Stats) Requests() uint64 {
 	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis +
-		2*s.Recoveries + s.OwnerChecks
+		2*s.Recoveries + s.OwnerChecks + s.Pins
 }
 
 type counters struct {
@@ -76,6 +69,7 @@ type counters struct {
 	multis       atomic.Uint64 // multi requests sent
 	batched      atomic.Uint64 // creates and deletes sent inside them
 	ownerChecks  atomic.Uint64 // exists requests of recovery reads
+	predicted    atomic.Uint64 // listings answered from a create's own number
 }
 
 func (c *counters) snapshot() Stats {
@@ -91,22 +85,13 @@ func (c *counters) snapshot() Stats {
 		Batched:       c.batched.Load(),
 		Recoveries:    c.n[events.OpRecover].Load(),
 		OwnerChecks:   c.ownerChecks.Load(),
+		Pins:          c.n[events.OpPin].Load() + c.n[events.OpUnpin].Load(),
+		Predicted:     c.predicted.Load(),
 	}
 }
 
 // openACL is the default Config.ACL: anyone may do anything.
 var openACL = zk.WorldACL(zk.PermAll)
-
-// Encoded sizes, in bytes, of the parts of a multi request in ZooKeeper's
-// wire format (jute): an int is 4 bytes, a bool 1, a string or a byte
-// buffer its length as an int and then its bytes, a list its count as an
-// int and then its elements.
-const (
-	multiHeaderSize = 4 + 1 + 4 // each op's header: type, done, error
-	// multiEnvelopeSize: the request header (xid, opcode) and the header
-	// that ends the list of ops.
-	multiEnvelopeSize = 4 + 4 + multiHeaderSize
-)
 
 // aclSize is the encoded size of acl: its count, then per entry the
 // permissions, the scheme and the id.
@@ -118,102 +103,7 @@ func aclSize(acl []zk.ACL) int {
 	return n
 }
 
-// multiOpSize is the encoded size of a create (with an ACL of aclBytes)
-// or a delete inside a multi.
-func multiOpSize(o op, aclBytes int) int {
-	if o.kind == events.OpCreate {
-		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + aclBytes + 4 // path, data, acl, flags
-	}
-	return multiHeaderSize + 4 + len(o.path) + 4 // path, version
-}
-
-// submit sends o now if the in-flight bound allows, or queues it. Creates
-// and deletes go out at most maxWrites requests at a time: those issued
-// while the server is busy with earlier ones wait and then go together as
-// one multi request, one proposal and one log write on the server instead
-// of one each (group commit). An idle engine sends a write at once.
-func (e *Engine) submit(o op) {
-	if o.kind == events.OpCreate || o.kind == events.OpDelete {
-		e.writes = append(e.writes, o)
-		return
-	}
-	e.send(o)
-}
-
-const (
-	maxBatch  = 64 // creates and deletes in one multi request
-	maxWrites = 2  // write requests in flight at once
-
-	// maxBatchBytes caps the encoded size of one multi request. A count cap
-	// alone does not bound it: node data is the caller's, up to MaxDataLen
-	// per create. Past the client's 1.5 MiB buffer the multi cannot even be
-	// encoded and fails as a whole; past the server's jute.maxbuffer
-	// (0xfffff bytes by default) the server resets the connection, which
-	// fails every request in flight and suspends every lease. The leader
-	// also forwards a multi to each follower as one proposal under the same
-	// limit, and every request queued behind it waits for its log write.
-	// Group commit gains nothing from size: 64 typical creates (a few
-	// hundred bytes each) weigh about 20 KiB, so the count cap still binds
-	// for them, and an eighth of the server's limit keeps any batch far from
-	// it. A single write larger than this goes alone.
-	maxBatchBytes = 128 << 10
-)
-
-// flushWrites sends the queued creates and deletes, in order, as batches
-// bounded by count and encoded size.
-func (e *Engine) flushWrites() {
-	acl := aclSize(e.cfg.ACL)
-	for len(e.writes) > 0 && e.writing < maxWrites {
-		n, size := 1, multiEnvelopeSize+multiOpSize(e.writes[0], acl)
-		for n < min(len(e.writes), maxBatch) {
-			s := multiOpSize(e.writes[n], acl)
-			if size+s > maxBatchBytes {
-				break
-			}
-			size += s
-			n++
-		}
-		o := op{batch: slices.Clone(e.writes[:n])}
-		if n == 1 {
-			o = e.writes[0]
-		}
-		o.write = true
-		e.send(o)
-		e.writing++
-		clear(e.writes[:n])
-		e.writes = e.writes[n:]
-	}
-	if len(e.writes) == 0 {
-		e.writes = nil
-	}
-}
-
-func (e *Engine) send(o op) {
-	if len(e.backlog) == 0 && e.sem.TryAcquire(1) {
-		e.start(o)
-		return
-	}
-	e.backlog = append(e.backlog, o)
-}
-
-// pump sends the turn's creates and deletes, then starts queued requests
-// while the bound allows.
-func (e *Engine) pump() {
-	e.flushWrites()
-	n := 0
-	for n < len(e.backlog) && e.sem.TryAcquire(1) {
-		e.start(e.backlog[n])
-		n++
-	}
-	switch {
-	case n == len(e.backlog):
-		e.backlog = nil // let a burst's backing array go
-	case n > 0:
-		clear(e.backlog[:n])
-		e.backlog = e.backlog[n:]
-	}
-}
-
+// start runs one request the core decided to send.
 func (e *Engine) start(o op) {
 	e.gauges.inFlight.Add(1)
 	e.rt.goroutine(func() { e.run(o) })
@@ -227,18 +117,12 @@ func (e *Engine) run(o op) {
 	} else {
 		dones = []events.OpDone{e.exec(o)}
 	}
-	e.sem.Release(1)
 	e.gauges.inFlight.Add(-1)
 	for _, d := range dones {
 		e.inbox.Put(d)
 	}
-	if o.write {
-		e.inbox.Put(events.Command{Payload: writeDone{}})
-	}
+	e.inbox.Put(events.RequestDone{Write: o.write})
 }
-
-// writeDone tells the loop that a write request came back.
-type writeDone struct{}
 
 // execBatch sends creates and deletes as one multi request and reports
 // each as if sent alone. A multi is all or nothing: when it fails for any
@@ -267,14 +151,13 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 	switch {
 	case err == nil && len(res) == len(batch):
 		for i, o := range batch {
-			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Err: res[i].Error}
+			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(res[i].Error), Err: res[i].Error}
 			if o.kind == events.OpCreate {
 				dones[i].Name = path.Base(res[i].String)
-			} else {
-				dones[i].Zxid = zxid
 			}
+			dones[i].Zxid = zxid
 		}
-	case err != nil && classify(err) != outConnLoss && classify(err) != outClosing:
+	case err != nil && classify(err) != events.ConnLoss && classify(err) != events.Closing:
 		// Refused as a whole: send each on its own, one after another on
 		// this goroutine. It holds the multi's slot, so the requests stay
 		// within MaxInFlight; and one at a time, the creates keep the
@@ -289,26 +172,31 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 			err = zk.ErrConnectionClosed // a reply that does not match the request
 		}
 		for i, o := range batch {
-			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Err: err}
+			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(err), Err: err}
 		}
 	}
 	return dones
 }
 
-func (e *Engine) exec(o op) events.OpDone {
-	done := events.OpDone{Op: o.kind, Contender: o.id, Path: o.path}
+// exec sends one request and waits for its reply.
+func (e *Engine) exec(o op) (done events.OpDone) {
+	done = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path}
+	defer func() { done.Outcome = classify(done.Err) }()
 	e.count.n[o.kind].Add(1)
 	switch o.kind {
 	case events.OpCreate:
 		created, err := e.conn.Create(o.path, o.data, o.createFlags(), e.cfg.ACL)
 		done.Name, done.Err = path.Base(created), err
+		// Read after the reply: at least the create's zxid (the token of a
+		// grant made without a listing; see prediction.go).
+		done.Zxid = e.lastZxid.Load()
 	case events.OpCreateParents:
 		done.Err = e.ensurePath(o.path)
 	case events.OpList:
 		children, stat, err := e.conn.Children(o.path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
-			done.Pzxid = stat.Pzxid
+			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
 		}
 	case events.OpWatch:
 		// A data watch, not an exists watch: on a node already gone it
@@ -318,12 +206,16 @@ func (e *Engine) exec(o op) events.OpDone {
 		children, stat, _, err := e.conn.ChildrenW(o.path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
-			done.Pzxid = stat.Pzxid
+			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
 		}
 	case events.OpRevokeWatch:
 		done.Data, _, _, done.Err = e.conn.GetW(o.path)
 	case events.OpRecover:
 		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.path, o.find)
+	case events.OpPin:
+		_, done.Err = e.conn.Create(o.path, nil, zk.FlagEphemeral, e.cfg.ACL)
+	case events.OpUnpin:
+		done.Err = e.conn.Delete(o.path, -1)
 	case events.OpDelete:
 		done.Err = e.conn.Delete(o.path, -1)
 		// Read after the reply: at least the deletion's zxid (see handOff).
@@ -396,26 +288,28 @@ func (e *Engine) ensurePath(p string) error {
 	return err
 }
 
-// classify maps the client's errors to what the state machine needs.
-func classify(err error) outcome {
+// classify maps the client's errors to the core's outcomes.
+func classify(err error) events.Outcome {
 	switch {
 	case err == nil:
-		return outOK
+		return events.OK
 	case errors.Is(err, zk.ErrNoNode):
-		return outNoNode
+		return events.NoNode
 	case errors.Is(err, zk.ErrNodeExists):
-		return outNodeExists
+		return events.NodeExists
 	case errors.Is(err, zk.ErrClosing):
-		return outClosing
+		return events.Closing
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionExpired),
 		errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrNoServer):
-		return outConnLoss
+		return events.ConnLoss
 	case isNetworkError(err):
 		// The client hands a request the raw error of the socket write that
 		// failed; whether the server saw the request is unknown.
-		return outConnLoss
+		return events.ConnLoss
+	case noAuth(err):
+		return events.NoAuth
 	}
-	return outFailed
+	return events.Refused
 }
 
 func isNetworkError(err error) bool {

@@ -81,7 +81,7 @@ func (e *Engine) Trusted() bool {
 }
 
 // Contenders is the number of contenders the loop keeps.
-func (e *Engine) Contenders() int { return len(e.contenders) }
+func (e *Engine) Contenders() int { return len(e.core.contenders) }
 
 // MakeLastTry turns the acquisition queued last into a try-lock, as a
 // recipe's TryAcquire would have made it; the recipes' TryAcquire blocks,

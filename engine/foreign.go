@@ -12,19 +12,19 @@ import "github.com/turnstile-go/turnstile/queue"
 const maxForeignLogged = 1024
 
 // noteForeign logs the children of l, a listing of path, that are no lock
-// node and were not logged yet. Only the loop calls it.
-func (e *Engine) noteForeign(path string, l *queue.Listing) {
+// node and were not logged yet.
+func (c *core) noteForeign(path string, l *queue.Listing) {
 	for _, name := range l.Foreign() {
-		if len(e.foreignLogged) >= maxForeignLogged {
+		if len(c.foreignLogged) >= maxForeignLogged {
 			return
 		}
-		if _, seen := e.foreignLogged[name]; seen {
+		if _, seen := c.foreignLogged[name]; seen {
 			continue
 		}
-		if e.foreignLogged == nil {
-			e.foreignLogged = make(map[string]struct{})
+		if c.foreignLogged == nil {
+			c.foreignLogged = make(map[string]struct{})
 		}
-		e.foreignLogged[name] = struct{}{}
-		e.log.Warn("ignoring a child of a lock path that is no lock node", "path", e.namespacePath(path), "child", name)
+		c.foreignLogged[name] = struct{}{}
+		c.log.Warn("ignoring a child of a lock path that is no lock node", "path", c.cfg.namespacePath(path), "child", name)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -31,31 +32,37 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, uint64(n)))
 			r.Shuffle(n, func(i, j int) { children[i], children[j] = children[j], children[i] })
 
-			e := bareEngine(slog.New(slog.DiscardHandler))
+			c := bareCore(slog.New(slog.DiscardHandler))
 			ids := make([]uint64, 0, len(waiters))
 			for i, name := range waiters {
-				en := &entry{id: uint64(i + 1), c: *newContender(path, queue.MutexPrefix, mutexAtHead, queue.NewID)}
-				en.c.setNode(name)
-				e.contenders[en.id] = en
+				en := listingEntry(uint64(i+1), path, name)
+				c.contenders[en.id] = en
 				ids = append(ids, en.id)
 			}
 			delivered := 0
 			for b.Loop() {
 				b.StopTimer()
-				for _, en := range e.contenders {
-					en.c.phase, en.watching = phaseListing, ""
+				for _, en := range c.contenders {
+					// Back to waiting for a listing, as after a reconnect:
+					// the watch set, then fired.
+					if en.c.Phase() == contender.Watching {
+						en.c.Step(contender.Input{Kind: contender.WatchSet})
+						en.c.Step(contender.Input{Kind: contender.WatchFired})
+					}
+					en.watching = ""
 				}
-				clear(e.watchers)
-				e.backlog = nil
-				e.listings[path] = &listing{current: ids}
+				clear(c.watchers)
+				c.commit.backlog = nil
+				c.rd = Ready{}
+				c.listings[path] = &listing{current: ids}
 				b.StartTimer()
 
-				e.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, input{})
+				c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
 				delivered += len(ids)
 			}
-			for _, en := range e.contenders {
-				if en.c.phase != phaseWatching {
-					b.Fatalf("a contender ended in phase %v, want watching", en.c.phase)
+			for _, en := range c.contenders {
+				if en.c.Phase() != contender.Watching {
+					b.Fatalf("a contender ended in phase %v, want watching", en.c.Phase())
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(delivered), "ns/waiter")

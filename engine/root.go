@@ -28,11 +28,13 @@ func (e *Engine) serverPath(p string) (string, error) {
 
 // namespacePath is the path in the engine's namespace of p, a server path
 // under the root.
-func (e *Engine) namespacePath(p string) string {
-	if e.cfg.Root == "" {
+func (e *Engine) namespacePath(p string) string { return e.cfg.namespacePath(p) }
+
+func (cfg *Config) namespacePath(p string) string {
+	if cfg.Root == "" {
 		return p
 	}
-	return strings.TrimPrefix(p, e.cfg.Root)
+	return strings.TrimPrefix(p, cfg.Root)
 }
 
 // Root is Config.Root: the namespace every path given to or returned by

@@ -5,15 +5,17 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/events"
 )
 
-// The engine's loop body (handle every event of a turn, then pump the
-// requests it decided) is deterministic given its events. Everything it
-// reaches outside itself goes through the seams below: the ZooKeeper
-// client, the goroutine each request runs on, timers, and context
-// cancellation. Production fills them with the real thing (Start); the
-// simulator (sim_test.go) fills them with a simulated world that it steps
-// from one seed, single-threaded.
+// The runtime: the loop goroutine that owns the core (core.go), steps it
+// through each event the inbox holds, and carries out what it decided.
+// The core is deterministic given its events; the runtime reaches the
+// world through the seams below: the ZooKeeper client, the goroutine each
+// request runs on, timers, and context cancellation. Production fills them
+// with the real thing (Start); the simulator (sim_test.go) fills them with
+// a simulated world that it steps from one seed, single-threaded.
 
 // zkConn is what the engine asks of its ZooKeeper client. *zk.Conn is the
 // production one.
@@ -58,3 +60,174 @@ type runtime struct {
 
 // realAfterFunc is time.AfterFunc as a timer.
 func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+
+// onZKEvent runs on the client's receive goroutine: it must never block.
+func (e *Engine) onZKEvent(ev zk.Event) {
+	now := time.Now()
+	switch ev.Type {
+	case zk.EventSession:
+		switch ev.State {
+		case zk.StateHasSession:
+			e.inbox.Put(events.SessionChanged{State: events.Connected, SessionID: e.trust.sessionID(), At: now})
+		case zk.StateDisconnected:
+			e.inbox.Put(events.SessionChanged{State: events.Disconnected, At: now})
+		case zk.StateExpired:
+			e.inbox.Put(events.SessionChanged{State: events.Expired, At: now})
+		}
+	case zk.EventNodeDeleted:
+		e.inbox.Put(events.WatchFired{Type: events.NodeDeleted, Path: ev.Path})
+	case zk.EventNodeDataChanged:
+		e.inbox.Put(events.WatchFired{Type: events.NodeDataChanged, Path: ev.Path})
+	case zk.EventNodeCreated:
+		e.inbox.Put(events.WatchFired{Type: events.NodeCreated, Path: ev.Path})
+	case zk.EventNodeChildrenChanged:
+		e.inbox.Put(events.WatchFired{Type: events.NodeChildrenChanged, Path: ev.Path})
+	case zk.EventNotWatching:
+		e.inbox.Put(events.WatchFired{Type: events.NotWatching, Path: ev.Path})
+	}
+}
+
+// loop is the one goroutine that steps the core.
+func (e *Engine) loop() {
+	defer close(e.loopDone)
+	var batch []events.Event
+	for {
+		<-e.inbox.Ready()
+		batch = e.inbox.Drain(batch)
+		if e.turn(batch) {
+			return
+		}
+	}
+}
+
+// turn is one pass of the loop: it steps the core through a batch of
+// events, carrying out what it decided after each, then ends the turn
+// (group commit sends the batch's writes) and shuts the engine down once
+// the core exits; true then.
+func (e *Engine) turn(batch []events.Event) (exited bool) {
+	for _, ev := range batch {
+		e.core.step(ev)
+		e.carryOut(e.core.ready())
+	}
+	e.core.endTurn()
+	rd := e.core.ready()
+	if rd.Exit {
+		e.core.stopTimers()
+		stops := e.core.ready()
+		rd.Timers = append(rd.Timers, stops.Timers...)
+	}
+	e.carryOut(rd)
+	if rd.Exit {
+		e.shutdown()
+		return true
+	}
+	return false
+}
+
+// carryOut does what the core decided, in order within each kind.
+func (e *Engine) carryOut(rd Ready) {
+	for _, o := range rd.Requests {
+		e.start(o)
+	}
+	for _, t := range rd.Timers {
+		if t.stop {
+			if tm := e.timers[t.id]; tm != nil {
+				tm.Stop()
+				delete(e.timers, t.id)
+			}
+			continue
+		}
+		id := t.id
+		e.timers[id] = e.rt.afterFunc(t.after, func() { e.inbox.Put(events.TimerFired{ID: id}) })
+	}
+	for _, a := range rd.Contexts {
+		if a.stop {
+			if stop := e.contexts[a.done]; stop != nil {
+				stop()
+				delete(e.contexts, a.done)
+			}
+			continue
+		}
+		ctx, done := a.ctx, a.done
+		e.contexts[done] = e.rt.afterDone(ctx, func() { e.post(cancelCmd{done: done, cause: context.Cause(ctx)}) })
+	}
+	for _, n := range rd.Notices {
+		e.notice(n)
+	}
+	for _, ev := range rd.Loopback {
+		e.inbox.Put(ev)
+	}
+	if rd.StateChanged && rd.State != StateClosed {
+		e.states.set(rd.State)
+	}
+	if rd.FirstSession {
+		close(e.ready)
+	}
+}
+
+// notice carries out one thing users see.
+func (e *Engine) notice(n notice) {
+	switch n.kind {
+	case noteAcquired:
+		n.acquired.resolve(n.lease, n.err)
+	case noteReleased:
+		err := n.err
+		if n.fromLease {
+			err = n.lease.Err()
+		}
+		n.released.resolve(struct{}{}, err)
+	case noteReleaseRefused:
+		err := n.lease.Err()
+		if err == nil {
+			err = ErrNotHeld
+		}
+		n.released.resolve(struct{}{}, err)
+	case noteLost:
+		n.lease.markLost(n.err)
+	case noteEnded:
+		n.lease.end(n.err)
+	case noteSuspended:
+		n.lease.setSuspended(true)
+	case noteResumed:
+		n.lease.setSuspended(false)
+	case noteRevoked:
+		n.lease.markRevoked()
+	case noteReport:
+		if e.cfg.Observer != nil {
+			r := n.report
+			r.Path = e.namespacePath(r.Path)
+			e.cfg.Observer(r)
+		}
+	}
+}
+
+// shutdown closes the session; the loop then exits.
+func (e *Engine) shutdown() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.trust.stop()
+	for id, t := range e.timers {
+		t.Stop()
+		delete(e.timers, id)
+	}
+	for done, stop := range e.contexts {
+		stop()
+		delete(e.contexts, done)
+	}
+	e.rt.closeConn()
+	e.states.set(StateClosed)
+	// Commands posted before closed was set still wait in the inbox.
+	for _, ev := range e.inbox.Drain(nil) {
+		cmd, ok := ev.(events.Command)
+		if !ok {
+			continue
+		}
+		switch cmd := cmd.Payload.(type) {
+		case acquireCmd:
+			cmd.fut.resolve(nil, ErrClosed)
+		case releaseCmd:
+			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
+		}
+	}
+}

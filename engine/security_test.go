@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"strings"
 	"testing"
@@ -186,11 +187,12 @@ func TestReleaseRefusedFailsWithNoAuth(t *testing.T) {
 
 func TestSecurityConfigRefused(t *testing.T) {
 	for name, cfg := range map[string]engine.Config{
-		"auth ACL without credentials": {ACL: zk.AuthACL(zk.PermAll)},
-		"credential without scheme":    {Auth: []engine.Credential{{Secret: []byte("x:y")}}},
-		"ACL entry without rights":     {ACL: []zk.ACL{{Scheme: "world", ID: "anyone"}}},
-		"root not a path":              {Root: "app"},
-		"root with trailing slash":     {Root: "/app/"},
+		"auth ACL without credentials":             {ACL: zk.AuthACL(zk.PermAll)},
+		"auth ACL with TLS, no client certificate": {ACL: zk.AuthACL(zk.PermAll), TLS: &tls.Config{}},
+		"credential without scheme":                {Auth: []engine.Credential{{Secret: []byte("x:y")}}},
+		"ACL entry without rights":                 {ACL: []zk.ACL{{Scheme: "world", ID: "anyone"}}},
+		"root not a path":                          {Root: "app"},
+		"root with trailing slash":                 {Root: "/app/"},
 	} {
 		cfg.Servers = []string{shared.Addr()}
 		if e, err := engine.Start(context.Background(), cfg); !errors.Is(err, engine.ErrInvalidConfig) {

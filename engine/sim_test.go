@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The simulator: N engines, each its own session, run the real recipes of
@@ -364,6 +365,14 @@ func (w *world) quiesce() {
 	if w.failure != "" {
 		return
 	}
+	// Pins outlive the acquisitions on their paths by up to two sweeps of
+	// an idle path; then nothing may be left.
+	for w.failure == "" && w.pinsLeft() && w.clock.now <= deadline {
+		w.step()
+	}
+	if w.failure != "" {
+		return
+	}
 	w.check.noNodesLeft()
 	if w.failure != "" {
 		return
@@ -379,6 +388,19 @@ func (w *world) quiesce() {
 		w.step()
 	}
 	w.check.allResolved()
+}
+
+// pinsLeft reports whether an engine's pin is left anywhere under /sim.
+func (w *world) pinsLeft() bool { return pinsUnder(w, "/sim") }
+
+func pinsUnder(w *world, p string) bool {
+	children, _ := w.model.Children(p)
+	for _, ch := range children {
+		if queue.IsPin(ch) || pinsUnder(w, p+"/"+ch) {
+			return true
+		}
+	}
+	return false
 }
 
 // prune drops the settled acquisitions from w.open.

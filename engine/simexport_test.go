@@ -43,7 +43,7 @@ func (e *Engine) MarkTries(isTry func(context.Context) bool) {
 // multi-lock's part) it was granted to.
 func (e *Engine) Leases() []*Lease {
 	var leases []*Lease
-	for _, en := range e.byID() {
+	for _, en := range e.core.byID() {
 		if en.lease != nil {
 			leases = append(leases, en.lease)
 		}

@@ -435,7 +435,7 @@ func (c *client) connect() {
 			c.up = true
 			c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
 			w.tracef("%s reconnects to session %d", c.name, c.session)
-			c.eng.Post(events.SessionChanged{State: events.Connected})
+			c.eng.Post(events.SessionChanged{State: events.Connected, SessionID: int64(c.session)})
 			return
 		}
 		w.tracef("%s: session %d expired", c.name, c.session)
@@ -448,7 +448,7 @@ func (c *client) connect() {
 	c.up = true
 	c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
 	w.tracef("%s connects: session %d", c.name, c.session)
-	c.eng.Post(events.SessionChanged{State: events.Connected})
+	c.eng.Post(events.SessionChanged{State: events.Connected, SessionID: int64(c.session)})
 }
 
 // ping is the client's heartbeat, sent every third of the timeout.

@@ -53,19 +53,6 @@ func (e *Engine) StateChanges(ctx context.Context) <-chan State {
 	return e.states.follow(ctx)
 }
 
-// publishState tells the followers the state the loop now sees. Only the
-// loop calls it.
-func (e *Engine) publishState() {
-	s := StateConnected
-	switch {
-	case e.session == 0 || e.untrusted:
-		s = StateExpired
-	case !e.connected:
-		s = StateSuspended
-	}
-	e.states.set(s)
-}
-
 // stateWatch is the latest state and the channels that follow it. Each
 // channel has room for one state, and set replaces what a follower has
 // not read yet, so the loop never waits for a follower.

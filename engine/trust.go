@@ -90,6 +90,15 @@ func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, ch
 	}
 }
 
+// sessionID is the session the latest answered handshake named; 0 when
+// none. The client reports a new session after the handshake that made it
+// was read, so the runtime takes the session of that report from here.
+func (t *sessionTrust) sessionID() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.session
+}
+
 // handshake is the server's answer to the connect request sent at sent: a
 // session (0: the server says the session expired) and the timeout it
 // granted, in milliseconds (0 when the answer did not carry one).

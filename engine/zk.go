@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
 
 // What the engine reads of ZooKeeper's wire protocol. Every frame, either
@@ -49,9 +52,15 @@ const (
 // dial connects through the configured dialer and watches the bytes that
 // cross the connection: the send time of every request and the replies
 // that answer them feed the session's trust deadline, and reply headers
-// the greatest zxid read.
+// the greatest zxid read. With Config.TLS the dialer has completed the
+// handshake already, so what is watched is ZooKeeper's plaintext.
 func (e *Engine) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	c, err := e.cfg.Dialer(network, address, timeout)
+	if errors.Is(err, tlsdial.ErrHandshake) {
+		// Start can only say that no session came in time; the reason is
+		// here (a plain port, a certificate that does not verify).
+		e.log.Warn("TLS connection failed", slog.String("server", address), slog.Any("err", err))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,12 @@
-// Package events is the vocabulary of turnstile's event loop: every event that
-// enters it (session state, watch fired, ZooKeeper operation finished, user
-// command, timer) and the reports the engine gives its observers.
+// Package events is the vocabulary of turnstile's engine core: every event
+// the runtime (or the simulator) feeds it — session state, a watch fired, a
+// request's reply classified into an Outcome, a request done, a change of
+// the watchdog's trust, a timer, a user's command — and the Reports the
+// engine gives its observers.
 //
-// The package knows nothing of ZooKeeper connections; the engine translates
-// the client's callbacks into these values.
+// The package knows nothing of ZooKeeper clients: the engine's runtime
+// translates the client's callbacks and errors into these values, so the
+// core decides on them alone.
 package events
 
 import "time"
@@ -100,6 +103,11 @@ const (
 	// path, its children, and an exists of each child carrying the
 	// contender's protected id, to learn which session owns it.
 	OpRecover
+	// OpPin creates the engine's pin on a lock path, OpUnpin deletes it:
+	// an ephemeral child that keeps the path from being removed while the
+	// engine cycles on it without listing (see the engine's DESIGN.md).
+	OpPin
+	OpUnpin
 	opKinds
 )
 
@@ -124,12 +132,43 @@ func (k OpKind) String() string {
 		return "revoke-watch"
 	case OpRecover:
 		return "recover"
+	case OpPin:
+		return "pin"
+	case OpUnpin:
+		return "unpin"
 	}
 	return "unknown"
 }
 
-// OpDone reports that one ZooKeeper request finished. Every request the
-// engine sends comes back as exactly one OpDone.
+// Outcome is a request's reply as the core needs it: the client's error
+// values are the runtime's to classify.
+type Outcome int
+
+const (
+	OK         Outcome = iota
+	NoNode             // the znode named does not exist
+	NodeExists         // the znode to create exists
+	ConnLoss           // the request's fate is unknown: connection lost, session moved or expired
+	Closing            // the client is closing; nothing more can be sent
+	Refused            // any other error: the server or the client refused the request
+	// NoAuth: the server refused the request for lack of rights (the
+	// node's ACL does not grant them to the session's credentials) or
+	// refused the credentials. Unlike another refusal, asking again is
+	// refused for as long as the session lives.
+	NoAuth
+)
+
+var outcomeNames = [...]string{"ok", "no-node", "node-exists", "connection-loss", "closing", "refused", "no-auth"}
+
+func (o Outcome) String() string {
+	if o < 0 || int(o) >= len(outcomeNames) {
+		return "unknown"
+	}
+	return outcomeNames[o]
+}
+
+// OpDone reports that one ZooKeeper request (or one op of a multi request)
+// finished. Every op the engine sends comes back as exactly one OpDone.
 type OpDone struct {
 	Op        OpKind
 	Contender uint64 // 0 for requests shared by several contenders (listings)
@@ -137,17 +176,39 @@ type OpDone struct {
 	Name      string // OpCreate: the created node's name (last path element); OpRecover: the contender's own node, if found
 	Children  []string
 	Data      []byte // OpRevokeWatch: the node's data
-	Pzxid     int64  // OpList, OpRecover: the parent's pzxid at the time of the listing
-	Zxid      int64  // OpDelete: the greatest zxid the client had read once the reply came
-	Err       error
+	Pzxid     int64  // OpList, OpRecover, OpWatchChildren: the parent's pzxid at the time of the listing
+	// Cversion, with Pzxid: the parent's child version at the time of the
+	// listing, as the server reports it: 2×(children ever created) −
+	// (children now), so every create and delete of a child moves it.
+	Cversion int32
+	Zxid     int64 // OpCreate, OpDelete: the greatest zxid the client had read once the reply came
+	Outcome  Outcome
+	Err      error // the client's error, for the user; nil when Outcome is OK
 
 	// Foreign, for OpRecover: a child carries the contender's protected id,
 	// but another session owns it.
 	Foreign bool
 }
 
-// Command is a request from a user of the engine. Its payload is the
-// engine's own; the loop type-switches on it.
+// RequestDone reports that a request the core sent (one multi request
+// counts once) came back, after the OpDone of each of its ops: the core
+// counts requests in flight with it. Write: the request carried creates
+// or deletes.
+type RequestDone struct {
+	Write bool
+}
+
+// TrustChanged reports the session watchdog's verdict: Lapsed, the server
+// may have expired the session, since no reply came in time (the watchdog
+// has already closed the Lost channel of every lease held); or it answers
+// the same session again, in time.
+type TrustChanged struct {
+	Lapsed bool
+}
+
+// Command is a request from a user of the engine: acquire, release,
+// cancel, close. Its payload is the engine's own; the core type-switches
+// on it.
 type Command struct {
 	Payload any
 }
@@ -162,6 +223,8 @@ func (WatchFired) isEvent()     {}
 func (OpDone) isEvent()         {}
 func (Command) isEvent()        {}
 func (TimerFired) isEvent()     {}
+func (RequestDone) isEvent()    {}
+func (TrustChanged) isEvent()   {}
 
 // ReportKind names something an observer is told about.
 type ReportKind int

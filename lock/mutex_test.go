@@ -333,8 +333,16 @@ func TestInvalidPathsRejectedWithoutRequests(t *testing.T) {
 	}
 }
 
-func TestUncontendedCycleCostsThreeRequests(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
+// An uncontended cycle costs a create, a listing and a delete; once the
+// engine has pinned the path, a create and a delete (the listing-free
+// cycle). With NoPin, always three.
+func TestUncontendedCycleCosts(t *testing.T) {
+	t.Run("pinned", func(t *testing.T) { uncontendedCycleCost(t, engine.Config{}, 2) })
+	t.Run("no-pin", func(t *testing.T) { uncontendedCycleCost(t, engine.Config{NoPin: true}, 3) })
+}
+
+func uncontendedCycleCost(t *testing.T, cfg engine.Config, perCycle uint64) {
+	eng := startEngine(t, cfg)
 	m := lock.NewMutex(eng, lockRoot(t)+"/cycle")
 	ctx := context.Background()
 	cycle := func() {
@@ -348,6 +356,9 @@ func TestUncontendedCycleCostsThreeRequests(t *testing.T) {
 	}
 	first := eng.Stats()
 	cycle() // the first use of a path also creates its parents
+	for range 3 {
+		cycle() // the second pins the path; the third's listing shows the pin
+	}
 	before := eng.Stats()
 	t.Logf("first cycle: %d requests (%+v)", before.Requests()-first.Requests(), before)
 	const n = 100
@@ -357,8 +368,8 @@ func TestUncontendedCycleCostsThreeRequests(t *testing.T) {
 	after := eng.Stats()
 	got := after.Requests() - before.Requests()
 	t.Logf("%d cycles: %d requests, %.2f per cycle", n, got, float64(got)/n)
-	if got != 3*n {
-		t.Fatalf("%d requests for %d uncontended cycles, want %d (create, list, delete)", got, n, 3*n)
+	if got != perCycle*n {
+		t.Fatalf("%d requests for %d uncontended cycles, want %d (%d a cycle): %+v", got, n, perCycle*n, perCycle, after)
 	}
 }
 

@@ -47,6 +47,8 @@ func TestReentrantMutexCountsPerOwner(t *testing.T) {
 
 	// Another owner waits while the first holds any count.
 	other := r.Acquire(ctx, job{8})
+	// Its node may still be on its way: wait for it before counting.
+	eventually(t, "the other owner's node queued", func() bool { return lockNodes(t, conn, root) == 2 })
 	for range 3 {
 		if err := r.Release(ctx, owner); err != nil {
 			t.Fatal(err)

@@ -85,6 +85,7 @@ type Collector struct {
 	multis       *prometheus.Desc
 	batched      *prometheus.Desc
 	localWaits   *prometheus.Desc
+	predicted    *prometheus.Desc
 	inFlight     *prometheus.Desc
 	disconnects  *prometheus.Desc
 	reconnects   *prometheus.Desc
@@ -154,7 +155,9 @@ func New(opts ...Option) *Collector {
 		multis:     desc("multi_requests_total", "Multi requests sent, each carrying creates and deletes issued together."),
 		batched:    desc("multi_ops_total", "Creates and deletes that were sent inside multi requests."),
 		localWaits: desc("local_waits_total", "Waits on a node of the same engine, which cost no request."),
-		inFlight:   desc("requests_in_flight", "ZooKeeper requests sent and not yet answered (a multi counts once)."),
+		predicted: desc("listings_predicted_total",
+			"Listings a create's own sequence number made unnecessary, on a path the engine pins (the listing-free cycle); no request was sent."),
+		inFlight: desc("requests_in_flight", "ZooKeeper requests sent and not yet answered (a multi counts once)."),
 		disconnects: desc("session_disconnects_total",
 			"Connections to ZooKeeper that dropped while the session was in use."),
 		reconnects: desc("session_reconnects_total",
@@ -181,7 +184,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range c.observerOnly {
 		m.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{c.requests, c.multis, c.batched, c.localWaits, c.inFlight,
+	for _, d := range []*prometheus.Desc{c.requests, c.multis, c.batched, c.localWaits, c.predicted, c.inFlight,
 		c.disconnects, c.reconnects, c.untrusted, c.expirations} {
 		ch <- d
 	}
@@ -208,9 +211,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.requests, s.Watches, "watch")
 	counter(c.requests, s.RevokeWatches, "revoke_watch")
 	counter(c.requests, s.Deletes, "delete")
+	counter(c.requests, s.Pins, "pin")
 	counter(c.multis, s.Multis)
 	counter(c.batched, s.Batched)
 	counter(c.localWaits, s.LocalWatches)
+	counter(c.predicted, s.Predicted)
 	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(eng.InFlight()))
 	ss := eng.Sessions()
 	counter(c.disconnects, ss.Disconnects)

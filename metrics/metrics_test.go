@@ -158,6 +158,8 @@ func requestsOf(s engine.Stats) map[string]float64 {
 		`turnstile_multi_requests_total`:                float64(s.Multis),
 		`turnstile_multi_ops_total`:                     float64(s.Batched),
 		`turnstile_local_waits_total`:                   float64(s.LocalWatches),
+		`turnstile_requests_total{op="pin"}`:            float64(s.Pins),
+		`turnstile_listings_predicted_total`:            float64(s.Predicted),
 	}
 }
 
@@ -186,7 +188,13 @@ func TestKnownWorkload(t *testing.T) {
 		`turnstile_leases_held{recipe="mutex"}`:                       0,
 		`turnstile_acquisitions_pending`:                              0,
 		`turnstile_requests_total{op="delete"}`:                       n,
-		`turnstile_requests_total{op="list"}`:                         n,
+	})
+	// Each acquisition lists its path, or (once the engine pinned the path,
+	// at the second grant) decides without listing on its create's number.
+	wait.Until(t, "every acquisition listed or predicted", func() bool {
+		m := scrape(t, reg)
+		return m[`turnstile_requests_total{op="list"}`]+m[`turnstile_listings_predicted_total`] == n &&
+			m[`turnstile_listings_predicted_total`] > 0 && m[`turnstile_requests_total{op="pin"}`] == 1
 	})
 
 	held, err := lock.NewMutex(startEngine(t, engine.Config{}), p).Lock(ctx)

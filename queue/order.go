@@ -40,7 +40,7 @@ func Nodes(children []string) (nodes []Node, foreign []string) {
 	for _, c := range children {
 		if n, ok := Parse(c); ok {
 			nodes = append(nodes, n)
-		} else {
+		} else if !IsPin(c) {
 			foreign = append(foreign, c)
 		}
 	}

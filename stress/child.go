@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 )
 
 // childEnv selects a child mode of this very binary: the harness re-executes

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 )
 
 // A spawner is an impl whose workers run in a process of its own, in that
-// process's own tight loop: the Curator and kazoo peers of interop/, and
+// process's own tight loop: the Curator and kazoo peers of internal/interop, and
 // the plain Go programs of plain.go. It speaks interop's bench protocol: the
 // harness samples CPU time and the server's counters when the peer's window
 // opens and closes, and reads the window's cycles and latencies from it.

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 )
 
 // The pause fault: what a lock does when its holder stalls (a GC pause, a

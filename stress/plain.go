@@ -15,7 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 	"github.com/turnstile-go/turnstile/lock"
 )
 

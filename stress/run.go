@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 )
 
 // Exit codes.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
 
 // Exit codes, for shell scripts.
@@ -51,6 +53,10 @@ flags:
   -servers host:port,...  the ensemble (default $ZK_SERVERS, else 127.0.0.1:2181)
   -root /prefix           chroot-style namespace; paths are under it and shown relative to it
   -auth scheme:creds      credentials for the session, e.g. digest:user:password
+  -tls-ca FILE            connect with TLS (the servers' secureClientPort), verifying
+                          the servers against the PEM certificates in FILE
+  -tls-cert FILE          with -tls-key: TLS, presenting this PEM client certificate
+  -tls-key FILE           the client certificate's PEM private key
   -timeout d              how long to wait for a session (default 10s)
   -json                   locks, holders, watch: JSON output
   -for d                  watch: stop after d (default: until interrupted)
@@ -63,15 +69,23 @@ type options struct {
 	servers string
 	root    string
 	auth    string
+	tlsCA   string // PEM file of the CAs the servers' certificates chain to
+	tlsCert string // PEM files of the client certificate and its key
+	tlsKey  string
 	timeout time.Duration
 	json    bool          // locks, holders, watch
 	watchOn time.Duration // watch: how long; 0 = until interrupted
+
+	tls *tls.Config // from the -tls-* files, by check; nil without TLS
 }
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.servers, "servers", o.servers, "ZooKeeper servers, host:port,...")
 	fs.StringVar(&o.root, "root", o.root, "chroot-style namespace prefix")
 	fs.StringVar(&o.auth, "auth", o.auth, "scheme:credentials, e.g. digest:user:password")
+	fs.StringVar(&o.tlsCA, "tls-ca", o.tlsCA, "TLS: PEM file of the CA certificates to verify the servers with")
+	fs.StringVar(&o.tlsCert, "tls-cert", o.tlsCert, "TLS: PEM file of the client certificate")
+	fs.StringVar(&o.tlsKey, "tls-key", o.tlsKey, "TLS: PEM file of the client certificate's key")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for a session")
 }
 
@@ -228,6 +242,15 @@ func (o *options) check() error {
 		if scheme, cred, ok := strings.Cut(o.auth, ":"); !ok || scheme == "" || cred == "" {
 			return usageError("-auth wants scheme:credentials, e.g. digest:user:password")
 		}
+	}
+	if o.tlsCA != "" || o.tlsCert != "" || o.tlsKey != "" {
+		// Read now: a file that is missing or wrong is the command line's
+		// fault, found before any connection is tried.
+		cfg, err := tlsdial.LoadConfig(o.tlsCA, o.tlsCert, o.tlsKey)
+		if err != nil {
+			return usageError("-tls-ca, -tls-cert, -tls-key: %v", err)
+		}
+		o.tls = cfg
 	}
 	switch {
 	case o.root == "" || o.root == "/":

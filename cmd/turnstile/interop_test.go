@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/internal/interop"
 	"github.com/turnstile-go/turnstile/internal/wait"
-	"github.com/turnstile-go/turnstile/interop"
 	"github.com/turnstile-go/turnstile/lock"
 )
 

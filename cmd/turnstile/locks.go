@@ -53,7 +53,7 @@ func runHolders(ctx context.Context, s *session, o options, args []string, out i
 }
 
 // walk visits the lock at full and every lock below it, in name order. It
-// does not descend into lock nodes (ephemeral: they have no children) nor
+// does not descend into lock nodes and pins (ephemeral: they have no children) nor
 // into a semaphore's leases/ and locks/, which are read as part of it.
 // /zookeeper is the server's own.
 func (r *reader) walk(ctx context.Context, full string, visit func(lockView)) error {
@@ -69,8 +69,8 @@ func (r *reader) walk(ctx context.Context, full string, visit func(lockView)) er
 	}
 	slices.Sort(children)
 	for _, c := range children {
-		if _, ok := queue.Parse(c); ok {
-			continue
+		if _, ok := queue.Parse(c); ok || queue.IsPin(c) {
+			continue // a lock node, or an engine's pin: neither has children
 		}
 		if v.Recipe == recipeSemaphore && (c == "leases" || c == "locks") {
 			continue

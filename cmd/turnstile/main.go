@@ -15,6 +15,10 @@
 //	-servers host:port,...  the ensemble (default $ZK_SERVERS, else 127.0.0.1:2181)
 //	-root /prefix           a chroot-style namespace: PATH is under it, and paths are shown relative to it
 //	-auth scheme:creds      credentials added to the session, e.g. digest:user:password
+//	-tls-ca FILE            connect with TLS, to the servers' secureClientPort, verifying their
+//	                        certificates against the PEM certificates in FILE
+//	-tls-cert, -tls-key     TLS, presenting this PEM client certificate and key (ZooKeeper's
+//	                        default ssl.clientAuth=need wants one; it is the session's x509 identity)
 //	-timeout d              how long to wait for a session (default 10s)
 //	-json                   locks, holders, watch: JSON instead of text (watch: one object per line)
 //	-for d                  watch: stop after d (default: until interrupted)

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/interop"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
-	"github.com/turnstile-go/turnstile/interop"
 )
 
 // shared is one real ZooKeeper for every test of the package.

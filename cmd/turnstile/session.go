@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
 
 // sessionTimeout is what the tool asks of the server. It holds no lock, so
@@ -24,9 +27,10 @@ type session struct {
 
 	calls sync.WaitGroup // requests started by call, which close waits for
 
-	mu      sync.Mutex
-	states  []zk.State    // session state changes not yet taken, oldest first
-	changed chan struct{} // has a value while states is not empty
+	mu       sync.Mutex
+	states   []zk.State    // session state changes not yet taken, oldest first
+	changed  chan struct{} // has a value while states is not empty
+	dialFail error         // why the last connection attempt failed, if it did
 }
 
 // maxStates bounds the state changes kept for a watch that is busy; older
@@ -38,7 +42,12 @@ const maxStates = 32
 func dial(ctx context.Context, o options) (*session, error) {
 	s := &session{root: o.root, changed: make(chan struct{}, 1)}
 	servers := strings.Split(o.servers, ",")
+	var connect tlsdial.DialFunc = net.DialTimeout
+	if o.tls != nil {
+		connect = tlsdial.Wrap(connect, o.tls)
+	}
 	conn, events, err := zk.Connect(servers, sessionTimeout,
+		zk.WithDialer(s.dialer(connect)),
 		zk.WithLogger(discard{}), zk.WithLogInfo(false), zk.WithEventCallback(s.onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", o.servers, err)
@@ -51,7 +60,11 @@ func dial(ctx context.Context, o options) (*session, error) {
 		case <-s.changed:
 		case <-timer.C:
 			s.close()
-			return nil, fmt.Errorf("no ZooKeeper session with %s within %v", o.servers, o.timeout)
+			err := fmt.Errorf("no ZooKeeper session with %s within %v", o.servers, o.timeout)
+			if last := s.lastDialFailure(); last != nil {
+				err = fmt.Errorf("%w (last attempt: %w)", err, last)
+			}
+			return nil, err
 		case <-ctx.Done():
 			s.close()
 			return nil, ctx.Err()
@@ -82,6 +95,25 @@ func (s *session) addAuth(ctx context.Context, auth string) error {
 		return fmt.Errorf("add %s credentials: %w", scheme, err)
 	}
 	return nil
+}
+
+// dialer connects with connect and keeps the reason of a failure: when no
+// session comes, a refused connection or a certificate that does not
+// verify says more than the timeout.
+func (s *session) dialer(connect tlsdial.DialFunc) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := connect(network, address, timeout)
+		s.mu.Lock()
+		s.dialFail = err
+		s.mu.Unlock()
+		return c, err
+	}
+}
+
+func (s *session) lastDialFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dialFail
 }
 
 // onEvent runs on the client's receive goroutine: it must not block.

@@ -266,7 +266,10 @@ func (w *realWorld) connect(timeout time.Duration) {
 	}
 	c.conn = conn
 	w.clients = append(w.clients, c)
-	w.waitState(c, zk.StateHasSession)
+	// go-zookeeper reports the session before it logs the timeout it got:
+	// wait for both.
+	w.waitUntil(func() string { return fmt.Sprintf("s%d %v and its timeout logged", c.k, zk.StateHasSession) },
+		func() bool { return c.conn.State() == zk.StateHasSession && c.negotiatedMs.Load() != 0 })
 	w.owners[conn.SessionID()] = c.k
 	w.tr.addConnected(c.k, c.negotiatedMs.Load())
 }

@@ -43,13 +43,18 @@ func StartEnsemble(ctx context.Context, n int, opts Options) (*Ensemble, error) 
 }
 
 func startEnsembleOnce(ctx context.Context, n int, opts Options, inst install) (*Ensemble, bool, error) {
-	ports, err := freePorts(3 * n)
+	per := 2 + opts.portsPerServer()
+	ports, err := freePorts(per * n)
 	if err != nil {
 		return nil, false, err
 	}
 	peers := make([]peer, n)
 	for i := range peers {
-		peers[i] = peer{id: i + 1, clientPort: ports[3*i], quorumPort: ports[3*i+1], electionPrt: ports[3*i+2]}
+		own := ports[per*i : per*(i+1)]
+		peers[i] = peer{id: i + 1, quorumPort: own[0], electionPrt: own[1], clientPort: own[2]}
+		if opts.TLS != nil {
+			peers[i].securePort = own[3]
+		}
 	}
 	e := &Ensemble{}
 	for i := range peers {

@@ -28,6 +28,27 @@ func StartT(t testing.TB, opts Options) *Server {
 	return s
 }
 
+// StartTLST starts a standalone server for a test, as StartT does, that
+// also serves TLS on its secure client port (SecureAddr), with throwaway
+// key material made by NewTLSFiles in a temp dir of the test's; opts.TLS
+// is set from them, with ZooKeeper's default of needing a client
+// certificate unless opts.TLS says otherwise.
+func StartTLST(t testing.TB, opts Options) (*Server, *TLSFiles) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	files, err := NewTLSFiles(ctx, t.TempDir())
+	if err != nil {
+		t.Fatalf("zkserver.NewTLSFiles: %v", err)
+	}
+	tls := files.Server
+	if opts.TLS != nil {
+		tls.ClientAuth = opts.TLS.ClientAuth
+	}
+	opts.TLS = &tls
+	return StartT(t, opts), files
+}
+
 // StartEnsembleT starts an ensemble of n servers for a test: t.Fatal on
 // error, Close at cleanup, and every member's log tail in the test output if
 // the test failed.

@@ -60,6 +60,9 @@ type Options struct {
 	ExtraConfig map[string]string
 	// JVMFlags are appended to the default JVM flags.
 	JVMFlags []string
+	// TLS, if set, makes the server serve TLS on a secure client port
+	// (SecureAddr) beside its plain one (see TLS).
+	TLS *TLS
 }
 
 func (o Options) withDefaults() Options {
@@ -96,6 +99,7 @@ type Server struct {
 	id        int    // myid; 0 when standalone
 	peers     []peer // all members when in an ensemble
 	clientPrt int
+	securePrt int // 0 without Options.TLS
 
 	mu     sync.Mutex // guards proc and closed; held across start/stop
 	proc   *process
@@ -105,6 +109,7 @@ type Server struct {
 type peer struct {
 	id                                  int
 	clientPort, quorumPort, electionPrt int
+	securePort                          int // 0 without Options.TLS
 }
 
 // Start starts a standalone server on a free 127.0.0.1 port in a fresh temp
@@ -117,11 +122,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		ports, err := freePorts(1)
+		ports, err := freePorts(opts.portsPerServer())
 		if err != nil {
 			return nil, err
 		}
-		s, err := newServer(opts, inst, 0, []peer{{clientPort: ports[0]}})
+		p := peer{clientPort: ports[0]}
+		if opts.TLS != nil {
+			p.securePort = ports[1]
+		}
+		s, err := newServer(opts, inst, 0, []peer{p})
 		if err != nil {
 			return nil, err
 		}
@@ -155,12 +164,12 @@ func newServer(opts Options, inst install, id int, peers []peer) (*Server, error
 		id:      id,
 	}
 	if id == 0 {
-		s.clientPrt = peers[0].clientPort
+		s.clientPrt, s.securePrt = peers[0].clientPort, peers[0].securePort
 	} else {
 		s.peers = peers
 		for _, p := range peers {
 			if p.id == id {
-				s.clientPrt = p.clientPort
+				s.clientPrt, s.securePrt = p.clientPort, p.securePort
 			}
 		}
 	}
@@ -205,6 +214,9 @@ func (s *Server) writeConfig() error {
 		kv = append(kv, [2]string{"forceSync", "yes"})
 	} else {
 		kv = append(kv, [2]string{"forceSync", "no"})
+	}
+	if o.TLS != nil {
+		kv = append(kv, o.TLS.config(s.securePrt)...)
 	}
 	for _, p := range s.peers {
 		kv = append(kv, [2]string{"server." + strconv.Itoa(p.id),
@@ -312,10 +324,14 @@ func (s *Server) start(ctx context.Context) error {
 }
 
 func (s *Server) describe() string {
-	if s.id == 0 {
-		return fmt.Sprintf("standalone server on 127.0.0.1:%d", s.clientPrt)
+	d := fmt.Sprintf("standalone server on 127.0.0.1:%d", s.clientPrt)
+	if s.id != 0 {
+		d = fmt.Sprintf("ensemble member %d on 127.0.0.1:%d", s.id, s.clientPrt)
 	}
-	return fmt.Sprintf("ensemble member %d on 127.0.0.1:%d", s.id, s.clientPrt)
+	if s.securePrt != 0 {
+		d += fmt.Sprintf(" (TLS on %d)", s.securePrt)
+	}
+	return d
 }
 
 // waitReady polls ruok and srvr until the server serves with an acceptable
@@ -360,6 +376,9 @@ func (s *Server) readyOnce(ctx context.Context) error {
 		}
 	} else if mode != "leader" && mode != "follower" {
 		return fmt.Errorf("mode %q, want leader or follower", mode)
+	}
+	if s.securePrt != 0 {
+		return s.secureListening(ctx)
 	}
 	return nil
 }

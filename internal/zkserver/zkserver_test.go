@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,13 @@ func (l tLogger) Printf(format string, args ...any) { l.t.Logf("zk: "+format, ar
 // session, and at cleanup closes it and waits until its goroutines are gone.
 func connect(t *testing.T, addrs ...string) *zk.Conn {
 	t.Helper()
-	conn, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(tLogger{t}))
+	return connectVia(t, net.DialTimeout, addrs...)
+}
+
+// connectVia is connect with the client's connections made by dial.
+func connectVia(t *testing.T, dial zk.Dialer, addrs ...string) *zk.Conn {
+	t.Helper()
+	conn, events, err := zk.Connect(addrs, 10*time.Second, zk.WithDialer(dial), zk.WithLogger(tLogger{t}))
 	if err != nil {
 		t.Fatalf("zk.Connect(%v): %v", addrs, err)
 	}

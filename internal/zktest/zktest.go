@@ -17,6 +17,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/wait"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // StartEngine starts an engine for a test, on addr unless cfg names its
@@ -70,7 +71,10 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
-// Ephemerals lists the ephemeral nodes (lock nodes) anywhere under root.
+// Ephemerals lists the ephemeral nodes (lock nodes) anywhere under root,
+// but the engines' pins: a pin is no lock node, and lives on a lock path an
+// engine cycles on until the path idles or the session ends (see the
+// engine's listing-free cycle).
 func Ephemerals(t testing.TB, conn *zk.Conn, root string) []string {
 	t.Helper()
 	var found []string
@@ -92,7 +96,7 @@ func Ephemerals(t testing.TB, conn *zk.Conn, root string) []string {
 			if !ok {
 				continue
 			}
-			if stat.EphemeralOwner != 0 {
+			if stat.EphemeralOwner != 0 && !queue.IsPin(c) {
 				found = append(found, child)
 			}
 			walk(child)

@@ -1,4 +1,4 @@
-package engine
+package contender
 
 import (
 	"context"
@@ -8,8 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -31,17 +30,31 @@ func seqDecide(l *queue.Listing, self string) Decision {
 
 type script struct {
 	t *testing.T
-	c *contender
+	c *Machine
 }
 
-func newScript(t *testing.T) *script {
+// newScript is a machine of /locks/a on a connected, trusted session,
+// whose protected ids count up from 1, as opts change its Config.
+func newScript(t *testing.T, opts ...func(*Config)) *script {
 	n := 0
 	ids := func() string {
 		n++
 		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
 	}
-	return &script{t: t, c: newContender("/locks/a", "lock-", seqDecide, ids)}
+	cfg := Config{LockPath: "/locks/a", Prefix: "lock-", Decide: seqDecide, NewID: ids, Connected: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := New(cfg)
+	return &script{t: t, c: &c}
 }
+
+// Options of newScript.
+func failOnExpiry(c *Config) { c.FailOnExpiry = true }
+func tryOnly(c *Config)      { c.TryOnly = true }
+
+func deciding(d Decider) func(*Config)   { return func(c *Config) { c.Decide = d } }
+func borrowing(seq string) func(*Config) { return func(c *Config) { c.Seq = seq } }
 
 // node is the name the server would give the n-th id's node with sequence seq.
 func node(n, seq int) string {
@@ -52,101 +65,101 @@ func other(seq int) string {
 	return fmt.Sprintf("_c_ffffffff-0000-4000-8000-000000000000-lock-%010d", seq)
 }
 
-func (s *script) step(in input, want ...effect) {
+func (s *script) step(in Input, want ...Effect) {
 	s.t.Helper()
-	got := s.c.step(in)
+	got := s.c.Step(in)
 	if len(got) == 0 && len(want) == 0 {
 		return
 	}
 	if !reflect.DeepEqual(got, want) {
-		s.t.Fatalf("after %v in phase %v:\n got  %v\n want %v", in.kind, s.c.phase, got, want)
+		s.t.Fatalf("after %v in phase %v:\n got  %v\n want %v", in.Kind, s.c.phase, got, want)
 	}
 }
 
-func (s *script) phase(want phase) {
+func (s *script) phase(want Phase) {
 	s.t.Helper()
 	if s.c.phase != want {
 		s.t.Fatalf("phase %v, want %v", s.c.phase, want)
 	}
 }
 
-func create(n int) effect {
-	return effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-" + fmt.Sprintf("%012d", n) + "-lock-"}
+func create(n int) Effect {
+	return Effect{Kind: Create, Path: "/locks/a/_c_00000000-0000-4000-8000-" + fmt.Sprintf("%012d", n) + "-lock-"}
 }
 
 var (
-	list = effect{kind: effList, path: "/locks/a"}
-	done = effect{kind: effDone}
-	park = effect{kind: effPark}
+	list = Effect{Kind: List, Path: "/locks/a"}
+	done = Effect{Kind: Forget}
+	park = Effect{Kind: Park}
 )
 
-func del(name string) effect   { return effect{kind: effDelete, path: "/locks/a/" + name} }
-func watch(name string) effect { return effect{kind: effWatch, path: "/locks/a/" + name} }
-func grant(tok int64) effect   { return effect{kind: effGrant, token: tok} }
-func fail(err error) effect    { return effect{kind: effFail, err: err} }
+func del(name string) Effect   { return Effect{Kind: Delete, Path: "/locks/a/" + name} }
+func watch(name string) Effect { return Effect{Kind: Watch, Path: "/locks/a/" + name} }
+func grant(tok int64) Effect   { return Effect{Kind: Grant, Token: tok} }
+func fail(err error) Effect    { return Effect{Kind: Fail, Err: err} }
 
-func created(name string) input { return input{kind: inCreated, name: name} }
-func listed(pzxid int64, children ...string) input {
-	return input{kind: inListed, children: children, listing: queue.NewListing(children), pzxid: pzxid}
+func created(name string) Input { return Input{Kind: Created, Name: name} }
+func listed(pzxid int64, children ...string) Input {
+	return Input{Kind: Listed, Children: children, Listing: queue.NewListing(children), Pzxid: pzxid}
 }
 
 // childrenWatched is the reply to a children watch.
-func childrenWatched(pzxid int64, children ...string) input {
-	return input{kind: inWatchSet, childWatch: true, children: children, listing: queue.NewListing(children), pzxid: pzxid}
+func childrenWatched(pzxid int64, children ...string) Input {
+	return Input{Kind: WatchSet, ChildWatch: true, Children: children, Listing: queue.NewListing(children), Pzxid: pzxid}
 }
-func reply(k inputKind, o outcome) input { return input{kind: k, outcome: o} }
+func reply(k InputKind, o events.Outcome) Input { return Input{Kind: k, Outcome: o} }
 
 // recoverRead is the recovery read of the n-th id's create.
-func recoverRead(n int) effect {
-	return effect{kind: effRecover, path: "/locks/a", id: fmt.Sprintf("00000000-0000-4000-8000-%012d", n)}
+func recoverRead(n int) Effect {
+	return Effect{Kind: Recover, Path: "/locks/a", ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n)}
 }
 
 // recovered is the reply to a recovery read that found ours (or "").
-func recovered(pzxid int64, ours string, children ...string) input {
-	return input{kind: inListed, children: children, pzxid: pzxid, name: ours}
+func recovered(pzxid int64, ours string, children ...string) Input {
+	return Input{Kind: Listed, Children: children, Pzxid: pzxid, Name: ours}
 }
 
 // toHeld drives a fresh contender to a grant with node(1, 5).
 func (s *script) toHeld() {
 	s.t.Helper()
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, node(1, 5)), grant(100))
-	s.phase(phaseHeld)
+	s.phase(Held)
 }
 
 // toWaiting drives a fresh contender to wait behind other(4) with node(1, 5).
 func (s *script) toWaiting() {
 	s.t.Helper()
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
-	s.step(reply(inWatchSet, outOK))
-	s.phase(phaseWaiting)
+	s.step(reply(WatchSet, events.OK))
+	s.phase(Waiting)
 }
 
 func TestGrantAndRelease(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inRelease}, del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), effect{kind: effReleased}, done)
-	s.phase(phaseDone)
-	s.step(input{kind: inRelease}) // nothing after the end
+	s.step(Input{Kind: Release}, del(node(1, 5)))
+	s.step(reply(Deleted, events.OK), Effect{Kind: Released}, done)
+	s.phase(Done)
+	s.step(Input{Kind: Release}) // nothing after the end
 }
 
 func TestWaitThenGrant(t *testing.T) {
 	s := newScript(t)
 	s.toWaiting()
-	s.step(input{kind: inWatchFired}, list)
+	s.step(Input{Kind: WatchFired}, list)
 	s.step(listed(101, node(1, 5)), grant(101))
 }
 
 func TestPredecessorGoneBeforeWatchSet(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
-	s.step(reply(inWatchSet, outNoNode), list)
+	s.step(reply(WatchSet, events.NoNode), list)
 	s.step(listed(102, node(1, 5)), grant(102))
 }
 
@@ -154,116 +167,116 @@ func TestWatchFiresBeforeWatchReply(t *testing.T) {
 	// The notification can reach the loop before the reply to the request
 	// that set the watch: the contender must not then wait forever.
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
-	s.step(input{kind: inWatchFired})
-	s.step(reply(inWatchSet, outOK), list)
+	s.step(Input{Kind: WatchFired})
+	s.step(reply(WatchSet, events.OK), list)
 }
 
 func TestPredecessorLeavesWhileNotHead(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(2), other(3), node(1, 5)), watch(other(3)))
-	s.step(reply(inWatchSet, outOK))
-	s.step(input{kind: inWatchFired}, list)
+	s.step(reply(WatchSet, events.OK))
+	s.step(Input{Kind: WatchFired}, list)
 	s.step(listed(101, other(2), node(1, 5)), watch(other(2)))
-	s.step(reply(inWatchSet, outOK))
-	s.step(input{kind: inWatchFired}, list)
+	s.step(reply(WatchSet, events.OK))
+	s.step(Input{Kind: WatchFired}, list)
 	s.step(listed(103, node(1, 5)), grant(103))
 }
 
 func TestStaleWatchEventIgnored(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inWatchFired}) // nothing watched yet
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: WatchFired}) // nothing watched yet
 	s.step(created(node(1, 5)), list)
-	s.step(input{kind: inWatchFired}) // listing in flight: not ours
+	s.step(Input{Kind: WatchFired}) // listing in flight: not ours
 	s.step(listed(100, node(1, 5)), grant(100))
-	s.step(input{kind: inWatchFired}) // held: no watch of ours
-	s.phase(phaseHeld)
+	s.step(Input{Kind: WatchFired}) // held: no watch of ours
+	s.phase(Held)
 }
 
 func TestMissingParentCreated(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(reply(inCreated, outNoNode), effect{kind: effCreateParents, path: "/locks/a"})
-	s.step(reply(inParents, outNodeExists), create(2))
+	s.step(Input{Kind: Start}, create(1))
+	s.step(reply(Created, events.NoNode), Effect{Kind: CreateParents, Path: "/locks/a"})
+	s.step(reply(ParentsCreated, events.NodeExists), create(2))
 	s.step(created(node(2, 0)), list)
 }
 
 func TestCancelBeforeCreateReply(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
 	// The create still lands: its node is deleted, never left behind.
 	s.step(created(node(1, 5)), del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestCancelBeforeCreateReplyThenConnectionLoss(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, recoverRead(1))
 	// The create did happen: recovery finds the node by its id and deletes it.
 	s.step(recovered(100, node(1, 5), other(3), node(1, 5)), del(node(1, 5)))
-	s.step(reply(inDeleted, outConnLoss), park)
-	s.step(input{kind: inReconnected}, del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.ConnLoss), park)
+	s.step(Input{Kind: Reconnected}, del(node(1, 5)))
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestCancelWhileListingAndWatching(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(input{kind: inCancel, err: context.DeadlineExceeded}, fail(context.DeadlineExceeded))
+	s.step(Input{Kind: Cancel, Err: context.DeadlineExceeded}, fail(context.DeadlineExceeded))
 	s.step(listed(100, node(1, 5)), del(node(1, 5))) // no grant after a cancel
-	s.step(reply(inDeleted, outNoNode), done)
+	s.step(reply(Deleted, events.NoNode), done)
 
 	s = newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(inWatchSet, outOK), del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(WatchSet, events.OK), del(node(1, 5)))
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestCancelWhileWaiting(t *testing.T) {
 	s := newScript(t)
 	s.toWaiting()
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
-	s.step(input{kind: inWatchFired}) // late notification: ignored
-	s.step(reply(inDeleted, outOK), done)
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	s.step(Input{Kind: WatchFired}) // late notification: ignored
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestCancelAfterGrantKeepsLease(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inCancel, err: context.Canceled})
-	s.phase(phaseHeld)
+	s.step(Input{Kind: Cancel, Err: context.Canceled})
+	s.phase(Held)
 }
 
 func TestCancelWhileParked(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(reply(inListed, outConnLoss), park)
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
-	s.step(input{kind: inRetry}, del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Listed, events.ConnLoss), park)
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
+	s.step(Input{Kind: Retry}, del(node(1, 5)))
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestConnectionLossDuringCreateNodeFound(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inDisconnected})
+	s.step(Input{Kind: Start}, create(1))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Disconnected})
 	// Not a plain listing: the recovery read, synced, that looks for our id.
-	s.step(input{kind: inReconnected}, recoverRead(1))
+	s.step(Input{Kind: Reconnected}, recoverRead(1))
 	// The server did create it: adopt it, never create a second.
 	s.step(recovered(100, node(1, 5), node(1, 5)), grant(100))
 	if s.c.node != node(1, 5) {
@@ -273,9 +286,9 @@ func TestConnectionLossDuringCreateNodeFound(t *testing.T) {
 
 func TestConnectionLossDuringCreateNodeNotFound(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(Input{Kind: Start}, create(1))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, recoverRead(1))
 	// Not created: send the same create again (same protected id).
 	s.step(recovered(100, "", other(3)), create(1))
 	s.step(created(node(1, 4)), list)
@@ -286,20 +299,20 @@ func TestConnectionLossDuringCreateNodeNotFound(t *testing.T) {
 // deleted: the id is taken, and the contender starts under a fresh one.
 func TestRecoveryIgnoresNodeOfAnotherSession(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, recoverRead(1))
-	foreign := input{kind: inListed, children: []string{node(1, 3)}, pzxid: 100, foreign: true}
+	s.step(Input{Kind: Start}, create(1))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, recoverRead(1))
+	foreign := Input{Kind: Listed, Children: []string{node(1, 3)}, Pzxid: 100, Foreign: true}
 	s.step(foreign, create(2))
 	s.step(created(node(2, 4)), list)
 	s.step(listed(101, node(1, 3), node(2, 4)), watch(node(1, 3)))
 
 	// Cancelled meanwhile: nothing of ours to clean up.
 	s = newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, recoverRead(1))
 	s.step(foreign, done)
 }
 
@@ -307,43 +320,42 @@ func TestRecoveryIgnoresNodeOfAnotherSession(t *testing.T) {
 // read, whoever asks: a failed recovery read retried, a cleanup.
 func TestEveryListingWhileRecoveringIsTheRecoveryRead(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, recoverRead(1))
-	s.step(reply(inListed, outConnLoss), park)
-	s.step(input{kind: inRetry}, recoverRead(1))
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(inListed, outConnLoss), park)
-	s.step(input{kind: inReconnected}, recoverRead(1))
+	s.step(Input{Kind: Start}, create(1))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, recoverRead(1))
+	s.step(reply(Listed, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, recoverRead(1))
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(Listed, events.ConnLoss), park)
+	s.step(Input{Kind: Reconnected}, recoverRead(1))
 	s.step(recovered(100, node(1, 5), node(1, 5)), del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestSessionExpiryWhileWaiting(t *testing.T) {
 	s := newScript(t)
 	s.toWaiting()
-	s.step(input{kind: inDisconnected})
+	s.step(Input{Kind: Disconnected})
 	// Re-enqueued under the new session, with a fresh protected id.
-	s.step(input{kind: inExpired}, create(2))
-	s.step(input{kind: inReconnected})
+	s.step(Input{Kind: Expired}, create(2))
+	s.step(Input{Kind: Reconnected})
 	s.step(created(node(2, 9)), list)
 	s.step(listed(200, node(2, 9)), grant(200))
 }
 
 func TestSessionExpiryWhileWaitingFailOnExpiry(t *testing.T) {
-	s := newScript(t)
-	s.c.failExp = true
+	s := newScript(t, failOnExpiry)
 	s.toWaiting()
-	s.step(input{kind: inExpired}, fail(ErrSessionExpired), done)
+	s.step(Input{Kind: Expired}, fail(ErrSessionExpired), done)
 }
 
 func TestSessionExpiryWhileListingInFlight(t *testing.T) {
 	// A listing answered under the old session proves nothing: even one
 	// that shows us first must not grant.
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(input{kind: inExpired})
+	s.step(Input{Kind: Expired})
 	s.step(listed(100, node(1, 5)), create(2))
 }
 
@@ -351,15 +363,15 @@ func TestSessionExpiryWhileCreateInFlight(t *testing.T) {
 	// A create queued across the expiry may run under the new session: its
 	// node is followed, and the listing says whether it lives.
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inExpired})
-	s.step(input{kind: inReconnected})
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Expired})
+	s.step(Input{Kind: Reconnected})
 	s.step(created(node(1, 7)), list)
 	s.step(listed(300, node(1, 7)), grant(300))
 
 	s = newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inExpired})
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Expired})
 	s.step(created(node(1, 7)), list)
 	s.step(listed(300, other(8)), create(2)) // it died with the old session
 }
@@ -367,61 +379,59 @@ func TestSessionExpiryWhileCreateInFlight(t *testing.T) {
 // A contender that fails on expiry does not follow a node that a create
 // sent late made under the new session: it removes it and fails.
 func TestSessionExpiryWhileCreateInFlightFailOnExpiry(t *testing.T) {
-	s := newScript(t)
-	s.c.failExp = true
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inExpired})
-	s.step(input{kind: inReconnected})
+	s := newScript(t, failOnExpiry)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Expired})
+	s.step(Input{Kind: Reconnected})
 	s.step(created(node(1, 7)), fail(ErrSessionExpired), del(node(1, 7)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.OK), done)
 
 	// Its fate unknown: found by its protected id, then removed.
-	s = newScript(t)
-	s.c.failExp = true
-	s.step(input{kind: inStart}, create(1))
-	s.step(input{kind: inExpired})
-	s.step(reply(inCreated, outConnLoss), fail(ErrSessionExpired), recoverRead(1))
+	s = newScript(t, failOnExpiry)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Expired})
+	s.step(reply(Created, events.ConnLoss), fail(ErrSessionExpired), recoverRead(1))
 	s.step(recovered(300, node(1, 7), node(1, 7)), del(node(1, 7)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestSessionExpiryWhileHolding(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inDisconnected}, effect{kind: effSuspend})
-	s.step(input{kind: inExpired}, effect{kind: effLost, err: ErrSessionExpired}, done)
+	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
+	s.step(Input{Kind: Expired}, Effect{Kind: Lost, Err: ErrSessionExpired}, done)
 }
 
 func TestSuspendAndResume(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inDisconnected}, effect{kind: effSuspend})
-	s.step(input{kind: inReconnected}, effect{kind: effResume})
-	s.phase(phaseHeld)
+	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
+	s.step(Input{Kind: Reconnected}, Effect{Kind: Resume})
+	s.phase(Held)
 }
 
 func TestUntrustedSessionLosesLeaseThenCleansUp(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inDisconnected}, effect{kind: effSuspend})
-	s.step(input{kind: inUntrusted}, effect{kind: effLost, err: ErrLost}, park)
+	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
+	s.step(Input{Kind: Untrusted}, Effect{Kind: Lost, Err: ErrLost}, park)
 	// The same session comes back: our node must not linger.
-	s.step(input{kind: inReconnected}, del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done) // no release result: it was lost
+	s.step(Input{Kind: Reconnected}, del(node(1, 5)))
+	s.step(reply(Deleted, events.OK), done) // no release result: it was lost
 }
 
 func TestUntrustedSessionBlocksGrant(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(input{kind: inDisconnected})
-	s.step(input{kind: inUntrusted})
+	s.step(Input{Kind: Disconnected})
+	s.step(Input{Kind: Untrusted})
 	s.step(listed(100, node(1, 5)), park)
 	// Reconnecting is not being trusted: only the watchdog says so.
-	s.step(input{kind: inReconnected}, list)
+	s.step(Input{Kind: Reconnected}, list)
 	s.step(listed(101, node(1, 5)), park)
-	s.step(input{kind: inTrusted})
-	s.step(input{kind: inRetry}, list)
+	s.step(Input{Kind: Trusted})
+	s.step(Input{Kind: Retry}, list)
 	s.step(listed(102, node(1, 5)), grant(102))
 }
 
@@ -430,27 +440,26 @@ func TestUntrustedSessionBlocksGrant(t *testing.T) {
 // once the session is trusted.
 func TestRefusedGrantWaitsForTrust(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, node(1, 5)), grant(100))
-	s.step(input{kind: inRefused}, park)
+	s.step(Input{Kind: GrantRefused}, park)
 	if s.c.resolved || s.c.granted {
 		t.Fatalf("refused grant left resolved=%v granted=%v", s.c.resolved, s.c.granted)
 	}
-	s.step(input{kind: inUntrusted}) // the lapse the loop hears of next
-	s.step(input{kind: inRetry}, list)
+	s.step(Input{Kind: Untrusted}) // the lapse the loop hears of next
+	s.step(Input{Kind: Retry}, list)
 	s.step(listed(101, node(1, 5)), park)
-	s.step(input{kind: inTrusted})
-	s.step(input{kind: inRetry}, list)
+	s.step(Input{Kind: Trusted})
+	s.step(Input{Kind: Retry}, list)
 	s.step(listed(102, node(1, 5)), grant(102))
 
 	// A refusal of a handoff likewise.
-	s = newScript(t)
-	s.c.decide = nextDecide
+	s = newScript(t, deciding(nextDecide))
 	s.toWaiting()
-	s.step(input{kind: inHandoff, pzxid: 7}, grant(7))
-	s.step(input{kind: inRefused}, park)
-	s.step(input{kind: inRetry}, list)
+	s.step(Input{Kind: Handoff, Pzxid: 7}, grant(7))
+	s.step(Input{Kind: GrantRefused}, park)
+	s.step(Input{Kind: Retry}, list)
 	s.step(listed(101, node(1, 5)), park)
 }
 
@@ -459,46 +468,44 @@ func TestRefusedGrantWaitsForTrust(t *testing.T) {
 // it again, and the new session's listing grants it.
 func TestGrantRefusedForAnEndedSessionRequeuesOnExpiry(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, node(1, 5)), grant(100))
-	s.step(input{kind: inRefused, sessionEnded: true}, park)
+	s.step(Input{Kind: GrantRefused, SessionEnded: true}, park)
 	if s.c.resolved || s.c.granted || s.c.untrusted {
 		t.Fatalf("refused grant left resolved=%v granted=%v untrusted=%v", s.c.resolved, s.c.granted, s.c.untrusted)
 	}
-	s.step(input{kind: inExpired}, create(2))
-	s.step(input{kind: inReconnected})
+	s.step(Input{Kind: Expired}, create(2))
+	s.step(Input{Kind: Reconnected})
 	s.step(created(node(2, 9)), list)
 	s.step(listed(101, node(2, 9)), grant(101))
 }
 
 func TestGrantWhileDisconnectedIsSuspended(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(input{kind: inDisconnected})
-	s.step(listed(100, node(1, 5)), effect{kind: effGrant, token: 100, suspended: true})
+	s.step(Input{Kind: Disconnected})
+	s.step(listed(100, node(1, 5)), Effect{Kind: Grant, Token: 100, Suspended: true})
 }
 
 func TestNodeDeletedByOthersRequeues(t *testing.T) {
 	s := newScript(t)
 	s.toWaiting()
-	s.step(input{kind: inWatchFired}, list)
+	s.step(Input{Kind: WatchFired}, list)
 	s.step(listed(101, other(6)), create(2))
 }
 
 func TestTryOnly(t *testing.T) {
-	s := newScript(t)
-	s.c.tryOnly = true
-	s.step(input{kind: inStart}, create(1))
+	s := newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
 	// The future fails only once the node is gone.
-	s.step(reply(inDeleted, outOK), fail(ErrWouldBlock), done)
+	s.step(reply(Deleted, events.OK), fail(ErrWouldBlock), done)
 
-	s = newScript(t)
-	s.c.tryOnly = true
-	s.step(input{kind: inStart}, create(1))
+	s = newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, node(1, 5)), grant(100))
 }
@@ -506,55 +513,54 @@ func TestTryOnly(t *testing.T) {
 func TestCloseWhileHolding(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inCancel, err: ErrClosed, closing: true},
-		effect{kind: effLost, err: ErrClosed}, del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true},
+		Effect{Kind: Lost, Err: ErrClosed}, del(node(1, 5)))
+	s.step(reply(Deleted, events.OK), done)
 }
 
 func TestCloseWhileParkedAndDisconnected(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(input{kind: inDisconnected})
-	s.step(reply(inListed, outConnLoss), park)
+	s.step(Input{Kind: Disconnected})
+	s.step(reply(Listed, events.ConnLoss), park)
 	// No server to delete through: closing the session removes the node.
-	s.step(input{kind: inCancel, err: ErrClosed, closing: true}, fail(ErrClosed), done)
+	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true}, fail(ErrClosed), done)
 }
 
 func TestRefusedRequestFailsAndCleansUp(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	refused := errors.New("not authenticated")
-	got := s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
-	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, refused) || got[1] != del(node(1, 5)) {
+	got := s.c.Step(Input{Kind: Listed, Outcome: events.Refused, Err: refused})
+	if len(got) != 2 || got[0].Kind != Fail || !errors.Is(got[0].Err, refused) || got[1] != del(node(1, 5)) {
 		t.Fatalf("got %v", got)
 	}
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.OK), done)
 }
 
 // Every reachable path resolves the acquisition exactly once and ends.
 func TestEveryPathResolvesOnce(t *testing.T) {
-	inputs := []input{
-		{kind: inStart}, created(node(1, 5)), reply(inCreated, outConnLoss), reply(inCreated, outNoNode),
-		reply(inParents, outOK), listed(1, node(1, 5)), listed(1, other(1), node(1, 5)), listed(1, other(1)),
-		reply(inListed, outConnLoss), reply(inWatchSet, outOK), reply(inWatchSet, outNoNode),
-		{kind: inWatchFired}, reply(inDeleted, outOK), reply(inDeleted, outConnLoss), {kind: inRelease},
-		{kind: inCancel, err: context.Canceled}, {kind: inCancel, err: ErrClosed, closing: true},
-		{kind: inDisconnected}, {kind: inReconnected}, {kind: inExpired}, {kind: inUntrusted}, {kind: inRetry},
-		listed(2, node(2, 6)), created(node(2, 6)), {kind: inHandoff, pzxid: 3}, {kind: inTrusted}, {kind: inRefused},
-		recovered(4, node(1, 5), node(1, 5)), {kind: inListed, children: []string{node(1, 5)}, foreign: true},
+	inputs := []Input{
+		{Kind: Start}, created(node(1, 5)), reply(Created, events.ConnLoss), reply(Created, events.NoNode),
+		reply(ParentsCreated, events.OK), listed(1, node(1, 5)), listed(1, other(1), node(1, 5)), listed(1, other(1)),
+		reply(Listed, events.ConnLoss), reply(WatchSet, events.OK), reply(WatchSet, events.NoNode),
+		{Kind: WatchFired}, reply(Deleted, events.OK), reply(Deleted, events.ConnLoss), {Kind: Release},
+		{Kind: Cancel, Err: context.Canceled}, {Kind: Cancel, Err: ErrClosed, Closing: true},
+		{Kind: Disconnected}, {Kind: Reconnected}, {Kind: Expired}, {Kind: Untrusted}, {Kind: Retry},
+		listed(2, node(2, 6)), created(node(2, 6)), {Kind: Handoff, Pzxid: 3}, {Kind: Trusted}, {Kind: GrantRefused},
+		recovered(4, node(1, 5), node(1, 5)), {Kind: Listed, Children: []string{node(1, 5)}, Foreign: true},
 	}
 	// A small deterministic walk: every sequence of up to 4 inputs after start.
 	var walk func(prefix []int)
 	count := 0
 	walk = func(prefix []int) {
-		s := newScript(t)
-		s.c.decide = nextDecide // handoffs grant
+		s := newScript(t, deciding(nextDecide)) // handoffs grant
 		resolved := 0
 		granted := false // the last step granted
 		for _, i := range prefix {
-			if inputs[i].kind == inRefused {
+			if inputs[i].Kind == GrantRefused {
 				// The engine refuses only the grant it was just handed,
 				// which then never resolved anything.
 				if !granted {
@@ -563,11 +569,11 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 				resolved--
 			}
 			granted = false
-			for _, ef := range s.c.step(inputs[i]) {
-				if ef.kind == effGrant || ef.kind == effFail {
+			for _, ef := range s.c.Step(inputs[i]) {
+				if ef.Kind == Grant || ef.Kind == Fail {
 					resolved++
 				}
-				granted = granted || ef.kind == effGrant
+				granted = granted || ef.Kind == Grant
 			}
 		}
 		count++
@@ -600,35 +606,32 @@ func countDecide(l *queue.Listing, self string) Decision {
 }
 
 func TestChildrenWatchGrantsOnItsOwnReply(t *testing.T) {
-	s := newScript(t)
-	s.c.decide = countDecide
-	watchChildren := effect{kind: effWatch, path: "/locks/a", children: true}
-	s.step(input{kind: inStart}, create(1))
+	s := newScript(t, deciding(countDecide))
+	watchChildren := Effect{Kind: Watch, Path: "/locks/a", Children: true}
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(3), other(4), node(1, 5)), watchChildren)
 	// A holder left between the listing and the watch: the watch's own
 	// reply shows it, so no notification is needed.
 	s.step(childrenWatched(107, other(4), node(1, 5)), grant(107))
-	s.phase(phaseHeld)
+	s.phase(Held)
 }
 
 func TestChildrenWatchWaitsThenRelists(t *testing.T) {
-	s := newScript(t)
-	s.c.decide = countDecide
-	watchChildren := effect{kind: effWatch, path: "/locks/a", children: true}
-	s.step(input{kind: inStart}, create(1))
+	s := newScript(t, deciding(countDecide))
+	watchChildren := Effect{Kind: Watch, Path: "/locks/a", Children: true}
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(3), other(4), node(1, 5)), watchChildren)
 	s.step(childrenWatched(100, other(3), other(4), node(1, 5)))
-	s.phase(phaseWaiting)
-	s.step(input{kind: inWatchFired}, list)
+	s.phase(Waiting)
+	s.step(Input{Kind: WatchFired}, list)
 	s.step(listed(109, other(3), node(1, 5)), grant(109))
 }
 
 func TestFixedSequenceNode(t *testing.T) {
-	s := newScript(t)
-	s.c.fixedSeq = "0000000005"
-	s.step(input{kind: inStart}, effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
+	s := newScript(t, borrowing("0000000005"))
+	s.step(Input{Kind: Start}, Effect{Kind: Create, Path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
 }
 
 func nextDecide(l *queue.Listing, self string) Decision {
@@ -638,56 +641,53 @@ func nextDecide(l *queue.Listing, self string) Decision {
 }
 
 func TestHandoffGrantsWithoutListing(t *testing.T) {
-	s := newScript(t)
-	s.c.decide = nextDecide
+	s := newScript(t, deciding(nextDecide))
 	s.toWaiting()
-	s.step(input{kind: inHandoff, pzxid: 120}, grant(120))
-	s.phase(phaseHeld)
+	s.step(Input{Kind: Handoff, Pzxid: 120}, grant(120))
+	s.phase(Held)
 }
 
 func TestHandoffWithoutNextLists(t *testing.T) {
 	s := newScript(t)
 	s.toWaiting() // seqDecide never sets Next
-	s.step(input{kind: inHandoff, pzxid: 120}, list)
+	s.step(Input{Kind: Handoff, Pzxid: 120}, list)
 }
 
 func TestHandoffAfterCancelIsIgnored(t *testing.T) {
-	s := newScript(t)
-	s.c.decide = nextDecide
+	s := newScript(t, deciding(nextDecide))
 	s.toWaiting()
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
-	s.step(input{kind: inHandoff, pzxid: 120})
-	s.phase(phaseDeleting)
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	s.step(Input{Kind: Handoff, Pzxid: 120})
+	s.phase(Deleting)
 }
 
 // A node with a borrowed sequence number (a downgrade) is never made again:
 // in a new session it would jump the queue.
 func TestFixedSequenceNeverRecreated(t *testing.T) {
-	fixed := func(s *script) {
-		s.c.fixedSeq = "0000000005"
-		s.step(input{kind: inStart}, effect{kind: effCreate, path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
+	// fixed is a machine whose node borrows number 5, its create sent.
+	fixed := func(t *testing.T) *script {
+		s := newScript(t, borrowing("0000000005"))
+		s.step(Input{Kind: Start}, Effect{Kind: Create, Path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
+		return s
 	}
 	t.Run("expiry while waiting", func(t *testing.T) {
-		s := newScript(t)
-		fixed(s)
+		s := fixed(t)
 		s.step(created("_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), list)
 		s.step(listed(100, other(4), "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), watch(other(4)))
-		s.step(reply(inWatchSet, outOK))
-		s.step(input{kind: inExpired}, fail(ErrSessionExpired), done)
+		s.step(reply(WatchSet, events.OK))
+		s.step(Input{Kind: Expired}, fail(ErrSessionExpired), done)
 	})
 	t.Run("create answered after expiry", func(t *testing.T) {
-		s := newScript(t)
-		fixed(s)
-		s.step(input{kind: inExpired})
+		s := fixed(t)
+		s.step(Input{Kind: Expired})
 		name := "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"
 		s.step(created(name), fail(ErrSessionExpired), del(name))
 	})
 	t.Run("node gone", func(t *testing.T) {
-		s := newScript(t)
-		fixed(s)
+		s := fixed(t)
 		s.step(created("_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), list)
-		effs := s.c.step(listed(100, other(4)))
-		if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrLost) || effs[1] != done {
+		effs := s.c.Step(listed(100, other(4)))
+		if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrLost) || effs[1] != done {
 			t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
 		}
 	})
@@ -696,18 +696,16 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 	// (the writer released before the read lease was granted) would sort
 	// ahead of a writer granted meanwhile.
 	t.Run("lender gone", func(t *testing.T) {
-		s := newScript(t)
-		fixed(s)
+		s := fixed(t)
 		self := "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"
 		s.step(created(self), list)
-		effs := s.c.step(listed(100, self, "_c_00000000-0000-4000-8000-0000000000ff-__WRIT__0000000006"))
-		if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrLost) || effs[1] != del(self) {
+		effs := s.c.Step(listed(100, self, "_c_00000000-0000-4000-8000-0000000000ff-__WRIT__0000000006"))
+		if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrLost) || effs[1] != del(self) {
 			t.Fatalf("effects %v, want a failure with ErrLost and the node's delete", effs)
 		}
 	})
 	t.Run("lender listed", func(t *testing.T) {
-		s := newScript(t)
-		fixed(s)
+		s := fixed(t)
 		self := "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"
 		s.step(created(self), list)
 		s.step(listed(100, self, "_c_00000000-0000-4000-8000-0000000000ff-__WRIT__0000000005"), grant(100))
@@ -719,33 +717,31 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 	// and a writer queued behind it may hold already. Likewise when our id
 	// turns out taken, or when the lock path itself is gone.
 	lostCreate := func(s *script) {
-		fixed(s)
-		s.step(reply(inCreated, outConnLoss), park)
-		s.step(input{kind: inRetry}, recoverRead(1))
+		s.step(reply(Created, events.ConnLoss), park)
+		s.step(Input{Kind: Retry}, recoverRead(1))
 	}
 	for _, c := range []struct {
 		name string
-		in   func(*script) input
+		in   func(*script) Input
 	}{
-		{"create never made", func(s *script) input {
+		{"create never made", func(s *script) Input {
 			lostCreate(s)
 			return recovered(100, "", other(6))
 		}},
-		{"id taken", func(s *script) input {
+		{"id taken", func(s *script) Input {
 			lostCreate(s)
 			in := recovered(100, "", other(6))
-			in.foreign = true
+			in.Foreign = true
 			return in
 		}},
-		{"lock path gone", func(s *script) input {
-			fixed(s)
-			return reply(inCreated, outNoNode)
+		{"lock path gone", func(s *script) Input {
+			return reply(Created, events.NoNode)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newScript(t)
-			effs := s.c.step(c.in(s))
-			if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrLost) || effs[1] != done {
+			s := fixed(t)
+			effs := s.c.Step(c.in(s))
+			if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrLost) || effs[1] != done {
 				t.Fatalf("effects %v, want a failure with ErrLost and done", effs)
 			}
 		})
@@ -760,26 +756,26 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 // answers).
 func TestRefusedRecoveryReadIsRetriedAfterABackoff(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(Input{Kind: Start}, create(1))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, recoverRead(1))
 	refused := errors.New("zk: not authenticated")
-	got := s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
-	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, refused) || got[1].kind != effPark {
+	got := s.c.Step(Input{Kind: Listed, Outcome: events.Refused, Err: refused})
+	if len(got) != 2 || got[0].Kind != Fail || !errors.Is(got[0].Err, refused) || got[1].Kind != Park {
 		t.Fatalf("refused recovery read: effects %v, want a failure and a park", got)
 	}
-	got = s.c.step(input{kind: inRetry})
+	got = s.c.Step(Input{Kind: Retry})
 	if len(got) != 1 || got[0] != recoverRead(1) {
 		t.Fatalf("retry: effects %v, want the recovery read", got)
 	}
-	got = s.c.step(input{kind: inListed, outcome: outFailed, err: refused})
-	if len(got) != 1 || got[0].kind != effPark || !errors.Is(got[0].err, refused) {
+	got = s.c.Step(Input{Kind: Listed, Outcome: events.Refused, Err: refused})
+	if len(got) != 1 || got[0].Kind != Park || !errors.Is(got[0].Err, refused) {
 		t.Fatalf("refused again: effects %v, want a park carrying the refusal", got)
 	}
-	s.step(input{kind: inRetry}, recoverRead(1))
+	s.step(Input{Kind: Retry}, recoverRead(1))
 	// Found at last: deleted, and the contender ends.
 	s.step(recovered(101, node(1, 5), node(1, 5)), del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.OK), done)
 }
 
 // A delete refused for an unexpected reason is never given up: the node
@@ -787,46 +783,44 @@ func TestRefusedRecoveryReadIsRetriedAfterABackoff(t *testing.T) {
 func TestRefusedDeleteIsRetried(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inRelease}, del(node(1, 5)))
+	s.step(Input{Kind: Release}, del(node(1, 5)))
 	refused := errors.New("zk: buffer too small")
-	got := s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
-	if len(got) != 1 || got[0].kind != effPark || !errors.Is(got[0].err, refused) {
+	got := s.c.Step(Input{Kind: Deleted, Outcome: events.Refused, Err: refused})
+	if len(got) != 1 || got[0].Kind != Park || !errors.Is(got[0].Err, refused) {
 		t.Fatalf("refused delete: effects %v, want a park carrying the refusal", got)
 	}
-	s.step(input{kind: inRetry}, del(node(1, 5)))
+	s.step(Input{Kind: Retry}, del(node(1, 5)))
 	// Gone meanwhile (say the first attempt was applied after all): released.
-	s.step(reply(inDeleted, outNoNode), effect{kind: effReleased}, done)
+	s.step(reply(Deleted, events.NoNode), Effect{Kind: Released}, done)
 
 	// A cancelled waiter's cleanup, likewise.
 	s = newScript(t)
 	s.toWaiting()
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
-	got = s.c.step(input{kind: inDeleted, outcome: outFailed, err: refused})
-	if len(got) != 1 || got[0].kind != effPark {
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	got = s.c.Step(Input{Kind: Deleted, Outcome: events.Refused, Err: refused})
+	if len(got) != 1 || got[0].Kind != Park {
 		t.Fatalf("refused cleanup delete: effects %v, want a park", got)
 	}
-	s.step(input{kind: inRetry}, del(node(1, 5)))
-	s.step(reply(inDeleted, outOK), done)
+	s.step(Input{Kind: Retry}, del(node(1, 5)))
+	s.step(reply(Deleted, events.OK), done)
 }
 
 // A Decider that calls a listed node missing would have the contender
 // create a node per listing and leave each behind. The node is deleted
 // instead, and the acquisition then fails with ErrBadDecision.
 func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
-	s := newScript(t)
-	s.c.decide = func(*queue.Listing, string) Decision { return Decision{Missing: true} }
-	s.step(input{kind: inStart}, create(1))
+	s := newScript(t, deciding(func(*queue.Listing, string) Decision { return Decision{Missing: true} }))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
-	effs := s.c.step(reply(inDeleted, outOK))
-	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrBadDecision) || effs[1] != done {
+	effs := s.c.Step(reply(Deleted, events.OK))
+	if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrBadDecision) || effs[1] != done {
 		t.Fatalf("after the delete: effects %v, want a failure with ErrBadDecision and done", effs)
 	}
 
 	// A node that is really gone is created again, as before.
-	s = newScript(t)
-	s.c.decide = func(*queue.Listing, string) Decision { return Decision{Missing: true} }
-	s.step(input{kind: inStart}, create(1))
+	s = newScript(t, deciding(func(*queue.Listing, string) Decision { return Decision{Missing: true} }))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4)), create(2))
 }
@@ -836,22 +830,21 @@ func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
 // fails and its node is deleted.
 func TestWrappedListingFailsTheAcquisition(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, -2147483648)), list)
-	effs := s.c.step(listed(100, other(2147483646), node(1, -2147483648)))
-	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrSequenceWrapped) || effs[1] != del(node(1, -2147483648)) {
-		t.Fatalf("on a wrapped listing: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
+	effs := s.c.Step(listed(100, other(2147483646), node(1, -2147483648)))
+	if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrSequenceWrapped) || effs[1] != del(node(1, -2147483648)) {
+		t.Fatalf("on a wrapped Listing: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
 	}
-	s.step(reply(inDeleted, outOK), done)
+	s.step(reply(Deleted, events.OK), done)
 
 	// The same through a children watch's reply.
-	s = newScript(t)
-	s.c.decide = countDecide
-	s.step(input{kind: inStart}, create(1))
+	s = newScript(t, deciding(countDecide))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 2147483645)), list)
-	s.step(listed(100, other(2147483643), other(2147483644), node(1, 2147483645)), effect{kind: effWatch, path: "/locks/a", children: true})
-	effs = s.c.step(childrenWatched(107, other(-2147483648), node(1, 2147483645)))
-	if len(effs) != 2 || effs[0].kind != effFail || !errors.Is(effs[0].err, ErrSequenceWrapped) || effs[1] != del(node(1, 2147483645)) {
+	s.step(listed(100, other(2147483643), other(2147483644), node(1, 2147483645)), Effect{Kind: Watch, Path: "/locks/a", Children: true})
+	effs = s.c.Step(childrenWatched(107, other(-2147483648), node(1, 2147483645)))
+	if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrSequenceWrapped) || effs[1] != del(node(1, 2147483645)) {
 		t.Fatalf("on a wrapped children watch: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
 	}
 }
@@ -860,32 +853,35 @@ func TestWrappedListingFailsTheAcquisition(t *testing.T) {
 // engine parses only the listings it shares): the contender parses it.
 func TestListedWithoutAParsedListing(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
+	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(input{kind: inListed, children: []string{other(4), node(1, 5)}, pzxid: 100}, watch(other(4)))
-	s.step(reply(inWatchSet, outNoNode), list)
-	s.step(input{kind: inListed, children: []string{node(1, 5)}, pzxid: 101}, grant(101))
+	s.step(Input{Kind: Listed, Children: []string{other(4), node(1, 5)}, Pzxid: 100}, watch(other(4)))
+	s.step(reply(WatchSet, events.NoNode), list)
+	s.step(Input{Kind: Listed, Children: []string{node(1, 5)}, Pzxid: 101}, grant(101))
 }
+
+// errServerNoAuth stands for the client's error of a request refused for
+// lack of rights, which the runtime classifies as events.NoAuth.
+var errServerNoAuth = errors.New("zk: not authenticated")
 
 // A delete the ACL refuses is not retried: asking again would be refused
 // for as long as the session lives. A release fails with the refusal
 // (ErrNoAuth); a waiter's cleanup ends; the node is left to the session.
 func TestDeleteRefusedByACLEnds(t *testing.T) {
-	noAuth := fmt.Errorf("wrapped: %w", zk.ErrNoAuth)
 	s := newScript(t)
 	s.toHeld()
-	s.step(input{kind: inRelease}, del(node(1, 5)))
-	got := s.c.step(input{kind: inDeleted, outcome: outFailed, err: noAuth})
-	if len(got) != 2 || got[0].kind != effReleased || !errors.Is(got[0].err, ErrNoAuth) ||
-		got[1].kind != effDone || !errors.Is(got[1].err, zk.ErrNoAuth) {
+	s.step(Input{Kind: Release}, del(node(1, 5)))
+	got := s.c.Step(Input{Kind: Deleted, Outcome: events.NoAuth, Err: errServerNoAuth})
+	if len(got) != 2 || got[0].Kind != Released || !errors.Is(got[0].Err, ErrNoAuth) ||
+		got[1].Kind != Forget || !errors.Is(got[1].Err, errServerNoAuth) {
 		t.Fatalf("release refused: effects %v, want released with ErrNoAuth, then done", got)
 	}
 
 	s = newScript(t)
 	s.toWaiting()
-	s.step(input{kind: inCancel, err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
-	got = s.c.step(input{kind: inDeleted, outcome: outFailed, err: noAuth})
-	if len(got) != 1 || got[0].kind != effDone {
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
+	got = s.c.Step(Input{Kind: Deleted, Outcome: events.NoAuth, Err: errServerNoAuth})
+	if len(got) != 1 || got[0].Kind != Forget {
 		t.Fatalf("cleanup refused: effects %v, want done", got)
 	}
 }
@@ -896,12 +892,12 @@ func TestDeleteRefusedByACLEnds(t *testing.T) {
 // session lives. Other refusals are read again after a backoff.
 func TestRefusedRecoveryReadEnds(t *testing.T) {
 	s := newScript(t)
-	s.step(input{kind: inStart}, create(1))
-	s.step(reply(inCreated, outConnLoss), park)
-	s.step(input{kind: inRetry}, effect{kind: effRecover, path: "/locks/a", id: "00000000-0000-4000-8000-000000000001"})
-	got := s.c.step(input{kind: inListed, outcome: outFailed, err: zk.ErrNoAuth})
-	if len(got) != 2 || got[0].kind != effFail || !errors.Is(got[0].err, ErrNoAuth) ||
-		got[1].kind != effDone || !errors.Is(got[1].err, ErrNoAuth) {
+	s.step(Input{Kind: Start}, create(1))
+	s.step(reply(Created, events.ConnLoss), park)
+	s.step(Input{Kind: Retry}, Effect{Kind: Recover, Path: "/locks/a", ID: "00000000-0000-4000-8000-000000000001"})
+	got := s.c.Step(Input{Kind: Listed, Outcome: events.NoAuth, Err: errServerNoAuth})
+	if len(got) != 2 || got[0].Kind != Fail || !errors.Is(got[0].Err, ErrNoAuth) ||
+		got[1].Kind != Forget || !errors.Is(got[1].Err, ErrNoAuth) {
 		t.Fatalf("refused recovery read: effects %v, want a failure with ErrNoAuth, then done (logging it)", got)
 	}
 }

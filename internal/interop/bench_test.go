@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 )
 
 func TestBenchLinesRoundTrip(t *testing.T) {

@@ -2,14 +2,14 @@
 
 Runs kazoo contenders on a lock path that turnstile (and, for the recipes that
 can, Curator) contenders may share, and checks mutual exclusion with the
-witness-file protocol described in interop/witness.go.
+witness-file protocol described in internal/interop/witness.go.
 
 Run with /usr/bin/python3 (Debian's python3-kazoo, kazoo 2.8); --help for the
 flags. Output on stdout:
 
     HELD <znode>      (--hold-revocable, once the lock is held)
     REVOKED           (--hold-revocable, once revocation was asked for)
-    BENCH-START, BENCH-END, BENCH ..., LAT ...   (--bench, see interop/bench.go)
+    BENCH-START, BENCH-END, BENCH ..., LAT ...   (--bench, see internal/interop/bench.go)
     RESULT acquisitions=<n> violations=<v>
 
 Exit status: 0 all well, 1 a witness violation, 2 a usage or lock error,
@@ -134,7 +134,7 @@ def parse_args(argv):
     p.add_argument("--paths", type=int, default=0,
                    help="0: every worker locks --path; N: worker w locks --path/<w mod N>")
     p.add_argument("--bench", action="store_true",
-                   help="measure a window and print the BENCH lines (interop/bench.go)")
+                   help="measure a window and print the BENCH lines (internal/interop/bench.go)")
     p.add_argument("--warmup-ms", type=int, default=0)
     p.add_argument("--revoke", metavar="NODEPATH")
     o = p.parse_args(argv)
@@ -260,7 +260,7 @@ class Tally(object):
 
 
 class Window(object):
-    """The measurement window of --bench (the protocol is in interop/bench.go).
+    """The measurement window of --bench (the protocol is in internal/interop/bench.go).
 
     Workers run from the start; the window opens after --warmup-ms and closes
     --duration-ms later or when every worker is done. Only cycles completed

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 	"github.com/turnstile-go/turnstile/lock"
 )
 

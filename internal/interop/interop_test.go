@@ -17,8 +17,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/turnstile-go/turnstile/internal/interop"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
-	"github.com/turnstile-go/turnstile/interop"
 )
 
 // The package's tests share one ZooKeeper and one compiled Curator peer,

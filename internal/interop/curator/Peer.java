@@ -1,7 +1,7 @@
 // Peer is a lock contender built on Apache Curator's recipes, for turnstile's
 // interop tests: it runs Curator contenders on a lock path that turnstile and
 // kazoo contenders may share, and checks mutual exclusion with a witness file
-// (the protocol is described in interop/witness.go).
+// (the protocol is described in internal/interop/witness.go).
 //
 // Compiled by interop.BuildCurator (javac against Debian's Curator jars); run
 // with --help for the flags. Output on stdout:
@@ -9,7 +9,7 @@
 //	HELD <znode>      (--hold-revocable, once the lock is held)
 //	REVOKED           (--hold-revocable, once revocation was asked for)
 //	LEADER <znode>    (--recipe latch, at the start of each term)
-//	BENCH-START, BENCH-END, BENCH ..., LAT ...   (--bench, see interop/bench.go)
+//	BENCH-START, BENCH-END, BENCH ..., LAT ...   (--bench, see internal/interop/bench.go)
 //	RESULT acquisitions=<n> violations=<v>
 //
 // With --recipe latch each worker is a LeaderLatch candidate with the
@@ -279,7 +279,7 @@ public final class Peer {
     // ---- bench mode -------------------------------------------------------
 
     /**
-     * The measurement window of --bench (the protocol is in interop/bench.go).
+     * The measurement window of --bench (the protocol is in internal/interop/bench.go).
      * Workers run from the start; the window opens after --warmup-ms, so that
      * the JIT has compiled the loop as in a long-running client, and closes
      * --duration-ms later or when every worker is done. Only cycles completed

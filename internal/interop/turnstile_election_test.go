@@ -9,7 +9,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/engine"
-	"github.com/turnstile-go/turnstile/interop"
+	"github.com/turnstile-go/turnstile/internal/interop"
 )
 
 // campaignAcquire makes each acquisition one term of a candidate of el.

@@ -1,16 +1,11 @@
-package engine
-
-import (
-	"fmt"
-	"strings"
-
-	"github.com/turnstile-go/turnstile/queue"
-)
-
-// The contender state machine: one per acquisition. It is pure: step takes
-// one input and returns the effects the loop must carry out. It does no I/O,
-// starts no goroutine and reads no clock; the loop is the only goroutine
-// that touches it. The shape mirrors the recipe's callback chain:
+// Package contender is the state machine of one acquisition of a lock:
+// create a node, list the lock path, ask the recipe, hold or watch, delete.
+// It is pure: Step takes one input and returns the effects the engine's
+// core must carry out. It does no I/O, starts no goroutine and reads no
+// clock; the core is the only one that touches it, and it reads the
+// machine only through its methods: nothing outside this package writes
+// a machine's fields (TestPure holds the package to its imports). The
+// shape mirrors the recipe's callback chain:
 //
 //	create ─▶ list ─▶ decide ─┬─▶ held ─▶ delete ─▶ released
 //	   ▲                      └─▶ watch predecessor ─▶ (fired) ─▶ list …
@@ -21,166 +16,51 @@ import (
 // the reply to the last one has been stepped. So a create whose outcome is
 // unknown is always resolved (by a recovery read that looks for the
 // protected id) before anything else is sent.
+package contender
 
-type phase int
+import (
+	"fmt"
+	"strings"
 
-const (
-	phaseNew      phase = iota
-	phaseCreating       // create in flight
-	phaseParents        // parent-container creation in flight
-	phaseListing        // waiting for a listing of the lock path
-	phaseWatching       // watch on the predecessor in flight
-	phaseWaiting        // watch armed; nothing in flight
-	phaseHeld           // granted; nothing in flight
-	phaseDeleting       // delete of our node in flight
-	phaseParked         // a request failed on a connection loss; waiting to retry
-	phaseDone           // terminal
+	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
-var phaseNames = [...]string{"new", "creating", "parents", "listing", "watching", "waiting", "held", "deleting", "parked", "done"}
-
-func (p phase) String() string { return phaseNames[p] }
-
-// outcome classifies a ZooKeeper reply for the state machine, so that the
-// machine need not know the client library's error values.
-type outcome int
-
-const (
-	outOK         outcome = iota
-	outNoNode             // the znode named does not exist
-	outNodeExists         // the znode to create exists
-	outConnLoss           // the request's fate is unknown: connection lost, session moved or expired
-	outClosing            // the client is closing; nothing more can be sent
-	outFailed             // any other error: the request was refused
-)
-
-type inputKind int
-
-const (
-	inStart        inputKind = iota
-	inCreated                // reply to create: name, or outcome
-	inParents                // reply to parent creation
-	inListed                 // a listing of the lock path
-	inWatchSet               // reply to the watch request
-	inWatchFired             // the watched predecessor changed or vanished
-	inDeleted                // reply to delete
-	inRelease                // the holder releases
-	inCancel                 // the caller gave up (context done) or the engine closes
-	inDisconnected           // connection dropped, session may live
-	inReconnected            // connection back, same session
-	inExpired                // the session is gone, and with it our node
-	inUntrusted              // the server may already have expired us: no word from it for too long
-	inRetry                  // time to retry what a connection loss interrupted
-	inHandoff                // the node we wait for was released by our engine; pzxid is the token
-	inTrusted                // the same session answers again, in time
-	inRefused                // the grant just made was refused: the session stopped being trusted first
-)
-
-var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused"}
-
-func (k inputKind) String() string { return inputNames[k] }
-
-type input struct {
-	kind     inputKind
-	outcome  outcome
-	err      error    // the reply's error, or the cancel's reason
-	name     string   // inCreated: the node created; inListed: ours, found by a recovery read
-	children []string // inListed
-	pzxid    int64    // inListed
-	closing  bool     // inCancel: the engine is closing, so a held lease goes too
-	// inWatchSet: the reply to a children watch, with children and pzxid.
-	childWatch bool
-	// inListed, the reply to a recovery read: a node carries our id but
-	// another session owns it.
-	foreign bool
-	// inRefused: the grant was refused because the session that answered
-	// has ended, not because the current one is untrusted.
-	sessionEnded bool
-	// listing is children parsed and sorted once per reply and shared by
-	// every contender the reply is handed to (inListed, and inWatchSet of a
-	// children watch); nil when the engine left it to parsed.
-	listing *queue.Listing
+// Config is what a machine is made with: the acquisition's request, and
+// the session as the core knows it at that moment.
+type Config struct {
+	LockPath string
+	Prefix   string        // node name prefix after the protected id, e.g. "lock-"
+	Decide   Decider       // the recipe: who holds, whom a waiter watches
+	NewID    func() string // fresh protected ids; injected so that runs are reproducible
+	// Seq, when not empty, is a borrowed sequence number: the node is made
+	// without the sequential flag, with this ten-digit number (a
+	// downgrade's read node takes its writer's place in the queue so).
+	Seq          string
+	TryOnly      bool // give up rather than wait
+	FailOnExpiry bool // fail, rather than queue again, when the session expires
+	// Connected and Untrusted are the session as the core last heard of
+	// it; later changes come as inputs (Disconnected, Reconnected,
+	// Untrusted, Trusted).
+	Connected bool
+	Untrusted bool
 }
 
-// parsed is the reply's children as a listing: the engine parses a listing
-// shared by many contenders once, and a reply for one contender alone is
-// parsed here, when needed.
-func (in *input) parsed() *queue.Listing {
-	if in.listing == nil {
-		in.listing = queue.NewListing(in.children)
-	}
-	return in.listing
-}
-
-type effectKind int
-
-const (
-	effCreate        effectKind = iota // create an ephemeral sequential node: path is the full prefix path
-	effCreateParents                   // create the lock path (and its ancestors) as containers
-	effList                            // list the lock path's children
-	effRecover                         // recovery read: sync path, list it, find the node carrying id and its owner
-	effWatch                           // set a data watch on path
-	effDelete                          // delete path
-	effGrant                           // resolve the acquisition with a lease
-	effFail                            // resolve the acquisition with err
-	effReleased                        // resolve the release with err (nil: released)
-	effSuspend                         // the lease's session is disconnected
-	effResume                          // the lease's session is back
-	effLost                            // the lease is lost, with err
-	effPark                            // wait for inRetry; err: the unexpected refusal to retry, if any
-	effDone                            // terminal: forget the contender; err: why our node was left to the session's end, if it was
-)
-
-var effectNames = [...]string{"create", "create-parents", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "done"}
-
-func (k effectKind) String() string { return effectNames[k] }
-
-type effect struct {
-	kind      effectKind
-	path      string
-	id        string // effRecover: the protected id to look for
-	token     int64
-	err       error
-	children  bool // effWatch: watch path's children, not its data
-	suspended bool // effGrant: the connection is down, so the lease starts suspended
-}
-
-func (e effect) String() string {
-	switch {
-	case e.path != "":
-		return e.kind.String() + " " + e.path
-	case e.err != nil:
-		return e.kind.String() + ": " + e.err.Error()
-	case e.kind == effGrant && e.suspended:
-		return fmt.Sprintf("grant token=%d suspended", e.token)
-	case e.kind == effGrant:
-		return fmt.Sprintf("grant token=%d", e.token)
-	}
-	return e.kind.String()
-}
-
-// retryAction is what a parked contender does when it may retry.
-type retryAction int
-
-const (
-	retryNone    retryAction = iota
-	retryRecover             // a create's fate is unknown: look for our protected id (effRecover)
-	retryParents
-	retryList
-	retryDelete
-)
-
-// contender is one acquisition's state.
-type contender struct {
+// Machine is one acquisition's state.
+//
+// The engine keeps one per waiter, thousands of them, inside its own
+// record of the contender, so New returns it by value and its fields are
+// as few and as small as they can be.
+type Machine struct {
 	lockPath string
 	prefix   string        // node name prefix after the protected id, e.g. "lock-"
-	newID    func() string // fresh protected ids; injected so tests are deterministic
+	newID    func() string // fresh protected ids
 	decide   Decider       // the recipe: who holds, whom a waiter watches
 	tryOnly  bool          // TryAcquire: give up rather than wait
 	failExp  bool          // fail, rather than re-enqueue, when the session expires
 	fixedSeq string        // a non-sequential node with this number (downgrade), or ""
 
-	phase phase
+	phase Phase
 	id    string // protected id of the node we create or created
 	node  string // our node's name once known
 	full  string // our node's full path once known
@@ -202,16 +82,96 @@ type contender struct {
 	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
 
-// errBorrowedPlaceGone fails a contender whose node has a borrowed
-// sequence number (Request.Seq) when that node is gone, or may never have
-// been made at a moment it could be: such a node is made once, never again.
-var errBorrowedPlaceGone = fmt.Errorf("%w: the node holding its place in the queue is gone", ErrLost)
+// New returns a machine for one acquisition, in phase Unstarted: Start
+// sets it going.
+func New(cfg Config) Machine {
+	return Machine{
+		lockPath:  cfg.LockPath,
+		prefix:    cfg.Prefix,
+		decide:    cfg.Decide,
+		newID:     cfg.NewID,
+		fixedSeq:  cfg.Seq,
+		tryOnly:   cfg.TryOnly,
+		failExp:   cfg.FailOnExpiry,
+		connected: cfg.Connected,
+		untrusted: cfg.Untrusted,
+	}
+}
+
+// Phase is where the machine stands.
+func (c *Machine) Phase() Phase { return c.phase }
+
+// LockPath is the lock path the machine contends for.
+func (c *Machine) LockPath() string { return c.lockPath }
+
+// Prefix is the node name's prefix after the protected id: the recipe's
+// kind of node.
+func (c *Machine) Prefix() string { return c.prefix }
+
+// Node is the name of the machine's node, once known and while it exists
+// as far as the machine knows; "" otherwise.
+func (c *Machine) Node() string { return c.node }
+
+// NodePath is the full path of Node; "" when Node is.
+func (c *Machine) NodePath() string { return c.full }
+
+// CreatePath is the path the machine's create names: the lock path, the
+// protected id of its current attempt and the prefix, and the borrowed
+// number if any (the server appends one otherwise).
+func (c *Machine) CreatePath() string {
+	return c.lockPath + "/_c_" + c.id + "-" + c.prefix + c.fixedSeq
+}
+
+// Granted reports whether the machine holds, or held, the lock.
+func (c *Machine) Granted() bool { return c.granted }
+
+// Next reports whether the recipe, at the machine's last listing, found
+// it Next behind the node it watches (see Decision.Next): the departure
+// of that node, once a holder's, grants it without listing again.
+func (c *Machine) Next() bool { return c.next }
+
+// Borrowed reports whether the machine's node has a borrowed sequence
+// number (Config.Seq).
+func (c *Machine) Borrowed() bool { return c.fixedSeq != "" }
+
+// ShareWatch hands the machine path, a string equal to the path of the
+// node it watches, to keep instead of its own copy: the core shares the
+// path of a node of its own among the waiters that watch it, so that a
+// queue of thousands keeps one string per node. Any other path is
+// ignored.
+func (c *Machine) ShareWatch(path string) {
+	if path == c.watch {
+		c.watch = path
+	}
+}
+
+// ForceEnd ends the machine without stepping it, as the engine does with
+// what is left when closing runs out of time: it is Done, and its
+// acquisition counts as resolved. It reports whether the acquisition was
+// unresolved until then, for the caller to resolve it.
+func (c *Machine) ForceEnd() (unresolved bool) {
+	unresolved = !c.resolved
+	c.resolved = true
+	c.phase = Done
+	return unresolved
+}
+
+// retryAction is what a parked contender does when it may retry.
+type retryAction int
+
+const (
+	retryNone    retryAction = iota
+	retryRecover             // a create's fate is unknown: look for our protected id (Recover)
+	retryParents
+	retryList
+	retryDelete
+)
 
 // lenderListed reports whether a node with a borrowed number may be
 // granted on listing l: the node whose number it took, an exclusive node
 // other than ours with the same number, is listed beside it. Always true
 // for a node of our own number. Downgrades are rare, so a scan is cheap.
-func (c *contender) lenderListed(l *queue.Listing) bool {
+func (c *Machine) lenderListed(l *queue.Listing) bool {
 	if c.fixedSeq == "" {
 		return true
 	}
@@ -227,22 +187,16 @@ func (c *contender) lenderListed(l *queue.Listing) bool {
 	return false
 }
 
-func newContender(lockPath, prefix string, decide Decider, newID func() string) *contender {
-	return &contender{lockPath: lockPath, prefix: prefix, decide: decide, newID: newID, connected: true}
-}
-
-func (c *contender) nodePath() string { return c.full }
-
 // requeuesOnExpiry reports whether a contender not yet granted queues again
 // under a new session when its session expires; otherwise it fails with
-// ErrSessionExpired. One asked to fail (Config.FailOnExpiry, or a recipe's
-// Request.FailOnExpiry) does not, and neither does a node with a borrowed
-// sequence number, which in a new session would jump the queue.
-func (c *contender) requeuesOnExpiry() bool { return !c.failExp && c.fixedSeq == "" }
+// ErrSessionExpired. One asked to fail (Config.FailOnExpiry: the engine's
+// setting, or the request's) does not, and neither does a node with a
+// borrowed sequence number, which in a new session would jump the queue.
+func (c *Machine) requeuesOnExpiry() bool { return !c.failExp && c.fixedSeq == "" }
 
 // setNode records our node. Its full path is kept once, and the name and
 // protected id are slices of it, so that a waiter keeps one string.
-func (c *contender) setNode(name string) {
+func (c *Machine) setNode(name string) {
 	c.full = c.lockPath + "/" + name
 	c.node = c.full[len(c.full)-len(name):]
 	if i := strings.Index(c.node, c.id); c.id != "" && i >= 0 {
@@ -250,65 +204,62 @@ func (c *contender) setNode(name string) {
 	}
 }
 
-func (c *contender) clearNode() { c.node, c.full = "", "" }
-
-func (c *contender) createPath() string {
-	return c.lockPath + "/_c_" + c.id + "-" + c.prefix + c.fixedSeq
-}
+func (c *Machine) clearNode() { c.node, c.full = "", "" }
 
 // inFlight reports whether a request of this contender awaits its reply.
-func (c *contender) inFlight() bool {
+func (c *Machine) inFlight() bool {
 	switch c.phase {
-	case phaseCreating, phaseParents, phaseListing, phaseWatching, phaseDeleting:
+	case Creating, CreatingParents, Listing, Watching, Deleting:
 		return true
 	}
 	return false
 }
 
-// step advances the machine by one input.
-func (c *contender) step(in input) []effect {
-	if c.phase == phaseDone {
+// Step advances the machine by one input and returns the effects the
+// core must carry out, in order. A Done machine ignores every input.
+func (c *Machine) Step(in Input) []Effect {
+	if c.phase == Done {
 		return nil
 	}
-	switch in.kind {
-	case inStart:
+	switch in.Kind {
+	case Start:
 		return c.create()
-	case inCreated:
+	case Created:
 		return c.onCreated(in)
-	case inParents:
+	case ParentsCreated:
 		return c.onParents(in)
-	case inListed:
+	case Listed:
 		return c.onListed(in)
-	case inWatchSet:
+	case WatchSet:
 		return c.onWatchSet(in)
-	case inWatchFired:
+	case WatchFired:
 		return c.onWatchFired()
-	case inDeleted:
+	case Deleted:
 		return c.onDeleted(in)
-	case inRelease:
+	case Release:
 		return c.onRelease()
-	case inCancel:
+	case Cancel:
 		return c.onCancel(in)
-	case inDisconnected:
+	case Disconnected:
 		c.connected = false
-		if c.phase == phaseHeld && !c.lost {
-			return []effect{{kind: effSuspend}}
+		if c.phase == Held && !c.lost {
+			return []Effect{{Kind: Suspend}}
 		}
 		return nil
-	case inReconnected:
+	case Reconnected:
 		return c.onReconnected()
-	case inExpired:
+	case Expired:
 		return c.onExpired()
-	case inUntrusted:
+	case Untrusted:
 		return c.onUntrusted()
-	case inTrusted:
+	case Trusted:
 		c.untrusted = false
 		return nil
-	case inRefused:
+	case GrantRefused:
 		return c.onRefused(in)
-	case inRetry:
+	case Retry:
 		return c.onRetry()
-	case inHandoff:
+	case Handoff:
 		return c.onHandoff(in)
 	}
 	return nil
@@ -316,13 +267,13 @@ func (c *contender) step(in input) []effect {
 
 // onHandoff: the holder we were next behind is gone, by its own release
 // through our engine, so we hold without listing again.
-func (c *contender) onHandoff(in input) []effect {
+func (c *Machine) onHandoff(in Input) []Effect {
 	switch {
-	case c.phase == phaseWaiting && c.next && !c.cancelled:
-		return c.grant(in.pzxid)
-	case c.phase == phaseWaiting:
+	case c.phase == Waiting && c.next && !c.cancelled:
+		return c.grant(in.Pzxid)
+	case c.phase == Waiting:
 		return c.list()
-	case c.phase == phaseWatching:
+	case c.phase == Watching:
 		c.fired = true
 	}
 	return nil
@@ -330,12 +281,12 @@ func (c *contender) onHandoff(in input) []effect {
 
 // create starts a fresh node under a fresh protected id: a node of an
 // earlier id belongs to an earlier attempt and is never adopted.
-func (c *contender) create() []effect {
+func (c *Machine) create() []Effect {
 	c.id = c.newID()
 	c.clearNode()
 	c.recovering = false
-	c.phase = phaseCreating
-	return []effect{{kind: effCreate, path: c.createPath()}}
+	c.phase = Creating
+	return []Effect{{Kind: Create, Path: c.CreatePath()}}
 }
 
 // list asks for a listing of the lock path. While a create's fate is
@@ -345,63 +296,63 @@ func (c *contender) create() []effect {
 // and a listing without it would have us create a second node while the
 // first, made, waits ahead of us with no owner watching it. It also checks
 // who owns a node carrying our id: only one of this session is ours.
-func (c *contender) list() []effect {
-	c.phase = phaseListing
+func (c *Machine) list() []Effect {
+	c.phase = Listing
 	if c.recovering {
-		return []effect{{kind: effRecover, path: c.lockPath, id: c.id}}
+		return []Effect{{Kind: Recover, Path: c.lockPath, ID: c.id}}
 	}
-	return []effect{{kind: effList, path: c.lockPath}}
+	return []Effect{{Kind: List, Path: c.lockPath}}
 }
 
-func (c *contender) park(a retryAction) []effect {
-	c.phase = phaseParked
+func (c *Machine) park(a retryAction) []Effect {
+	c.phase = Parked
 	c.retry = a
-	return []effect{{kind: effPark}}
+	return []Effect{{Kind: Park}}
 }
 
 // fail resolves the acquisition with err (once) and cleans up.
-func (c *contender) fail(err error) []effect {
+func (c *Machine) fail(err error) []Effect {
 	c.cancelled = true
-	var effs []effect
+	var effs []Effect
 	if !c.resolved {
 		c.resolved = true
-		effs = append(effs, effect{kind: effFail, err: err})
+		effs = append(effs, Effect{Kind: Fail, Err: err})
 	}
 	return append(effs, c.cleanup()...)
 }
 
 // cleanup deletes our node if we have or may have one, then ends.
-func (c *contender) cleanup() []effect {
+func (c *Machine) cleanup() []Effect {
 	switch {
 	case c.node != "":
-		c.phase = phaseDeleting
-		return []effect{{kind: effDelete, path: c.nodePath()}}
+		c.phase = Deleting
+		return []Effect{{Kind: Delete, Path: c.full}}
 	case c.recovering:
 		return c.list() // find our node by its protected id, then delete it
 	}
 	return c.finish()
 }
 
-func (c *contender) finish() []effect {
-	c.phase = phaseDone
-	var effs []effect
+func (c *Machine) finish() []Effect {
+	c.phase = Done
+	var effs []Effect
 	switch {
 	case c.resolved:
 	case c.wouldBlock:
 		c.resolved = true
-		effs = append(effs, effect{kind: effFail, err: ErrWouldBlock})
+		effs = append(effs, Effect{Kind: Fail, Err: ErrWouldBlock})
 	case c.misjudged:
 		c.resolved = true
-		effs = append(effs, effect{kind: effFail, err: fmt.Errorf("%w: it called this contender's node on %s missing", ErrBadDecision, c.lockPath)})
+		effs = append(effs, Effect{Kind: Fail, Err: fmt.Errorf("%w: it called this contender's node on %s missing", ErrBadDecision, c.lockPath)})
 	}
-	return append(effs, effect{kind: effDone})
+	return append(effs, Effect{Kind: Forget})
 }
 
 // unstale handles the reply to a request that was in flight when the
 // session expired. Our node, if we had one, is gone; only a create may have
 // made a new one (sent late, in the new session), so a create's reply is
 // still followed.
-func (c *contender) unstale() []effect {
+func (c *Machine) unstale() []Effect {
 	c.stale = false
 	c.clearNode()
 	if c.cancelled {
@@ -413,17 +364,17 @@ func (c *contender) unstale() []effect {
 	return c.create()
 }
 
-func (c *contender) onCreated(in input) []effect {
-	if c.phase != phaseCreating {
+func (c *Machine) onCreated(in Input) []Effect {
+	if c.phase != Creating {
 		return nil
 	}
-	if c.stale && in.outcome != outOK && in.outcome != outConnLoss {
+	if c.stale && in.Outcome != events.OK && in.Outcome != events.ConnLoss {
 		// The create failed: no node exists. Start again under the new session.
 		return c.unstale()
 	}
-	switch in.outcome {
-	case outOK:
-		c.setNode(in.name)
+	switch in.Outcome {
+	case events.OK:
+		c.setNode(in.Name)
 		if c.stale && !c.requeuesOnExpiry() {
 			// Made under the new session by a create sent late: with a
 			// borrowed number it would jump the queue, and a contender
@@ -437,7 +388,7 @@ func (c *contender) onCreated(in input) []effect {
 			return c.cleanup()
 		}
 		return c.list()
-	case outNoNode:
+	case events.NoNode:
 		if c.cancelled {
 			return c.finish()
 		}
@@ -446,9 +397,9 @@ func (c *contender) onCreated(in input) []effect {
 			// the queue ours was to take.
 			return c.fail(errBorrowedPlaceGone)
 		}
-		c.phase = phaseParents
-		return []effect{{kind: effCreateParents, path: c.lockPath}}
-	case outConnLoss:
+		c.phase = CreatingParents
+		return []Effect{{Kind: CreateParents, Path: c.lockPath}}
+	case events.ConnLoss:
 		c.recovering = true
 		if c.stale && !c.requeuesOnExpiry() {
 			// Whatever this made, it made in the new session, where it
@@ -458,61 +409,61 @@ func (c *contender) onCreated(in input) []effect {
 		}
 		c.stale = false // recovery lists under whatever session comes next
 		return c.park(retryRecover)
-	case outClosing:
+	case events.Closing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(refused("create in", c.lockPath, in.err))
+	return c.fail(refused("create in", c.lockPath, in))
 }
 
-func (c *contender) onParents(in input) []effect {
-	if c.phase != phaseParents {
+func (c *Machine) onParents(in Input) []Effect {
+	if c.phase != CreatingParents {
 		return nil
 	}
 	if c.stale {
 		return c.unstale() // no node of ours exists; start under the new session
 	}
-	switch in.outcome {
-	case outOK, outNodeExists:
+	switch in.Outcome {
+	case events.OK, events.NodeExists:
 		if c.cancelled {
 			return c.finish()
 		}
 		return c.create()
-	case outConnLoss:
+	case events.ConnLoss:
 		if c.cancelled {
 			return c.finish()
 		}
 		return c.park(retryParents)
-	case outClosing:
+	case events.Closing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(refused("create", c.lockPath, in.err))
+	return c.fail(refused("create", c.lockPath, in))
 }
 
-func (c *contender) onListed(in input) []effect {
-	if c.phase != phaseListing {
+func (c *Machine) onListed(in Input) []Effect {
+	if c.phase != Listing {
 		return nil
 	}
 	if c.stale {
 		return c.unstale()
 	}
-	switch in.outcome {
-	case outOK:
-	case outNoNode:
-		in.children, in.listing = nil, nil // the lock path is gone, and our node with it
-	case outConnLoss:
+	switch in.Outcome {
+	case events.OK:
+	case events.NoNode:
+		in.Children, in.Listing = nil, nil // the lock path is gone, and our node with it
+	case events.ConnLoss:
 		return c.park(retryList)
-	case outClosing:
+	case events.Closing:
 		return c.fail(ErrClosed)
 	default:
-		err := refused("list", c.lockPath, in.err)
+		err := refused("list", c.lockPath, in)
 		switch {
-		case c.recovering && noAuth(in.err):
+		case c.recovering && in.Outcome == events.NoAuth:
 			// The lock path is no longer readable to us: every read would
 			// be refused for as long as the session lives. Our node, if
 			// the lost create made one, is left to the session's end.
 			c.recovering = false
 			effs := c.fail(err)
-			effs[len(effs)-1].err = err // effDone: the engine logs it
+			effs[len(effs)-1].Err = err // Forget: the engine logs it
 			return effs
 		case c.recovering:
 			// Our node may exist, and only this read can find it to delete
@@ -521,13 +472,13 @@ func (c *contender) onListed(in input) []effect {
 			// a refusal that persists would repeat as fast as the server
 			// answers.
 			c.cancelled = true
-			var effs []effect
+			var effs []Effect
 			if !c.resolved {
 				c.resolved = true
-				effs = append(effs, effect{kind: effFail, err: err})
+				effs = append(effs, Effect{Kind: Fail, Err: err})
 			}
 			park := c.park(retryRecover)
-			park[0].err = err
+			park[0].Err = err
 			return append(effs, park...)
 		}
 		return c.fail(err)
@@ -538,8 +489,8 @@ func (c *contender) onListed(in input) []effect {
 		// node carrying our id, if any, checked to be this session's.
 		c.recovering = false
 		switch {
-		case in.name != "":
-			c.setNode(in.name)
+		case in.Name != "":
+			c.setNode(in.Name)
 		case c.cancelled:
 			return c.finish() // the create never happened: nothing to clean
 		case c.fixedSeq != "":
@@ -550,13 +501,13 @@ func (c *contender) onListed(in input) []effect {
 			// Made now, ours could take a place a writer queued behind
 			// has already been granted. The create is never sent again.
 			return c.fail(errBorrowedPlaceGone)
-		case in.foreign:
+		case in.Foreign:
 			// Another session owns a node with our id: never ours to
 			// adopt or delete. Our id is taken; start under a fresh one.
 			return c.create()
 		default:
-			c.phase = phaseCreating // the create never happened: send it again
-			return []effect{{kind: effCreate, path: c.createPath()}}
+			c.phase = Creating // the create never happened: send it again
+			return []Effect{{Kind: Create, Path: c.CreatePath()}}
 		}
 	}
 	if c.cancelled {
@@ -599,7 +550,7 @@ func (c *contender) onListed(in input) []effect {
 		// granted meanwhile. Delete it and give up.
 		return c.fail(errBorrowedPlaceGone)
 	case d.Holds:
-		return c.grant(in.pzxid)
+		return c.grant(in.Pzxid)
 	case c.tryOnly:
 		c.wouldBlock = true
 		c.cancelled = true
@@ -607,28 +558,29 @@ func (c *contender) onListed(in input) []effect {
 	}
 	c.fired = false
 	c.next = d.Next
-	c.phase = phaseWatching
+	c.phase = Watching
 	if d.WatchChildren {
 		c.watch = c.lockPath
-		return []effect{{kind: effWatch, path: c.watch, children: true}}
+		return []Effect{{Kind: Watch, Path: c.watch, Children: true}}
 	}
 	c.watch = c.lockPath + "/" + d.Watch
-	return []effect{{kind: effWatch, path: c.watch}}
+	return []Effect{{Kind: Watch, Path: c.watch}}
 }
 
 // grant admits us, unless the session is untrusted. The engine may still
-// refuse the grant (inRefused) when the watchdog lapsed after the loop last
-// heard from it, so the grant is one effect, applied whole or not at all.
-func (c *contender) grant(token int64) []effect {
+// refuse the grant (GrantRefused) when the watchdog lapsed after the loop
+// last heard from it, so the grant is one effect, applied whole or not at
+// all.
+func (c *Machine) grant(token int64) []Effect {
 	if c.untrusted {
 		// The listing was answered, but the session may already be
 		// expired: ask again once it is trusted.
 		return c.park(retryList)
 	}
-	c.phase = phaseHeld
+	c.phase = Held
 	c.granted = true
 	c.resolved = true
-	return []effect{{kind: effGrant, token: token, suspended: !c.connected}}
+	return []Effect{{Kind: Grant, Token: token, Suspended: !c.connected}}
 }
 
 // onRefused undoes the grant just made: the session stopped being trusted
@@ -636,11 +588,11 @@ func (c *contender) grant(token int64) []effect {
 // a session that has ended since, so we wait, unresolved, as before it.
 // In the second case the current session may well be trusted: the expiry,
 // which the loop hears of next, queues us again.
-func (c *contender) onRefused(in input) []effect {
-	if c.phase != phaseHeld || c.lost {
+func (c *Machine) onRefused(in Input) []Effect {
+	if c.phase != Held || c.lost {
 		return nil
 	}
-	if !in.sessionEnded {
+	if !in.SessionEnded {
 		c.untrusted = true
 	}
 	c.granted = false
@@ -648,8 +600,8 @@ func (c *contender) onRefused(in input) []effect {
 	return c.park(retryList)
 }
 
-func (c *contender) onWatchSet(in input) []effect {
-	if c.phase != phaseWatching {
+func (c *Machine) onWatchSet(in Input) []Effect {
+	if c.phase != Watching {
 		return nil
 	}
 	if c.stale {
@@ -658,12 +610,12 @@ func (c *contender) onWatchSet(in input) []effect {
 	if c.cancelled {
 		return c.cleanup()
 	}
-	switch in.outcome {
-	case outOK:
+	switch in.Outcome {
+	case events.OK:
 		if c.fired {
 			return c.list()
 		}
-		if in.childWatch {
+		if in.ChildWatch {
 			// A children watch answers with the children: the holder that
 			// left between our listing and the watch is not missed.
 			l := in.parsed()
@@ -677,42 +629,42 @@ func (c *contender) onWatchSet(in input) []effect {
 			case d.Holds && !c.lenderListed(l):
 				return c.fail(errBorrowedPlaceGone)
 			case d.Holds:
-				return c.grant(in.pzxid)
+				return c.grant(in.Pzxid)
 			}
 		}
-		c.phase = phaseWaiting
+		c.phase = Waiting
 		return nil
-	case outNoNode:
+	case events.NoNode:
 		return c.list() // the predecessor left before the watch was set: look again
-	case outConnLoss:
+	case events.ConnLoss:
 		return c.park(retryList)
-	case outClosing:
+	case events.Closing:
 		return c.fail(ErrClosed)
 	}
-	return c.fail(refused("watch", c.watch, in.err))
+	return c.fail(refused("watch", c.watch, in))
 }
 
-func (c *contender) onWatchFired() []effect {
+func (c *Machine) onWatchFired() []Effect {
 	switch c.phase {
-	case phaseWatching:
+	case Watching:
 		c.fired = true
-	case phaseWaiting:
+	case Waiting:
 		return c.list()
 	}
 	return nil
 }
 
-func (c *contender) onRelease() []effect {
-	if c.phase != phaseHeld {
+func (c *Machine) onRelease() []Effect {
+	if c.phase != Held {
 		return nil
 	}
 	c.cancelled = true
-	c.phase = phaseDeleting
-	return []effect{{kind: effDelete, path: c.nodePath()}}
+	c.phase = Deleting
+	return []Effect{{Kind: Delete, Path: c.full}}
 }
 
-func (c *contender) onDeleted(in input) []effect {
-	if c.phase != phaseDeleting {
+func (c *Machine) onDeleted(in Input) []Effect {
+	if c.phase != Deleting {
 		return nil
 	}
 	if c.stale {
@@ -721,31 +673,31 @@ func (c *contender) onDeleted(in input) []effect {
 		c.clearNode()
 		return c.afterDelete()
 	}
-	switch in.outcome {
-	case outOK, outNoNode:
+	switch in.Outcome {
+	case events.OK, events.NoNode:
 		c.clearNode()
 		return c.afterDelete()
-	case outConnLoss:
+	case events.ConnLoss:
 		return c.park(retryDelete)
-	case outClosing:
+	case events.Closing:
 		// Closing the session removes the ephemeral node.
 		c.clearNode()
 		return c.afterDelete()
 	}
-	if noAuth(in.err) {
+	if in.Outcome == events.NoAuth {
 		// The lock path's ACL denies us the deletion of our own node (it
 		// was changed, or made by another client, after our create). That
 		// is no passing fault: asking again would be refused for as long
 		// as the session lives. Give up: the node stays until the session
 		// ends, and a release reports why.
-		err := refused("delete", c.nodePath(), in.err)
+		err := refused("delete", c.full, in)
 		c.clearNode()
-		var effs []effect
+		var effs []Effect
 		if c.granted && !c.lost {
-			effs = append(effs, effect{kind: effReleased, err: err})
+			effs = append(effs, Effect{Kind: Released, Err: err})
 		}
 		effs = append(effs, c.finish()...)
-		effs[len(effs)-1].err = err // effDone: the engine logs the node left behind
+		effs[len(effs)-1].Err = err // Forget: the engine logs the node left behind
 		return effs
 	}
 	// Refused for a reason of its own. None is expected (the node is ours,
@@ -753,45 +705,45 @@ func (c *contender) onDeleted(in input) []effect {
 	// blocking the lock path for every client until the session ends: try
 	// again after a backoff, for as long as the session lives.
 	effs := c.park(retryDelete)
-	effs[0].err = fmt.Errorf("turnstile: delete %s: %w", c.nodePath(), in.err)
+	effs[0].Err = fmt.Errorf("turnstile: delete %s: %w", c.full, in.Err)
 	return effs
 }
 
-func (c *contender) afterDelete() []effect {
+func (c *Machine) afterDelete() []Effect {
 	if c.granted && !c.lost {
-		return append([]effect{{kind: effReleased}}, c.finish()...)
+		return append([]Effect{{Kind: Released}}, c.finish()...)
 	}
 	return c.finish()
 }
 
-func (c *contender) onCancel(in input) []effect {
-	if in.closing {
+func (c *Machine) onCancel(in Input) []Effect {
+	if in.Closing {
 		c.closing = true
 	}
-	if c.phase == phaseHeld {
+	if c.phase == Held {
 		if !c.closing {
 			return nil // granted before the cancel: the lease stands
 		}
 		c.lost = true
 		c.cancelled = true
-		c.phase = phaseDeleting
-		return []effect{{kind: effLost, err: in.err}, {kind: effDelete, path: c.nodePath()}}
+		c.phase = Deleting
+		return []Effect{{Kind: Lost, Err: in.Err}, {Kind: Delete, Path: c.full}}
 	}
 	if c.cancelled && c.resolved {
 		return nil // cleaning up already
 	}
 	c.cancelled = true
-	var effs []effect
+	var effs []Effect
 	if !c.resolved {
 		c.resolved = true
-		effs = append(effs, effect{kind: effFail, err: in.err})
+		effs = append(effs, Effect{Kind: Fail, Err: in.Err})
 	}
 	switch c.phase {
-	case phaseNew:
+	case Unstarted:
 		return append(effs, c.finish()...)
-	case phaseWaiting:
+	case Waiting:
 		return append(effs, c.cleanup()...)
-	case phaseParked:
+	case Parked:
 		if c.closing && !c.connected {
 			// No server to talk to: closing the session removes our node.
 			return append(effs, c.finish()...)
@@ -802,32 +754,32 @@ func (c *contender) onCancel(in input) []effect {
 	return effs
 }
 
-func (c *contender) onReconnected() []effect {
+func (c *Machine) onReconnected() []Effect {
 	c.connected = true
 	switch c.phase {
-	case phaseHeld:
+	case Held:
 		if !c.lost {
-			return []effect{{kind: effResume}}
+			return []Effect{{Kind: Resume}}
 		}
-	case phaseWaiting:
+	case Waiting:
 		// The watch survives a reconnect, but a notification may have been
 		// missed in between: look again.
 		return c.list()
-	case phaseParked:
+	case Parked:
 		return c.onRetry()
 	}
 	return nil
 }
 
-func (c *contender) onExpired() []effect {
+func (c *Machine) onExpired() []Effect {
 	c.connected = false
 	if c.granted {
 		switch {
-		case c.phase == phaseHeld:
+		case c.phase == Held:
 			c.lost = true
 			c.clearNode()
-			c.phase = phaseDone
-			return []effect{{kind: effLost, err: ErrSessionExpired}, {kind: effDone}}
+			c.phase = Done
+			return []Effect{{Kind: Lost, Err: ErrSessionExpired}, {Kind: Forget}}
 		case c.inFlight():
 			c.stale = true
 			return nil
@@ -841,7 +793,7 @@ func (c *contender) onExpired() []effect {
 		return nil
 	}
 	c.clearNode()
-	if c.phase == phaseParked && c.retry == retryRecover {
+	if c.phase == Parked && c.retry == retryRecover {
 		// A create of the old session whose fate was unknown: whatever it
 		// made is gone with that session.
 		c.recovering = false
@@ -857,20 +809,20 @@ func (c *contender) onExpired() []effect {
 	return c.create()
 }
 
-func (c *contender) onUntrusted() []effect {
+func (c *Machine) onUntrusted() []Effect {
 	c.untrusted = true
-	if c.phase == phaseHeld && !c.lost {
+	if c.phase == Held && !c.lost {
 		// The server may expire us at any moment and grant the lock to
 		// someone else: the holder must stop now. Our node is deleted once
 		// the connection is back, should the session survive.
 		c.lost = true
-		return append([]effect{{kind: effLost, err: ErrLost}}, c.park(retryDelete)...)
+		return append([]Effect{{Kind: Lost, Err: ErrLost}}, c.park(retryDelete)...)
 	}
 	return nil
 }
 
-func (c *contender) onRetry() []effect {
-	if c.phase != phaseParked {
+func (c *Machine) onRetry() []Effect {
+	if c.phase != Parked {
 		return nil
 	}
 	a := c.retry
@@ -879,16 +831,16 @@ func (c *contender) onRetry() []effect {
 	case retryRecover:
 		return c.list()
 	case retryParents:
-		c.phase = phaseParents
-		return []effect{{kind: effCreateParents, path: c.lockPath}}
+		c.phase = CreatingParents
+		return []Effect{{Kind: CreateParents, Path: c.lockPath}}
 	case retryList:
 		if c.cancelled {
 			return c.cleanup()
 		}
 		return c.list()
 	case retryDelete:
-		c.phase = phaseDeleting
-		return []effect{{kind: effDelete, path: c.nodePath()}}
+		c.phase = Deleting
+		return []Effect{{Kind: Delete, Path: c.full}}
 	}
 	return nil
 }

@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/turnstile-go/turnstile/events"
+)
+
+// Group commit and the in-flight bound: which requests the core sends, when,
+// and which creates and deletes travel together in one multi request.
+
+// op is one request to send.
+type op struct {
+	batch []op // creates and deletes sent as one multi request; nothing else set
+	kind  events.OpKind
+	id    uint64 // the contender; 0 for shared listings
+	path  string
+	data  []byte
+	fixed bool   // OpCreate: a non-sequential node
+	write bool   // counted in the writes in flight
+	find  string // OpRecover: the protected id to look for
+}
+
+func (o op) String() string {
+	if o.batch == nil {
+		return o.kind.String() + " " + o.path
+	}
+	parts := make([]string, len(o.batch))
+	for i, b := range o.batch {
+		parts[i] = b.String()
+	}
+	return "multi [" + strings.Join(parts, ", ") + "]"
+}
+
+const (
+	maxBatch  = 64 // creates and deletes in one multi request
+	maxWrites = 2  // write requests in flight at once
+
+	// maxBatchBytes caps the encoded size of one multi request. A count cap
+	// alone does not bound it: node data is the caller's, up to MaxDataLen
+	// per create. Past the client's 1.5 MiB buffer the multi cannot even be
+	// encoded and fails as a whole; past the server's jute.maxbuffer
+	// (0xfffff bytes by default) the server resets the connection, which
+	// fails every request in flight and suspends every lease. The leader
+	// also forwards a multi to each follower as one proposal under the same
+	// limit, and every request queued behind it waits for its log write.
+	// Group commit gains nothing from size: 64 typical creates (a few
+	// hundred bytes each) weigh about 20 KiB, so the count cap still binds
+	// for them, and an eighth of the server's limit keeps any batch far from
+	// it. A single write larger than this goes alone.
+	maxBatchBytes = 128 << 10
+)
+
+// groupCommit holds the requests the core decided and has not sent yet.
+// Creates and deletes go out at most maxWrites requests at a time: those
+// issued while the server is busy with earlier ones wait and then go
+// together as one multi request, one proposal and one log write on the
+// server instead of one each. An idle engine sends a write at once (at the
+// end of the turn that decided it). Every request counts against
+// Config.MaxInFlight until the runtime reports it done.
+//
+// Creates on one lock path keep the order they were issued in, which is
+// the order of the lock's queue: the runtime runs each request on a
+// goroutine of its own, so two requests in flight reach the server in
+// either order. A create therefore waits while a create on its path is in
+// flight in another request, and goes with the next batch; creates on one
+// path inside one multi keep their order.
+type groupCommit struct {
+	maxInFlight int
+	aclBytes    int  // the encoded size of Config.ACL, in every create
+	inFlight    int  // requests sent and not done
+	writing     int  // write requests in flight
+	writes      []op // creates and deletes waiting to be sent
+	backlog     []op // requests held back by the in-flight bound
+	// creating counts, per lock path, the creates sent (or held back by
+	// the in-flight bound) and not answered.
+	creating map[string]int
+}
+
+// submit queues a create or a delete for the end of the turn, and sends
+// anything else now if the in-flight bound allows.
+func (g *groupCommit) submit(rd *Ready, o op) {
+	if o.kind == events.OpCreate || o.kind == events.OpDelete {
+		g.writes = append(g.writes, o)
+		return
+	}
+	g.send(rd, o)
+}
+
+// send sends o now if the bound allows and nothing waits before it.
+func (g *groupCommit) send(rd *Ready, o op) {
+	if len(g.backlog) == 0 && g.inFlight < g.maxInFlight {
+		g.inFlight++
+		rd.Requests = append(rd.Requests, o)
+		return
+	}
+	g.backlog = append(g.backlog, o)
+}
+
+// done: a request came back.
+func (g *groupCommit) done(write bool) {
+	g.inFlight--
+	if write {
+		g.writing--
+	}
+}
+
+// flush sends the queued creates and deletes, in order, as batches bounded
+// by count and encoded size, then the requests held back while the bound
+// allows.
+func (g *groupCommit) flush(rd *Ready) {
+	for len(g.writes) > 0 && g.writing < maxWrites {
+		batch := g.takeBatch()
+		if len(batch) == 0 {
+			break // every create queued waits for one on its path
+		}
+		o := op{batch: batch}
+		if len(batch) == 1 {
+			o = batch[0]
+		}
+		o.write = true
+		g.send(rd, o)
+		g.writing++
+	}
+	if len(g.writes) == 0 {
+		g.writes = nil
+	}
+	n := 0
+	for n < len(g.backlog) && g.inFlight < g.maxInFlight {
+		g.inFlight++
+		rd.Requests = append(rd.Requests, g.backlog[n])
+		n++
+	}
+	switch {
+	case n == len(g.backlog):
+		g.backlog = nil // let a burst's backing array go
+	case n > 0:
+		clear(g.backlog[:n])
+		g.backlog = g.backlog[n:]
+	}
+}
+
+// takeBatch takes from the queued writes, in order, as many as one request
+// may carry: by count and encoded size, and leaving in the queue, in order,
+// every create whose lock path has a create in flight in another request,
+// or one that did not fit this batch.
+func (g *groupCommit) takeBatch() []op {
+	var (
+		batch   []op
+		size    = multiEnvelopeSize
+		held    map[string]bool // lock paths whose creates stay queued
+		kept    = g.writes[:0]
+		started = false
+	)
+	for i, o := range g.writes {
+		lockPath := ""
+		if o.kind == events.OpCreate {
+			lockPath = o.path[:strings.LastIndexByte(o.path, '/')]
+		}
+		s := multiOpSize(o, g.aclBytes)
+		full := len(batch) == maxBatch || (started && size+s > maxBatchBytes)
+		if full || held[lockPath] || (lockPath != "" && g.creating[lockPath] > 0 && !slices.ContainsFunc(batch, func(b op) bool {
+			return b.kind == events.OpCreate && strings.HasPrefix(b.path, lockPath+"/")
+		})) {
+			if lockPath != "" {
+				if held == nil {
+					held = make(map[string]bool)
+				}
+				held[lockPath] = true
+			}
+			if full {
+				kept = append(kept, g.writes[i:]...)
+				break
+			}
+			kept = append(kept, o)
+			continue
+		}
+		started = true
+		size += s
+		batch = append(batch, o)
+		if lockPath != "" {
+			if g.creating == nil {
+				g.creating = make(map[string]int)
+			}
+			g.creating[lockPath]++
+		}
+	}
+	clear(g.writes[len(kept):])
+	g.writes = kept
+	return batch
+}
+
+// createAnswered: a create on lockPath came back.
+func (g *groupCommit) createAnswered(lockPath string) {
+	if g.creating[lockPath]--; g.creating[lockPath] <= 0 {
+		delete(g.creating, lockPath)
+	}
+}
+
+// Encoded sizes, in bytes, of the parts of a multi request in ZooKeeper's
+// wire format (jute): an int is 4 bytes, a bool 1, a string or a byte
+// buffer its length as an int and then its bytes, a list its count as an
+// int and then its elements.
+const (
+	multiHeaderSize = 4 + 1 + 4 // each op's header: type, done, error
+	// multiEnvelopeSize: the request header (xid, opcode) and the header
+	// that ends the list of ops.
+	multiEnvelopeSize = 4 + 4 + multiHeaderSize
+)
+
+// multiOpSize is the encoded size of a create (with an ACL of aclBytes)
+// or a delete inside a multi.
+func multiOpSize(o op, aclBytes int) int {
+	if o.kind == events.OpCreate {
+		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + aclBytes + 4 // path, data, acl, flags
+	}
+	return multiHeaderSize + 4 + len(o.path) + 4 // path, version
+}

@@ -1,0 +1,519 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// Interaction tests of the core, in the style of etcd raft's: each file
+// under testdata/core is a script of events fed to one core, each followed
+// by what the core decided. Contenders are named in the scripts; their
+// protected ids print as <name>, so a node reads _c_<a>-lock-0000000001.
+//
+// Commands (one event each, then the end of the turn):
+//
+//	connect session=N          the session is up (the same one, or a new one)
+//	disconnect | expire        the connection dropped | the session expired
+//	lapse | trust              the watchdog's verdict changed
+//	acquire NAME [path=P] [recipe=mutex|read|write] [try] [revocable] [ctx=G]
+//	created NAME seq=N [zxid=Z] [outcome=O]
+//	listed [path=P] children=(NAME|x:N|w:N|pin, ...) [outcome=O] [pzxid=Z] [cversion=V]
+//	                           x:N a mutex node of another client, w:N a writer,
+//	                           pin the engine's pin
+//	pinned | unpinned [path=P] [outcome=O]   the pin's create or delete answered
+//	watch-set NAME [outcome=O] [children=(...)]
+//	fired NAME|x:N [path=P] [type=deleted|data-changed|children-changed]
+//	deleted NAME [zxid=Z] [outcome=O]
+//	revoke-read NAME [data=D] [outcome=O]
+//	release NAME | cancel ctx=G | close | timer ID
+//	contenders                 (no event) the live contenders: name, phase, node
+//
+// A reply to the last op of a request sent is followed, in the same turn,
+// by the request's RequestDone, as the runtime posts it.
+//
+// Use -rewrite to regenerate the expected output after a deliberate change
+// (go test ./engine -run TestCoreInteractions -rewrite), then read the diff.
+func TestCoreInteractions(t *testing.T) {
+	datadriven.Walk(t, "testdata/core", func(t *testing.T, path string) {
+		s := newCoreScript()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return s.run(t, d)
+		})
+	})
+}
+
+// coreScript is one core and the names the script gave its contenders.
+type coreScript struct {
+	c     *core
+	trust *coreScriptTrust
+	ids   []string          // protected ids handed out, in order
+	names map[string]string // protected id → contender name
+	en    map[string]uint64 // contender name → its entry's id
+	who   map[uint64]string // entry id → contender name
+	ctxs  map[string]context.Context
+	stops map[string]context.CancelFunc
+	futs  map[*Future[*Lease]]string
+	rels  map[*Future[struct{}]]string
+	// leases are the leases granted, by contender name.
+	leases map[string]*Lease
+	// pending is the name the next acquisition takes.
+	pending string
+	// pins are the names of the pins the core made, printed as ~pin.
+	pins []string
+	// sent are the requests sent and not all answered: a reply answers one
+	// op of one, and the request's last reply is followed by its
+	// RequestDone, as the runtime does.
+	sent []sentRequest
+}
+
+type sentRequest struct {
+	ops   []op
+	write bool
+}
+
+// coreScriptTrust is the watchdog as a script tells it.
+type coreScriptTrust struct {
+	lapsed  bool
+	session int64
+}
+
+func (t *coreScriptTrust) admit(_ *Lease, session int64) bool {
+	return !t.lapsed && session == t.session
+}
+func (t *coreScriptTrust) forget(*Lease)              {}
+func (t *coreScriptTrust) follows(session int64) bool { return session == t.session }
+
+func newCoreScript() *coreScript {
+	s := &coreScript{trust: &coreScriptTrust{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
+		who: map[uint64]string{}, ctxs: map[string]context.Context{}, stops: map[string]context.CancelFunc{},
+		futs: map[*Future[*Lease]]string{}, rels: map[*Future[struct{}]]string{}, leases: map[string]*Lease{}}
+	cfg := Config{Logger: slog.New(slog.DiscardHandler), MaxInFlight: 8, CloseTimeout: 5 * time.Second,
+		Observer: func(events.Report) {}}
+	s.c = newCore(cfg, s.trust, &counters{}, &gauges{})
+	s.c.newID = func() string {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.ids)+1)
+		s.ids = append(s.ids, id)
+		s.names[id] = s.pending
+		return id
+	}
+	s.c.newLease = func(id uint64, path, node string, token int64) *Lease {
+		return &Lease{id: id, path: path, node: node, token: token}
+	}
+	return s
+}
+
+func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
+	var ev events.Event
+	switch d.Cmd {
+	case "connect":
+		var id int64
+		d.ScanArgs(t, "session", &id)
+		s.trust.session = id
+		ev = events.SessionChanged{State: events.Connected, SessionID: id}
+	case "disconnect":
+		ev = events.SessionChanged{State: events.Disconnected}
+	case "expire":
+		s.trust.session = 0
+		ev = events.SessionChanged{State: events.Expired}
+	case "lapse", "trust":
+		s.trust.lapsed = d.Cmd == "lapse"
+		ev = events.TrustChanged{Lapsed: s.trust.lapsed}
+	case "acquire":
+		ev = s.acquire(t, d)
+	case "created":
+		name := d.CmdArgs[0].Key
+		var seq int64
+		d.ScanArgs(t, "seq", &seq)
+		en := s.entry(t, name)
+		node := strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/") + queue.FormatSeq(seq)
+		if en.c.Borrowed() {
+			node = strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/")
+		}
+		ev = events.OpDone{Op: events.OpCreate, Contender: en.id, Path: en.c.CreatePath(), Name: node, Outcome: outcomeArg(t, d),
+			Zxid: int64Arg(t, d, "zxid")}
+	case "listed":
+		path := pathArg(t, d)
+		ev = events.OpDone{Op: events.OpList, Path: path, Children: s.children(t, d), Pzxid: int64Arg(t, d, "pzxid"),
+			Cversion: int32(int64Arg(t, d, "cversion")), Outcome: outcomeArg(t, d)}
+	case "pinned", "unpinned":
+		op := events.OpPin
+		if d.Cmd == "unpinned" {
+			op = events.OpUnpin
+		}
+		ev = events.OpDone{Op: op, Path: pathArg(t, d) + "/" + s.pinOf(t, pathArg(t, d)), Outcome: outcomeArg(t, d)}
+	case "watch-set":
+		en := s.entry(t, d.CmdArgs[0].Key)
+		done := events.OpDone{Op: events.OpWatch, Contender: en.id, Path: en.watching, Outcome: outcomeArg(t, d)}
+		if d.HasArg("children") {
+			done.Op, done.Children = events.OpWatchChildren, s.children(t, d)
+		}
+		ev = done
+	case "fired":
+		typ := events.NodeDeleted
+		if d.HasArg("type") {
+			var v string
+			d.ScanArgs(t, "type", &v)
+			typ = map[string]events.WatchType{"deleted": events.NodeDeleted, "data-changed": events.NodeDataChanged,
+				"children-changed": events.NodeChildrenChanged}[v]
+		}
+		target := d.CmdArgs[0].Key
+		path := pathArg(t, d) + "/" + s.nodeName(t, target)
+		if typ == events.NodeChildrenChanged {
+			path = pathArg(t, d)
+		}
+		ev = events.WatchFired{Type: typ, Path: path}
+	case "deleted":
+		en := s.entry(t, d.CmdArgs[0].Key)
+		ev = events.OpDone{Op: events.OpDelete, Contender: en.id, Path: en.c.NodePath(), Zxid: int64Arg(t, d, "zxid"), Outcome: outcomeArg(t, d)}
+	case "revoke-read":
+		en := s.entry(t, d.CmdArgs[0].Key)
+		var data string
+		if d.HasArg("data") {
+			d.ScanArgs(t, "data", &data)
+		}
+		ev = events.OpDone{Op: events.OpRevokeWatch, Contender: en.id, Path: en.c.NodePath(), Data: []byte(data), Outcome: outcomeArg(t, d)}
+	case "release":
+		name := d.CmdArgs[0].Key
+		l := s.leases[name]
+		if l == nil {
+			t.Fatalf("%s: %s holds no lease", d.Pos, name)
+		}
+		fut := newFuture[struct{}]()
+		s.rels[fut] = name
+		ev = events.Command{Payload: releaseCmd{lease: l, fut: fut}}
+	case "cancel":
+		var g string
+		d.ScanArgs(t, "ctx", &g)
+		s.stops[g]()
+		ev = events.Command{Payload: cancelCmd{done: s.ctxs[g].Done(), cause: context.Cause(s.ctxs[g])}}
+	case "close":
+		ev = events.Command{Payload: closeCmd{}}
+	case "contenders":
+		return s.contenders()
+	case "timer":
+		id, err := strconv.ParseUint(d.CmdArgs[0].Key, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
+		ev = events.TimerFired{ID: id}
+	default:
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	}
+	s.c.step(ev)
+	if d, ok := ev.(events.OpDone); ok {
+		if done, answered := s.answer(d); answered {
+			s.c.step(done)
+		}
+	}
+	s.c.endTurn()
+	rd := s.c.ready()
+	out := s.print(rd)
+	// A listing answered from what the core knows is its own event, which
+	// the runtime queues at once: the script hands it over too.
+	for _, ev := range rd.Loopback {
+		if d, ok := ev.(events.OpDone); ok && d.Op == events.OpList {
+			s.c.step(ev)
+			s.c.endTurn()
+			out = strings.TrimSuffix(out, "ok") + s.print(s.c.ready())
+		}
+	}
+	return strings.TrimSuffix(out, "\n")
+}
+
+// answer strikes the op that d answers off the requests sent; when it was
+// the request's last, the request is done.
+func (s *coreScript) answer(d events.OpDone) (events.RequestDone, bool) {
+	for i, r := range s.sent {
+		for j, o := range r.ops {
+			if o.kind == d.Op && o.id == d.Contender && o.path == d.Path {
+				r.ops = slices.Delete(r.ops, j, j+1)
+				s.sent[i] = r
+				if len(r.ops) > 0 {
+					return events.RequestDone{}, false
+				}
+				s.sent = slices.Delete(s.sent, i, i+1)
+				return events.RequestDone{Write: r.write}, true
+			}
+		}
+	}
+	return events.RequestDone{}, false
+}
+
+func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) events.Event {
+	name := d.CmdArgs[0].Key
+	s.pending = name
+	req := Request{Path: pathArg(t, d), Prefix: queue.MutexPrefix, Decide: coreScriptDecide(queue.KindMutex)}
+	if d.HasArg("recipe") {
+		var r string
+		d.ScanArgs(t, "recipe", &r)
+		switch r {
+		case "read":
+			req.Prefix, req.Decide = queue.ReadPrefix, coreScriptDecide(queue.KindRead)
+		case "write":
+			req.Prefix, req.Decide = queue.WritePrefix, coreScriptDecide(queue.KindWrite)
+		}
+	}
+	if d.HasArg("seq") {
+		var seq int64
+		d.ScanArgs(t, "seq", &seq)
+		req.Seq = queue.FormatSeq(seq)
+	}
+	req.TryOnly, req.Revocable = d.HasArg("try"), d.HasArg("revocable")
+	ctx := context.Background()
+	if d.HasArg("ctx") {
+		var g string
+		d.ScanArgs(t, "ctx", &g)
+		if s.ctxs[g] == nil {
+			s.ctxs[g], s.stops[g] = context.WithCancel(context.Background())
+		}
+		ctx = s.ctxs[g]
+	}
+	fut := newFuture[*Lease]()
+	s.futs[fut] = name
+	s.en[name] = s.c.nextID + 1
+	s.who[s.c.nextID+1] = name
+	return events.Command{Payload: acquireCmd{ctx: ctx, req: req, fut: fut}}
+}
+
+// coreScriptDecide is the recipe of kind k, as package lock makes it.
+func coreScriptDecide(k queue.Kind) Decider {
+	return func(l *queue.Listing, self string) Decision {
+		var d queue.Decision
+		switch k {
+		case queue.KindRead:
+			d = l.Read(self)
+		case queue.KindWrite:
+			d = l.Write(self)
+		default:
+			d = l.Mutex(self)
+		}
+		return Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing, Next: d.Next}
+	}
+}
+
+func (s *coreScript) entry(t *testing.T, name string) *entry {
+	en := s.c.contenders[s.en[name]]
+	if en == nil {
+		t.Fatalf("no live contender %s", name)
+	}
+	return en
+}
+
+func pathArg(t *testing.T, d *datadriven.TestData) string {
+	if d.HasArg("path") {
+		var p string
+		d.ScanArgs(t, "path", &p)
+		return p
+	}
+	return "/l"
+}
+
+// nodeName is the node a script's token names: a contender's own node, or
+// another client's node x:N (a mutex) or w:N (a writer) with number N.
+func (s *coreScript) nodeName(t *testing.T, token string) string {
+	if token == "pin" {
+		return s.pinOf(t, "/l")
+	}
+	if kind, num, ok := strings.Cut(token, ":"); ok {
+		seq, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			t.Fatalf("bad node %q: %v", token, err)
+		}
+		k := queue.KindMutex
+		if kind == "w" {
+			k = queue.KindWrite
+		}
+		return queue.ProtectedPrefix("ffffffff-ffff-4fff-8fff-ffffffffffff", k) + queue.FormatSeq(seq)
+	}
+	en := s.entry(t, token)
+	if en.c.Node() == "" {
+		t.Fatalf("%s has no node", token)
+	}
+	return en.c.Node()
+}
+
+func (s *coreScript) children(t *testing.T, d *datadriven.TestData) []string {
+	var out []string
+	for _, a := range d.CmdArgs {
+		if a.Key == "children" {
+			for _, v := range a.Vals {
+				out = append(out, s.nodeName(t, v))
+			}
+		}
+	}
+	return out
+}
+
+func outcomeArg(t *testing.T, d *datadriven.TestData) events.Outcome {
+	if !d.HasArg("outcome") {
+		return events.OK
+	}
+	var v string
+	d.ScanArgs(t, "outcome", &v)
+	for o := events.OK; o.String() != "unknown"; o++ {
+		if o.String() == v {
+			return o
+		}
+	}
+	t.Fatalf("%s: unknown outcome %q", d.Pos, v)
+	return 0
+}
+
+func int64Arg(t *testing.T, d *datadriven.TestData, key string) int64 {
+	var v int64
+	if d.HasArg(key) {
+		d.ScanArgs(t, key, &v)
+	}
+	return v
+}
+
+// pinOf is the name of the pin the core made on path, the latest.
+func (s *coreScript) pinOf(t *testing.T, path string) string {
+	for i := len(s.pins) - 1; i >= 0; i-- {
+		if dir, name, _ := strings.Cut(s.pins[i], "/~"); dir == path {
+			return "~" + name
+		}
+	}
+	t.Fatalf("no pin made on %s", path)
+	return ""
+}
+
+// contenders lists the live contenders: name, phase, node.
+func (s *coreScript) contenders() string {
+	var b strings.Builder
+	for _, en := range s.c.byID() {
+		fmt.Fprintf(&b, "%s %v %s\n", s.who[en.id], en.c.Phase(), en.c.Node())
+	}
+	for _, p := range slices.Sorted(maps.Keys(s.c.listings)) {
+		l := s.c.listings[p]
+		fmt.Fprintf(&b, "listing %s: %d waiting, %d for the next\n", p, len(l.current), len(l.next))
+	}
+	if g := s.c.commit; g.inFlight+len(g.writes)+len(g.backlog) > 0 {
+		fmt.Fprintf(&b, "requests: %d in flight (%d writes), %d writes queued, %d held back\n",
+			g.inFlight, g.writing, len(g.writes), len(g.backlog))
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return s.readable(b.String())
+}
+
+// print writes what the core decided, one action a line, with contenders'
+// names for their ids.
+func (s *coreScript) print(rd Ready) string {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	for _, o := range rd.Requests {
+		if o.kind == events.OpPin {
+			s.pins = append(s.pins, o.path)
+		}
+		line("send %s", s.op(o))
+		ops := []op{o}
+		if o.batch != nil {
+			ops = slices.Clone(o.batch)
+		}
+		s.sent = append(s.sent, sentRequest{ops: ops, write: o.write})
+	}
+	for _, t := range rd.Timers {
+		line("%v", t)
+	}
+	for _, a := range rd.Contexts {
+		g := "?"
+		for name, ctx := range s.ctxs {
+			if ctx.Done() == a.done {
+				g = name
+			}
+		}
+		if a.stop {
+			line("let go of ctx %s", g)
+		} else {
+			line("follow ctx %s", g)
+		}
+	}
+	for _, n := range rd.Notices {
+		line("%s", s.notice(n))
+	}
+	for _, ev := range rd.Loopback {
+		if d, ok := ev.(events.OpDone); ok {
+			line("loopback %v reply to %s", d.Op, s.who[d.Contender])
+			if d.Op == events.OpList {
+				line("  children %s token=%d", strings.Join(d.Children, " "), d.Pzxid)
+			}
+		}
+	}
+	if rd.StateChanged {
+		line("state %v", rd.State)
+	}
+	if rd.Exit {
+		line("exit")
+	}
+	if b.Len() == 0 {
+		return "ok"
+	}
+	return s.readable(b.String())
+}
+
+func (s *coreScript) op(o op) string {
+	if o.batch != nil {
+		parts := make([]string, len(o.batch))
+		for i, b := range o.batch {
+			parts[i] = s.op(b)
+		}
+		return "multi [" + strings.Join(parts, ", ") + "]"
+	}
+	str := o.kind.String() + " " + o.path
+	if who := s.who[o.id]; who != "" {
+		str += " (" + who + ")"
+	}
+	return str
+}
+
+func (s *coreScript) notice(n notice) string {
+	who := ""
+	switch {
+	case n.acquired != nil:
+		who = s.futs[n.acquired]
+	case n.released != nil:
+		who = s.rels[n.released]
+	case n.lease != nil:
+		who = s.who[n.lease.id]
+	case n.kind == noteReport:
+		who = s.who[n.report.ID]
+	}
+	if n.kind == noteAcquired && n.lease != nil {
+		s.leases[who] = n.lease
+	}
+	text := n.String()
+	if n.kind == noteReleased && n.fromLease {
+		text += " (with the lease's end)"
+	}
+	kind, rest, _ := strings.Cut(text, " ")
+	if rest != "" {
+		rest = " " + rest
+	}
+	return kind + " " + who + rest
+}
+
+// readable replaces the protected ids in out by their contenders' names.
+func (s *coreScript) readable(out string) string {
+	for _, p := range s.pins {
+		out = strings.ReplaceAll(out, p[strings.LastIndexByte(p, '/')+1:], "~pin")
+	}
+	ids := slices.Clone(s.ids)
+	for _, id := range ids {
+		out = strings.ReplaceAll(out, id, "<"+s.names[id]+">")
+	}
+	return strings.ReplaceAll(out, "ffffffff-ffff-4fff-8fff-ffffffffffff", "<x>")
+}

@@ -1,0 +1,181 @@
+package contender
+
+import (
+	"fmt"
+
+	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// The machine's vocabulary: the phases it goes through, the inputs the
+// engine's core feeds it, the effects it asks the core to carry out, and
+// the recipe's verdict it decides on.
+
+// Phase is where a machine stands: which request of its own, if any, it
+// awaits the reply to.
+type Phase int
+
+const (
+	Unstarted       Phase = iota // made; Start not yet stepped
+	Creating                     // create in flight
+	CreatingParents              // parent-container creation in flight
+	Listing                      // waiting for a listing of the lock path
+	Watching                     // watch on the predecessor in flight
+	Waiting                      // watch armed; nothing in flight
+	Held                         // granted; nothing in flight
+	Deleting                     // delete of our node in flight
+	Parked                       // a request failed on a connection loss; waiting to retry
+	Done                         // terminal
+)
+
+// phaseNames are the phases as the engine's debug log and its scripted
+// tests print them.
+var phaseNames = [...]string{"new", "creating", "parents", "listing", "watching", "waiting", "held", "deleting", "parked", "done"}
+
+func (p Phase) String() string {
+	if p < 0 || int(p) >= len(phaseNames) {
+		return "unknown"
+	}
+	return phaseNames[p]
+}
+
+// InputKind names what happened to a machine: the reply to its request, a
+// user's command, or a change of the session.
+type InputKind int
+
+const (
+	Start          InputKind = iota
+	Created                  // reply to create: Name, or Outcome
+	ParentsCreated           // reply to parent creation
+	Listed                   // a listing of the lock path
+	WatchSet                 // reply to the watch request
+	WatchFired               // the watched predecessor changed or vanished
+	Deleted                  // reply to delete
+	Release                  // the holder releases
+	Cancel                   // the caller gave up (context done) or the engine closes
+	Disconnected             // connection dropped, session may live
+	Reconnected              // connection back, same session
+	Expired                  // the session is gone, and with it our node
+	Untrusted                // the server may already have expired us: no word from it for too long
+	Retry                    // time to retry what a connection loss interrupted
+	Handoff                  // the node we wait for was released by our engine; Pzxid is the token
+	Trusted                  // the same session answers again, in time
+	GrantRefused             // the grant just made was refused: the session stopped being trusted first
+)
+
+var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused"}
+
+func (k InputKind) String() string {
+	if k < 0 || int(k) >= len(inputNames) {
+		return "unknown"
+	}
+	return inputNames[k]
+}
+
+// Input is one thing that happened to a machine. Kind says which; the
+// other fields are set as the kind needs them.
+type Input struct {
+	Kind     InputKind
+	Outcome  events.Outcome // a reply's outcome, as the runtime classified it
+	Err      error          // the reply's error, or the cancel's reason
+	Name     string         // Created: the node created; Listed: ours, found by a recovery read
+	Children []string       // Listed
+	Pzxid    int64          // Listed, Handoff: the grant's token
+	Closing  bool           // Cancel: the engine is closing, so a held lease goes too
+	// ChildWatch, with WatchSet: the reply to a children watch, with
+	// Children and Pzxid.
+	ChildWatch bool
+	// Foreign, with Listed, the reply to a recovery read: a node carries
+	// our id but another session owns it.
+	Foreign bool
+	// SessionEnded, with GrantRefused: the grant was refused because the
+	// session that answered has ended, not because the current one is
+	// untrusted.
+	SessionEnded bool
+	// Listing is Children parsed and sorted once per reply and shared by
+	// every machine the reply is handed to (Listed, and WatchSet of a
+	// children watch); nil leaves the parsing to the machine.
+	Listing *queue.Listing
+}
+
+// parsed is the reply's children as a listing: the engine parses a listing
+// shared by many contenders once, and a reply for one contender alone is
+// parsed here, when needed.
+func (in *Input) parsed() *queue.Listing {
+	if in.Listing == nil {
+		in.Listing = queue.NewListing(in.Children)
+	}
+	return in.Listing
+}
+
+// EffectKind names what a machine asks the engine's core to do.
+type EffectKind int
+
+const (
+	Create        EffectKind = iota // create an ephemeral sequential node: Path is the full prefix path
+	CreateParents                   // create the lock path (and its ancestors) as containers
+	List                            // list the lock path's children
+	Recover                         // recovery read: sync Path, list it, find the node carrying ID and its owner
+	Watch                           // set a data watch on Path (its children's, with Children)
+	Delete                          // delete Path
+	Grant                           // resolve the acquisition with a lease
+	Fail                            // resolve the acquisition with Err
+	Released                        // resolve the release with Err (nil: released)
+	Suspend                         // the lease's session is disconnected
+	Resume                          // the lease's session is back
+	Lost                            // the lease is lost, with Err
+	Park                            // wait for Retry; Err: the unexpected refusal to retry, if any
+	Forget                          // terminal: forget the contender; Err: why our node was left to the session's end, if it was
+)
+
+var effectNames = [...]string{"create", "create-parents", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "forget"}
+
+func (k EffectKind) String() string {
+	if k < 0 || int(k) >= len(effectNames) {
+		return "unknown"
+	}
+	return effectNames[k]
+}
+
+// Effect is one thing a machine asks of the engine's core, in the order
+// the step returned them.
+type Effect struct {
+	Kind      EffectKind
+	Path      string
+	ID        string // Recover: the protected id to look for
+	Token     int64  // Grant: the lease's fencing token
+	Err       error
+	Children  bool // Watch: watch Path's children, not its data
+	Suspended bool // Grant: the connection is down, so the lease starts suspended
+}
+
+func (e Effect) String() string {
+	switch {
+	case e.Path != "":
+		return e.Kind.String() + " " + e.Path
+	case e.Err != nil:
+		return e.Kind.String() + ": " + e.Err.Error()
+	case e.Kind == Grant && e.Suspended:
+		return fmt.Sprintf("grant token=%d suspended", e.Token)
+	case e.Kind == Grant:
+		return fmt.Sprintf("grant token=%d", e.Token)
+	}
+	return e.Kind.String()
+}
+
+// Decision is a recipe's verdict on one listing of the lock path. Its
+// fields are those of engine.Decision, documented there, which converts to
+// it: the engine's public recipes stay the engine's, and a field added to
+// one and not the other fails to compile.
+type Decision struct {
+	Holds         bool
+	Watch         string
+	Missing       bool
+	Next          bool
+	WatchChildren bool
+}
+
+// Decider is a recipe as the machine calls it: from one listing of the lock
+// path, does self (the machine's node name) hold, and if not, what does it
+// wait for.
+type Decider func(l *queue.Listing, self string) Decision

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"path"
+
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
+	"github.com/turnstile-go/turnstile/events"
+)
+
+// handleOpDone hands a request's reply to the contender, or contenders,
+// that wait for it.
+func (c *core) handleOpDone(d events.OpDone) {
+	in := contender.Input{Outcome: d.Outcome, Err: d.Err}
+	switch d.Op {
+	case events.OpList:
+		if d.Contender != 0 {
+			// Answered from what the core knows (see predictedListing).
+			in.Kind, in.Children, in.Pzxid = contender.Listed, d.Children, d.Pzxid
+			in.Listing = c.parseListing(d.Path, d.Children)
+			break
+		}
+		c.listed(d, in)
+		return
+	case events.OpPin, events.OpUnpin:
+		c.pinAnswered(d, path.Dir(d.Path))
+		return
+	case events.OpCreate:
+		in.Kind, in.Name = contender.Created, d.Name
+		lockPath := path.Dir(d.Path)
+		c.commit.createAnswered(lockPath)
+		c.createAnswered(d, lockPath)
+		defer c.unverify(lockPath, d.Contender)
+	case events.OpCreateParents:
+		// One creation serves every contender that found the path missing.
+		in.Kind = contender.ParentsCreated
+		waiting := c.parents[d.Path]
+		delete(c.parents, d.Path)
+		for _, id := range waiting {
+			if en := c.contenders[id]; en != nil {
+				c.stepContender(en, in)
+			}
+		}
+		return
+	case events.OpRecover:
+		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
+	case events.OpWatch:
+		in.Kind = contender.WatchSet
+	case events.OpWatchChildren:
+		in.Kind, in.Children, in.Pzxid, in.ChildWatch = contender.WatchSet, d.Children, d.Pzxid, true
+		in.Listing = c.parseListing(d.Path, d.Children)
+	case events.OpRevokeWatch:
+		c.revokeWatchDone(d)
+		return
+	case events.OpDelete:
+		in.Kind = contender.Deleted
+		c.deleteAnswered(d, path.Dir(d.Path))
+		// A holder's node deleted by our own request: the waiter next in
+		// line behind it, if ours, is granted on this reply (see gone).
+		en := c.contenders[d.Contender]
+		c.deleted = deletion{path: d.Path, ok: in.Outcome == events.OK,
+			held: en != nil && en.c.Granted() && en.c.NodePath() == d.Path, zxid: d.Zxid}
+		defer func() { c.deleted = deletion{} }()
+	}
+	if en := c.contenders[d.Contender]; en != nil {
+		c.stepContender(en, in)
+	}
+}
