@@ -67,6 +67,12 @@ type core struct {
 	// them.
 	views    map[string]*pathView
 	pinTimer uint64
+	// strayPins are pins that may exist though no view names them: a
+	// pin's create answered after an expiry forgot its view (sent before
+	// the expiry, or held by group commit and sent under the next
+	// session), made or with its outcome unknown. The sweep deletes each
+	// until a delete is answered; the value is whether one is in flight.
+	strayPins map[string]bool
 	// changing counts, per lock path, this engine's creates and deletes of
 	// its children in flight (pins included).
 	changing map[string]int
@@ -147,6 +153,7 @@ func newCore(cfg Config, trust admitter, count *counters, gauges *gauges) *core 
 		revokers:   make(map[string]uint64),
 		borrowed:   make(map[string]int),
 		views:      make(map[string]*pathView),
+		strayPins:  make(map[string]bool),
 		changing:   make(map[string]int),
 		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: aclSize(cfg.ACL)},
 		timers:     make(map[uint64]struct{}),

@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"math"
+	"path"
 	"slices"
 	"time"
 
@@ -118,9 +119,7 @@ func (c *core) viewFor(path, prefix string) *pathView {
 	if v == nil {
 		v = &pathView{}
 		c.views[path] = v
-		if c.pinTimer == 0 {
-			c.pinTimer = c.after(pinIdle)
-		}
+		c.armPinTimer()
 	}
 	v.used = true
 	return v
@@ -252,12 +251,7 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 	c.changeAnswered(path)
 	v := c.views[path]
 	if v == nil || v.pin == pinNone || d.Path != path+"/"+v.pinName {
-		// A pin of a view an expiry forgot: made anyway, under the next
-		// session, it is deleted, not kept.
-		if d.Op == events.OpPin && d.Outcome == events.OK {
-			c.sendingChange(path)
-			c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: d.Path})
-		}
+		c.strayAnswered(d)
 		return
 	}
 	v.known = false // its place among other clients' changes is unknown
@@ -280,10 +274,52 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 	}
 }
 
-// sweepPins runs every pinIdle while views exist: a path no contender
-// touched since the last sweep loses its pin, then its view.
+// strayAnswered takes the reply to a pin's create or delete that no view
+// names: a pin of a view an expiry forgot. Made, or perhaps made (the
+// reply was lost), under the next session, it is deleted, not kept, and
+// deleted again until a delete is answered: nothing else would ever
+// remove it while the session lives.
+func (c *core) strayAnswered(d events.OpDone) {
+	switch {
+	case d.Op == events.OpPin && (d.Outcome == events.OK || d.Outcome == events.NodeExists || d.Outcome == events.ConnLoss):
+		c.strayPins[d.Path] = false
+		c.unpinStray(d.Path)
+	case d.Op == events.OpUnpin && (d.Outcome == events.OK || d.Outcome == events.NoNode):
+		delete(c.strayPins, d.Path)
+	case d.Op == events.OpUnpin:
+		if _, ok := c.strayPins[d.Path]; ok {
+			c.strayPins[d.Path] = false // the sweep asks again
+		}
+	}
+	c.armPinTimer()
+}
+
+// unpinStray sends the deletion of a stray pin, unless one is in flight
+// or the connection is down (then the sweep does).
+func (c *core) unpinStray(pin string) {
+	if c.strayPins[pin] || !c.connected {
+		return
+	}
+	c.strayPins[pin] = true
+	c.sendingChange(path.Dir(pin))
+	c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: pin})
+}
+
+// armPinTimer has the sweep run while there is something to sweep.
+func (c *core) armPinTimer() {
+	if c.pinTimer == 0 && !c.closing && (len(c.views) > 0 || len(c.strayPins) > 0) {
+		c.pinTimer = c.after(pinIdle)
+	}
+}
+
+// sweepPins runs every pinIdle while views or stray pins exist: a path no
+// contender touched since the last sweep loses its pin, then its view; a
+// stray pin is deleted again.
 func (c *core) sweepPins() {
 	c.pinTimer = 0
+	for _, pin := range slices.Sorted(maps.Keys(c.strayPins)) {
+		c.unpinStray(pin)
+	}
 	for _, path := range slices.Sorted(maps.Keys(c.views)) {
 		v := c.views[path]
 		switch {
@@ -298,9 +334,7 @@ func (c *core) sweepPins() {
 			delete(c.views, path)
 		}
 	}
-	if len(c.views) > 0 && !c.closing {
-		c.pinTimer = c.after(pinIdle)
-	}
+	c.armPinTimer()
 }
 
 // forgetViews: the connection dropped, so replies in flight may be lost
