@@ -120,7 +120,12 @@ type Engine struct {
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
-	gauges   gauges        // for monitoring; see gauges.go
+	// dialErr is the last dial's failure, nil once a dial succeeds: Start
+	// wraps it into ErrUnreachable, so that a caller (and errors.Is) sees
+	// why no session came (a refused port, a certificate that does not
+	// verify), not only that none did.
+	dialErr atomic.Pointer[error]
+	gauges  gauges // for monitoring; see gauges.go
 
 	// wg counts the goroutines of the engine's own work, but the loop:
 	// requests and direct reads. Users' callbacks are not counted (see
@@ -181,6 +186,9 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 	case <-timer.C:
 		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
+		if last := e.dialErr.Load(); last != nil {
+			err = fmt.Errorf("%w: last dial: %w", err, *last)
+		}
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", ErrUnreachable, context.Cause(ctx))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,8 +21,8 @@ func TestStartFailsWhenNoServerAnswers(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err = engine.Start(context.Background(), engine.Config{Servers: []string{addr}, ConnectTimeout: 500 * time.Millisecond})
-	if !errors.Is(err, engine.ErrUnreachable) {
-		t.Fatalf("Start: %v, want ErrUnreachable", err)
+	if !errors.Is(err, engine.ErrUnreachable) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Start: %v, want ErrUnreachable wrapping the refused dial", err)
 	}
 }
 

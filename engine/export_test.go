@@ -83,28 +83,6 @@ func (e *Engine) Trusted() bool {
 // Contenders is the number of contenders the loop keeps.
 func (e *Engine) Contenders() int { return len(e.core.contenders) }
 
-// MakeLastTry turns the acquisition queued last into a try-lock, as a
-// recipe's TryAcquire would have made it; the recipes' TryAcquire blocks,
-// which a single-threaded simulator cannot.
-func (e *Engine) MakeLastTry() bool {
-	batch := e.inbox.Drain(nil)
-	ok := false
-	for i := len(batch) - 1; i >= 0; i-- {
-		if cmd, isCmd := batch[i].(events.Command); isCmd {
-			if a, isAcq := cmd.Payload.(acquireCmd); isAcq {
-				a.req.TryOnly = true
-				batch[i] = events.Command{Payload: a}
-				ok = true
-				break
-			}
-		}
-	}
-	for _, ev := range batch {
-		e.inbox.Put(ev)
-	}
-	return ok
-}
-
 // RunCallbacksInPlace has every future run its callbacks at once on the
 // resolving goroutine, until restore is called: the simulator's one
 // goroutine runs everything.

@@ -158,6 +158,9 @@ func TestTLS(t *testing.T) {
 			if tc.logged != "" && !strings.Contains(logs.String(), tc.logged) {
 				t.Errorf("log %q does not say %q", logs.String(), tc.logged)
 			}
+			if tc.logged != "" && !strings.Contains(err.Error(), tc.logged) {
+				t.Errorf("Start: %v; does not say %q", err, tc.logged)
+			}
 			t.Logf("Start: %v; log: %s", err, strings.TrimSpace(logs.String()))
 		})
 	}

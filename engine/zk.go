@@ -62,8 +62,10 @@ func (e *Engine) dial(network, address string, timeout time.Duration) (net.Conn,
 		e.log.Warn("TLS connection failed", slog.String("server", address), slog.Any("err", err))
 	}
 	if err != nil {
+		e.dialErr.Store(&err)
 		return nil, err
 	}
+	e.dialErr.Store(nil)
 	return &trackedConn{Conn: c, trust: e.trust, zxid: &e.lastZxid}, nil
 }
 
