@@ -484,10 +484,7 @@ func (c *cohort) granted(a *carrierAttempt, carrier *Lease, err error) {
 	if !carrier.followLoss(func(cause error) { c.lost(carrier, cause) }) {
 		// Lost between the grant and now (the watchdog's timer): as if
 		// lost while held, with no holder yet.
-		cause := carrier.Err()
-		if l, ok := cause.(*lostError); ok {
-			cause = l.cause
-		}
+		cause, _ := lossCause(carrier.Err())
 		failed, start := c.afterLoss(cause)
 		cs.mu.Unlock()
 		c.resume(failed, start, cause)
@@ -546,8 +543,28 @@ func (c *cohort) release(v *Lease) *Future[struct{}] {
 		return resolvedFuture(struct{}{}, nil)
 	}
 	done := c.carry(t)
-	done.onResolve(func(_ struct{}, err error) { v.end(err) })
+	done.onResolve(func(_ struct{}, err error) {
+		// A release that finds the node lost (the carrier's loss was marked
+		// while this release, having taken the holder's place, gave the node
+		// back, so its follower had no holder to tell) loses v too: Lost
+		// and Err say what the release says, as for a lease of the loop.
+		if cause, lost := lossCause(err); lost {
+			v.markLost(cause)
+			return
+		}
+		v.end(err)
+	})
 	return done
+}
+
+// lossCause is the cause of a lease's loss that err reports (a lost
+// lease's Err, or the outcome of its release), and whether it reports one.
+func lossCause(err error) (cause error, lost bool) {
+	var l *lostError
+	if !errors.As(err, &l) {
+		return nil, false
+	}
+	return l.cause, true
 }
 
 // turn is what the end of a holder's turn leads to: a pass of lease to

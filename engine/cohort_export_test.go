@@ -56,3 +56,16 @@ func (e *Engine) CohortLeases() []*Lease {
 	}
 	return leases
 }
+
+// LapseTrust ends the watchdog's trust now, as its timer does at the
+// deadline: every held lease is lost. Trust comes back at the next reply
+// to a request sent in time.
+func (e *Engine) LapseTrust() {
+	e.trust.mu.Lock()
+	defer e.trust.mu.Unlock()
+	e.trust.lapse()
+}
+
+// CarrierLost reports whether l was passed in a cohort and the lease of
+// its node is lost.
+func (l *Lease) CarrierLost() bool { return l.carrier != nil && l.carrier.Err() != nil }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -71,4 +72,55 @@ func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
 			tr.waiter != nil, tr.back == carrier, tr.start != nil)
 	}
 	tr.start.cancel()
+}
+
+// A holder that lets go while the node is being lost is told of the loss
+// as a lease of the loop is: its Lost closes and Err reports it, as its
+// release does. The loop forgets a lost lease in the watchdog (so the
+// release finds it untrusted and gives the node back, with no pass) before
+// it marks it lost; the carrier's follower then finds the node given back
+// already, and only the release's outcome can tell the holder.
+func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
+	cfg, err := Config{Servers: []string{"127.0.0.1:1"}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(cfg) // never started: the test plays the loop's part
+	defer e.trust.stop()
+	e.trust.handshake(e.trust.clock(), 0x10, hourMs)
+	c := e.cohorts.find(e, "/p", Request{Path: "/p", Prefix: queue.MutexPrefix, Cohort: true}, true)
+	carrier := &Lease{eng: e, id: 1, path: "/p", node: "/p/_c_x-lock-0000000001"}
+	if !e.trust.admit(carrier, 0x10) || !carrier.followLoss(func(cause error) { c.lost(carrier, cause) }) {
+		t.Fatal("the test's carrier was not admitted")
+	}
+	held := c.view(carrier, 0)
+	c.carrier, c.holder, c.watchKnown = carrier, held, true
+	c.push(&waiter{fut: newFuture[*Lease]()})
+
+	e.trust.forget(carrier) // the loop's step that loses the contender
+	released := held.ReleaseAsync()
+	carrier.markLost(ErrLost) // the loop carrying that step out
+	for _, ev := range e.inbox.Drain(nil) {
+		cmd, ok := ev.(events.Command)
+		if !ok {
+			continue // the watchdog's news
+		}
+		switch cmd := cmd.Payload.(type) {
+		case releaseCmd: // the loop refuses a lost lease's release with its loss
+			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
+		case acquireCmd: // the next waiter's node
+			cmd.fut.resolve(nil, ErrClosed)
+		}
+	}
+	if _, err := released.wait(); !errors.Is(err, ErrLost) {
+		t.Fatalf("release during the loss: %v, want ErrLost", err)
+	}
+	select {
+	case <-held.Lost():
+	default:
+		t.Fatalf("the release reported the loss, but the lease's Lost is open (Err %v)", held.Err())
+	}
+	if !errors.Is(held.Err(), ErrLost) {
+		t.Fatalf("lease's Err %v, want ErrLost", held.Err())
+	}
 }

@@ -487,9 +487,12 @@ func TestSimulation(t *testing.T) {
 }
 
 // TestSimulationIsDeterministic runs seeds twice and compares the traces.
+// Thirty seeds: among them, seed 22 has a lapse lose several cohorts' carriers
+// at once, whose next nodes queued in the order of a map before
+// TestTrustLapseLosesLeasesInTheirOrder's fix.
 func TestSimulationIsDeterministic(t *testing.T) {
 	defer engine.RunCallbacksInPlace()()
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= 30; seed++ {
 		a, b := traceOf(seed), traceOf(seed)
 		if !slices.Equal(a, b) {
 			i := 0

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"cmp"
+	"maps"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 )
@@ -212,12 +215,20 @@ func (t *sessionTrust) check() {
 
 // lapse ends trust: every held lease is lost at once, then the loop is
 // told. mu is held.
+//
+// The leases are lost in the order of their ids, the order they were
+// granted in, not the held map's (random on each run): a lost cohort's
+// carrier sends the acquisition of its next node to the loop from its
+// markLost, and those acquisitions must queue in an order that follows
+// from what happened, or the simulator's runs would not follow from
+// their seeds.
 func (t *sessionTrust) lapse() {
 	if t.lapsed {
 		return
 	}
 	t.lapsed = true
-	for l := range t.held {
+	held := slices.SortedFunc(maps.Keys(t.held), func(a, b *Lease) int { return cmp.Compare(a.id, b.id) })
+	for _, l := range held {
 		l.markLost(ErrLost)
 	}
 	clear(t.held)

@@ -259,9 +259,14 @@ type Report struct {
 	// about one acquisition, and about the lease it was granted, carries the
 	// same ID, so an observer can pair an Acquiring with its Granted, and a
 	// Granted with the Released or Lost that ends the lease.
-	ID    uint64
-	Path  string // the lock path
-	Node  string // the contender's node name, when it has one
-	Token int64  // for Granted: the fencing token
-	Err   error  // for Failed, Lost and Cancelled
+	ID   uint64
+	Path string // the lock path
+	Node string // the contender's node name, when it has one
+	// Token, for Granted, Released and Lost, is the zxid of the node's
+	// grant: the lease's fencing token (engine.Lease.Token) is that zxid
+	// shifted left by engine.TokenPassBits, and a lease passed among one
+	// engine's waiters (lock cohorting) adds its pass number, which no
+	// report carries. Compare reports' tokens with each other only.
+	Token int64
+	Err   error // for Failed, Lost and Cancelled
 }
