@@ -614,13 +614,15 @@ func (c *cohort) next(trusted bool, now time.Duration) turn {
 // outcome of the node's deletion, if it goes back.
 //
 // The next waiter's node is asked for before the deletion of the node
-// given back: one session's writes apply in the order they are sent, so
+// given back. Both reach the loop in that order and, when the loop takes
+// them in one turn, leave in one multi request, create first: then
 // whoever the deletion wakes (another client) finds the next node already
 // queued, behind its own, in the listing that grants it, and gives the
-// lock back after one holder without asking anything more. Asked after
-// the deletion, the create may still wait for its fsync while that client
-// lists: it would see nobody, pass among its own, and ask its listing
-// with a watch to learn better.
+// lock back after one holder without asking anything more. In separate
+// turns they run on requests of their own, in either order (see
+// groupcommit.go): the other client may then list before the create,
+// see nobody, pass among its own, and learn better from its watch. Either
+// order is safe; this one is only the fairer more often.
 func (c *cohort) carry(t turn) *Future[struct{}] {
 	if t.waiter != nil {
 		t.waiter.fut.resolve(t.lease, nil)
