@@ -17,8 +17,12 @@ type Future[T any] struct {
 	resolved  bool
 	callbacks []func(T, error)
 	// inline, set by the engine's own layers (onResolve), runs on the
-	// resolving goroutine, before any callback.
-	inline func(T, error)
+	// resolving goroutine before the future reads as resolved: whoever
+	// Waits, or sees Done closed, sees what it did (a cohort's holder
+	// ended or lost by the time its Release returns). resolving is set
+	// while it runs, so that a second resolve loses as it would after.
+	inline    func(T, error)
+	resolving bool
 }
 
 func newFuture[T any]() *Future[T] { return &Future[T]{} }
@@ -32,20 +36,24 @@ func resolvedFuture[T any](v T, err error) *Future[T] {
 // resolve sets the outcome; the first call wins and later ones report false.
 func (f *Future[T]) resolve(v T, err error) bool {
 	f.mu.Lock()
-	if f.resolved {
+	if f.resolved || f.resolving {
 		f.mu.Unlock()
 		return false
 	}
-	f.val, f.err, f.resolved = v, err, true
-	cbs, inline := f.callbacks, f.inline
-	f.callbacks, f.inline = nil, nil
+	f.val, f.err = v, err
+	if inline := f.inline; inline != nil {
+		f.inline, f.resolving = nil, true
+		f.mu.Unlock()
+		inline(v, err)
+		f.mu.Lock()
+	}
+	f.resolved = true
+	cbs := f.callbacks
+	f.callbacks = nil
 	if f.done != nil {
 		close(f.done)
 	}
 	f.mu.Unlock()
-	if inline != nil {
-		inline(v, err)
-	}
 	if len(cbs) > 0 {
 		runCallbacks(func() {
 			for _, cb := range cbs {
@@ -58,12 +66,13 @@ func (f *Future[T]) resolve(v T, err error) bool {
 
 // onResolve runs fn once f resolves: at once if it has, or else on the
 // goroutine that resolves it (the engine's loop, for an acquisition),
-// before any callback and without a goroutine of its own. It is for the
+// before the future reads as resolved (Done, Wait, Result) and before any
+// callback, without a goroutine of its own. It is for the
 // engine's own layers: fn must be quick, must not block, and must not
 // wait for the loop. A future takes one.
 func (f *Future[T]) onResolve(fn func(T, error)) {
 	f.mu.Lock()
-	if !f.resolved {
+	if !f.resolved && !f.resolving {
 		f.inline = fn
 		f.mu.Unlock()
 		return
