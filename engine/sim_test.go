@@ -148,6 +148,9 @@ func newWorld(seed uint64, nClients int) *world {
 	if nClients >= 3 && w.rng.IntN(4) == 0 {
 		w.closeFrom = w.rng.IntN(1400)
 	}
+	// The cohorts' bounds come from a generator of their own, so that the
+	// rest of a seed's world is what it was before they varied.
+	cohortRng := rand.New(rand.NewPCG(seed, 0xc0407))
 	for i := range nClients {
 		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
 		cfg := engine.Config{
@@ -156,6 +159,7 @@ func newWorld(seed uint64, nClients int) *world {
 			LostMargin:     simSessionTimeout / 5,
 			CloseTimeout:   5 * time.Second,
 			MaxInFlight:    1 + w.rng.IntN(8),
+			Cohort:         simCohortConfig(cohortRng),
 			Observer:       func(r events.Report) { w.check.report(c, r) },
 			Logger:         w.engineLog(c),
 		}
@@ -178,6 +182,24 @@ func newWorld(seed uint64, nClients int) *world {
 		w.clock.afterFunc(simSessionTimeout/3, c.ping)
 	}
 	return w
+}
+
+// simCohortConfig varies lock cohorting's bounds between engines. The
+// default MaxHold, 100 ms, is mostly outlasted by the simulated holders,
+// which hold for up to seconds, so a node rarely passes; with bounds of
+// seconds it passes many times, through faults, and the watch on the lock
+// path gets to tell of another client; a bound of a few passes has nodes
+// go back at MaxPasses.
+func simCohortConfig(rng *rand.Rand) engine.CohortConfig {
+	switch rng.IntN(4) {
+	case 0:
+		return engine.CohortConfig{}
+	case 1:
+		return engine.CohortConfig{MaxHold: 5 * time.Second}
+	case 2:
+		return engine.CohortConfig{MaxHold: time.Minute, MaxPasses: 1 + rng.IntN(4)}
+	}
+	return engine.CohortConfig{MaxHold: time.Minute}
 }
 
 // advance moves the clock by d, firing the timers due on the way in order:
@@ -446,7 +468,11 @@ type simResult struct {
 	grants      int
 	faultGrants int           // of grants, those before the faults stopped
 	granted     [numKinds]int // the workload's acquisitions granted, by recipe
-	report      string        // empty: no violation
+	// cohorts is what the engines' lock cohorting did: nodes granted to
+	// cohorts, passes, nodes given back to another client seen waiting
+	// (by a listing, or the watch) or at a bound.
+	cohorts engine.CohortStats
+	report  string // empty: no violation
 }
 
 func simulate(seed uint64, trace bool) simResult {
@@ -455,6 +481,9 @@ func simulate(seed uint64, trace bool) simResult {
 	w.traceAll = trace
 	w.run(200 + rng.IntN(1200))
 	r := simResult{steps: w.steps, grants: w.check.grants, faultGrants: w.check.faultGrants, granted: w.granted()}
+	for _, c := range w.clients {
+		addCohort(&r.cohorts, c.eng.CohortStats())
+	}
 	if w.failure != "" {
 		r.report = w.failureReport()
 	}
@@ -469,12 +498,14 @@ func TestSimulation(t *testing.T) {
 	}
 	grants, faultGrants, steps := 0, 0, 0
 	var granted [numKinds]int
+	var cohorts engine.CohortStats
 	for seed := first; seed < first+n; seed++ {
 		r := simulate(seed, *simTrace)
 		grants += r.grants
 		faultGrants += r.faultGrants
 		steps += r.steps
 		addGranted(&granted, r.granted)
+		addCohort(&cohorts, r.cohorts)
 		if r.report != "" {
 			t.Fatal(r.report)
 		}
@@ -482,8 +513,20 @@ func TestSimulation(t *testing.T) {
 	if grants == 0 {
 		t.Fatal("no acquisition was ever granted: the simulator checked nothing")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped); the workload's, by recipe: %s",
-		n, first, steps, grants, faultGrants, byRecipe(granted))
+	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped); the workload's, by recipe: %s; %s",
+		n, first, steps, grants, faultGrants, byRecipe(granted), cohortLine(cohorts))
+}
+
+func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
+	sum.Carriers += s.Carriers
+	sum.Passes += s.Passes
+	sum.Yielded += s.Yielded
+	sum.Bounded += s.Bounded
+}
+
+func cohortLine(s engine.CohortStats) string {
+	return fmt.Sprintf("cohorts: %d nodes granted, %d passes, %d given back to another client, %d at a bound",
+		s.Carriers, s.Passes, s.Yielded, s.Bounded)
 }
 
 // TestSimulationIsDeterministic runs seeds twice and compares the traces.
@@ -533,6 +576,7 @@ func TestSimulationSoak(t *testing.T) {
 	var mu sync.Mutex
 	var failures []string
 	var granted [numKinds]int
+	var cohorts engine.CohortStats
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
@@ -545,6 +589,7 @@ func TestSimulationSoak(t *testing.T) {
 				faultGrants.Add(int64(r.faultGrants))
 				mu.Lock()
 				addGranted(&granted, r.granted)
+				addCohort(&cohorts, r.cohorts)
 				if r.report != "" {
 					failures = append(failures, r.report)
 				}
@@ -559,6 +604,7 @@ func TestSimulationSoak(t *testing.T) {
 		float64(seeds.Load())/el.Seconds(), steps.Load(), grants.Load(), len(failures))
 	fmt.Printf("simulate: %d of the grants before the faults stopped; the workload's acquisitions granted, by recipe: %s\n",
 		faultGrants.Load(), byRecipe(granted))
+	fmt.Printf("simulate: %s\n", cohortLine(cohorts))
 	kinds := make(map[string]int)
 	for _, f := range failures {
 		// "seed N: kind: ..."

@@ -98,7 +98,11 @@ func kindOf(node string) queue.Kind {
 func (k *checker) all() {
 	w := k.w
 	for _, c := range w.clients {
-		for _, l := range c.eng.Leases() {
+		// The loop's leases, and the leases the engine's cohorts passed to
+		// their holders: each is judged from the moment it is seen until
+		// it is seen not held, so a holder left holding when the next was
+		// passed the node counts twice.
+		for _, l := range append(c.eng.Leases(), c.eng.CohortLeases()...) {
 			if !k.seen[l] {
 				k.seen[l] = true
 				k.leases = append(k.leases, l)
@@ -106,9 +110,20 @@ func (k *checker) all() {
 		}
 	}
 	k.leases = slices.DeleteFunc(k.leases, func(l *lock.Lease) bool { return !l.Held() })
+	// A carrier holds the node its held passed leases hold: it is one
+	// holder with them, not another.
+	carriers := make(map[*lock.Lease]bool)
+	for _, l := range k.leases {
+		if c := l.Carrier(); c != nil {
+			carriers[c] = true
+		}
+	}
 	byPath := make(map[string][]*lock.Lease)
 	var paths []string
 	for _, l := range k.leases {
+		if carriers[l] {
+			continue
+		}
 		if byPath[l.Path()] == nil {
 			paths = append(paths, l.Path())
 		}

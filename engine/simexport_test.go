@@ -50,3 +50,7 @@ func (e *Engine) Leases() []*Lease {
 	}
 	return leases
 }
+
+// Carrier is the lease that holds the node of a lease passed inside a
+// cohort; nil for any other lease.
+func (l *Lease) Carrier() *Lease { return l.carrier }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,11 +113,17 @@ type client struct {
 	timeout time.Duration // negotiated
 	up      bool          // has a connection
 	watches zkmodel.ClientWatches
-	unsent  []*call         // sent by the client, not yet at the server
-	waiting map[int64]*call // at the server, reply not yet taken
-	pings   []time.Duration // send times of pings at the server
-	nextXid int64
-	coros   map[*coro]struct{} // live coroutines
+	// childWatches are the channels ChildrenW handed out, by path, as
+	// go-zookeeper keeps them: a children-changed or deleted event of the
+	// path is sent into each (buffered, so nothing blocks) and closes it;
+	// an expiry or the close sends EventNotWatching. A cohort polls its
+	// channel to learn that another client queued.
+	childWatches map[string][]chan zk.Event
+	unsent       []*call         // sent by the client, not yet at the server
+	waiting      map[int64]*call // at the server, reply not yet taken
+	pings        []time.Duration // send times of pings at the server
+	nextXid      int64
+	coros        map[*coro]struct{} // live coroutines
 
 	stalledUntil     time.Duration // the loop processes nothing before this
 	partitionedUntil time.Duration // no server answers a connect before this
@@ -227,7 +235,31 @@ func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.E
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return rep.Children, stat(rep.Stat), nil, nil
+	var ch chan zk.Event
+	if watch {
+		ch = make(chan zk.Event, 1)
+		if c.childWatches == nil {
+			c.childWatches = map[string][]chan zk.Event{}
+		}
+		c.childWatches[p] = append(c.childWatches[p], ch)
+	}
+	return rep.Children, stat(rep.Stat), ch, nil
+}
+
+// fireChildWatches delivers ev to the channels watching path's children.
+func (c *client) fireChildWatches(path string, ev zk.Event) {
+	for _, ch := range c.childWatches[path] {
+		ch <- ev
+		close(ch)
+	}
+	delete(c.childWatches, path)
+}
+
+// dropChildWatches ends every channel watch: the session is gone.
+func (c *client) dropChildWatches() {
+	for _, path := range slices.Sorted(maps.Keys(c.childWatches)) {
+		c.fireChildWatches(path, zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: path, Err: zk.ErrSessionExpired})
+	}
 }
 
 func (c *client) Get(p string) ([]byte, *zk.Stat, error) {
@@ -371,6 +403,12 @@ func (c *client) receive() {
 	case zkmodel.MsgEvent:
 		c.watches.Fired(msg.Event)
 		c.w.tracef("%s event %v %s", c.name, msg.Event.Type, msg.Event.Path)
+		switch msg.Event.Type {
+		case zkmodel.EventNodeChildrenChanged:
+			c.fireChildWatches(msg.Event.Path, zk.Event{Type: zk.EventNodeChildrenChanged, Path: msg.Event.Path})
+		case zkmodel.EventNodeDeleted:
+			c.fireChildWatches(msg.Event.Path, zk.Event{Type: zk.EventNodeDeleted, Path: msg.Event.Path})
+		}
 		c.eng.Post(events.WatchFired{Type: watchType(msg.Event.Type), Path: msg.Event.Path})
 	case zkmodel.MsgPing:
 		c.eng.SawZxid(msg.Reply.Zxid)
@@ -442,6 +480,7 @@ func (c *client) connect() {
 		c.eng.Handshake(w.clock.now, 0, 0)
 		c.eng.Post(events.SessionChanged{State: events.Expired})
 		c.watches.Expired()
+		c.dropChildWatches()
 		c.failAll(zk.ErrSessionExpired)
 	}
 	c.session, c.timeout = w.model.Connect(w.at(), w.cfg.SessionTimeout)
@@ -471,6 +510,7 @@ func (c *client) closeConn() {
 	}
 	c.up = false
 	c.failAll(zk.ErrClosing)
+	c.dropChildWatches()
 	c.w.tracef("%s closed", c.name)
 }
 
