@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/queue"
@@ -87,10 +88,15 @@ func (w *world) election(c *client) *election.Election {
 		rt := election.Runtime{
 			Go:        c.goroutine,
 			AfterFunc: c.afterDone,
-			Children:  c.eng.ChildrenInPlace,
+			Children: func(ctx context.Context, p string) ([]string, error) {
+				children, err := c.eng.ChildrenInPlace(ctx, p)
+				c.park()
+				return children, err
+			},
 			Data: func(ctx context.Context, p string) ([]byte, error) {
 				began := w.steps
 				data, err := c.eng.DataInPlace(ctx, p)
+				c.park()
 				if err == nil {
 					ec := &w.check.election
 					if ec.readBegan[c] == nil {
@@ -104,6 +110,24 @@ func (w *world) election(c *client) *election.Election {
 		w.load.elections[c] = election.New(c.eng, simElectionPath, election.WithRuntime(rt))
 	}
 	return w.load.elections[c]
+}
+
+// park suspends the running coroutine, a reader of c's Election, until
+// the world wakes it: the reader's goroutine, given its reply, waits to be
+// scheduled, while the engine's loop may go on to newer listings.
+func (c *client) park() {
+	co := c.w.running
+	c.parked = append(c.parked, co)
+	co.yield(nil)
+}
+
+// wake resumes one parked reader of c's Election.
+func (w *world) wake(c *client) {
+	i := w.rng.IntN(len(c.parked))
+	co := c.parked[i]
+	c.parked = append(c.parked[:i], c.parked[i+1:]...)
+	w.tracef("%s: a reader runs", c.name)
+	w.resume(co, c)
 }
 
 // observeMoves are the workload's moves on observers: start one on c,
@@ -120,6 +144,11 @@ func (w *world) observeMoves(add func(int, string, func())) {
 		if len(live) > 0 {
 			add(1, "observe", func() { w.observe(live[w.rng.IntN(len(live))]) })
 			add(1, "leader", func() { w.readLeader(live[w.rng.IntN(len(live))]) })
+		}
+	}
+	for _, c := range w.clients {
+		if len(c.parked) > 0 && !c.exited {
+			add(10, "wake", func() { w.wake(c) })
 		}
 	}
 	var open []*observer
@@ -303,41 +332,30 @@ func (k *checker) trackLeader() {
 	w.tracef("term %d: %s %q leads", t.index, leader, value)
 }
 
-// converge elects one last candidate, once faults have stopped and the
-// workload settled, and steps the world until every live observer has
-// reported it: within simQuiet of simulated time, as long as it leads.
+// converge runs, once faults have stopped and the workload settled, a last
+// few terms: two or three candidates campaign at once, and each but the
+// last resigns a few steps after it is elected, so that leaders change
+// while observers are still reading the ones before. Then every live
+// observer must report the last leader, within simQuiet of simulated time,
+// as long as it leads.
 func (w *world) converge() {
-	var c *client
-	for _, cl := range w.clients {
-		if !cl.closing && !cl.exited {
-			c = cl
-			break
+	var live []*client
+	for _, c := range w.clients {
+		if !c.closing && !c.exited {
+			live = append(live, c)
 		}
 	}
-	if c == nil {
+	if len(live) == 0 {
 		return
 	}
 	deadline := w.clock.now + simQuiet
 	for w.failure == "" {
-		a := &acq{id: len(w.acqs) + 1, c: c, kind: kindLeader, paths: []string{simElectionPath}, cancel: func() {}}
-		await(w, a, w.election(c).Campaign(context.Background(), []byte(c.name)),
-			func(ld *election.Leadership) grant { return leaderGrant{ld} })
-		w.acqs = append(w.acqs, a)
-		w.tracef("%s: the last candidate %v", c.name, a)
-		for w.failure == "" && a.callbacks == 0 && w.clock.now <= deadline {
-			w.step()
-		}
-		switch {
-		case w.failure != "":
-			return
-		case a.callbacks == 0:
-			w.fail("liveness: the last candidate %v not elected %v after the faults stopped", a, simQuiet)
-			return
-		case a.err != nil:
-			w.fail("liveness: the last candidate %v failed: %v", a, a.err)
+		last := w.lastTerms(live, deadline)
+		if last == nil {
 			return
 		}
-		ld := a.grant.(leaderGrant).ld
+		ld := last.grant.(leaderGrant).ld
+		defer w.releaseLast(last)
 		for w.failure == "" && ld.Err() == nil && w.laggard(ld.Node()) != nil && w.clock.now <= deadline {
 			w.step()
 			for _, o := range w.check.election.observers {
@@ -346,28 +364,87 @@ func (w *world) converge() {
 				}
 			}
 		}
-		lost := ld.Err() != nil
-		if o := w.laggard(ld.Node()); o != nil && !lost && w.failure == "" {
-			latest := "nothing"
-			if o.last != nil {
-				latest = o.last.node
+		if w.failure != "" {
+			return
+		}
+		if ld.Err() == nil {
+			if o := w.laggard(ld.Node()); o != nil {
+				latest := "nothing"
+				if o.last != nil {
+					latest = o.last.node
+				}
+				w.fail("observe: %s's observer #%d reports %s, not the leader %s, %v after the faults stopped",
+					o.c.name, o.id, latest, ld.Node(), simQuiet)
+				return
 			}
-			w.fail("observe: %s's observer #%d reports %s, not the leader %s, %v after the faults stopped",
-				o.c.name, o.id, latest, ld.Node(), simQuiet)
-		}
-		if !lost && w.failure == "" {
 			w.check.election.converged += w.liveObservers()
-		}
-		a.released = true
-		a.releaseDone = a.grant.release()
-		w.open = append(w.open, a)
-		if !lost {
 			return
 		}
 		// Lost before every observer caught up (an expiry the faults left
-		// behind): elect another.
-		w.tracef("%s: the last candidate lost its term; another", c.name)
+		// behind): elect others.
+		w.tracef("the last leader lost its term; again")
 	}
+}
+
+// lastTerms campaigns two or three candidates on live clients and steps
+// the world until one is left leading, each other having led a few steps
+// and resigned: the last leader's acquisition, or nil when the run failed.
+func (w *world) lastTerms(live []*client, deadline time.Duration) *acq {
+	type term struct {
+		a     *acq
+		hold  int // steps it leads before it resigns, unless it is the last
+		since int // the step it was seen elected
+	}
+	var terms []*term
+	for range 3 + w.rng.IntN(6) {
+		c := live[w.rng.IntN(len(live))]
+		a := &acq{id: len(w.acqs) + 1, c: c, kind: kindLeader, paths: []string{simElectionPath}, cancel: func() {}}
+		await(w, a, w.election(c).Campaign(context.Background(), []byte(c.name)),
+			func(ld *election.Leadership) grant { return leaderGrant{ld} })
+		w.acqs = append(w.acqs, a)
+		w.tracef("%s: a last candidate %v", c.name, a)
+		terms = append(terms, &term{a: a, hold: w.rng.IntN(8), since: -1})
+	}
+	for w.failure == "" {
+		var left []*term
+		for _, t := range terms {
+			if !t.a.released {
+				left = append(left, t)
+			}
+		}
+		for _, t := range left {
+			a := t.a
+			switch {
+			case a.callbacks > 0 && a.err != nil:
+				w.fail("liveness: the last candidate %v failed: %v", a, a.err)
+				return nil
+			case a.grant == nil:
+				continue
+			case len(left) == 1:
+				return a
+			case t.since < 0:
+				t.since = w.steps
+			}
+			if w.steps-t.since >= t.hold {
+				w.releaseLast(a)
+			}
+		}
+		if w.clock.now > deadline {
+			w.fail("liveness: the last candidates not elected %v after the faults stopped", simQuiet)
+			return nil
+		}
+		w.step()
+	}
+	return nil
+}
+
+// releaseLast resigns one of the last terms; the world then waits for it
+// as for any release.
+func (w *world) releaseLast(a *acq) {
+	a.released = true
+	w.tracef("%s: resign %v", a.c.name, a)
+	a.releaseDone = a.grant.release()
+	w.open = append(w.open, a)
 }
 
 // laggard is a live observer whose latest report is not leader, or nil.
