@@ -15,7 +15,9 @@ import (
 // them to. Each engine's Election runs its observers' reads and Leader's on
 // the world's seams (election.Runtime): a read is a coroutine of the
 // engine's client, as the engine's own requests are, so observers add no
-// goroutine the simulator does not step.
+// goroutine the simulator does not step; after its reply, a read waits to
+// be scheduled (park), as a goroutine given its reply would, while the
+// engine's loop may list newer leaders.
 //
 // The checker keeps the history of the election's terms as the model shows
 // it after every step: the lowest latch node under simElectionPath, its
@@ -33,9 +35,10 @@ import (
 //     leader from the call's beginning to its end;
 //   - an observer's channel closes only when its context ends or its
 //     engine closes;
-//   - convergence: once faults stop and the workload has settled, a last
-//     candidate is elected, and every live observer then reports it
-//     within simQuiet. Observers lag; they are not asked to agree sooner.
+//   - convergence: once faults stop and the workload has settled, a few
+//     last candidates lead one after another, and every live observer
+//     then reports the last within simQuiet. Observers lag; they are not
+//     asked to agree sooner.
 
 // observer is one Observe of the workload.
 type observer struct {
@@ -354,36 +357,44 @@ func (w *world) converge() {
 		if last == nil {
 			return
 		}
-		ld := last.grant.(leaderGrant).ld
-		defer w.releaseLast(last)
-		for w.failure == "" && ld.Err() == nil && w.laggard(ld.Node()) != nil && w.clock.now <= deadline {
-			w.step()
-			for _, o := range w.check.election.observers {
-				if o.live() {
-					w.look(o)
-				}
-			}
-		}
-		if w.failure != "" {
-			return
-		}
-		if ld.Err() == nil {
-			if o := w.laggard(ld.Node()); o != nil {
-				latest := "nothing"
-				if o.last != nil {
-					latest = o.last.node
-				}
-				w.fail("observe: %s's observer #%d reports %s, not the leader %s, %v after the faults stopped",
-					o.c.name, o.id, latest, ld.Node(), simQuiet)
-				return
-			}
-			w.check.election.converged += w.liveObservers()
+		lost := w.catchUp(last.grant.(leaderGrant).ld, deadline)
+		w.releaseLast(last)
+		if !lost {
 			return
 		}
 		// Lost before every observer caught up (an expiry the faults left
 		// behind): elect others.
 		w.tracef("the last leader lost its term; again")
 	}
+}
+
+// catchUp steps the world, taking what every live observer reports, until
+// each reports ld's node, failing the run if one has not by deadline;
+// lost when ld's term ended first.
+func (w *world) catchUp(ld *election.Leadership, deadline time.Duration) (lost bool) {
+	for w.failure == "" && ld.Err() == nil && w.laggard(ld.Node()) != nil && w.clock.now <= deadline {
+		w.step()
+		for _, o := range w.check.election.observers {
+			if o.live() {
+				w.look(o)
+			}
+		}
+	}
+	switch o := w.laggard(ld.Node()); {
+	case w.failure != "":
+	case ld.Err() != nil:
+		return true
+	case o != nil:
+		latest := "nothing"
+		if o.last != nil {
+			latest = o.last.node
+		}
+		w.fail("observe: %s's observer #%d reports %s, not the leader %s, %v after the faults stopped",
+			o.c.name, o.id, latest, ld.Node(), simQuiet)
+	default:
+		w.check.election.converged += w.liveObservers()
+	}
+	return false
 }
 
 // lastTerms campaigns two or three candidates on live clients and steps
