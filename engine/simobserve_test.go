@@ -138,13 +138,7 @@ func (w *world) wake(c *client) {
 func (w *world) observeMoves(add func(int, string, func())) {
 	ec := &w.check.election
 	if w.faults {
-		var live []*client
-		for _, c := range w.clients {
-			if !c.closing && !c.exited {
-				live = append(live, c)
-			}
-		}
-		if len(live) > 0 {
+		if live := w.liveClients(); len(live) > 0 {
 			add(1, "observe", func() { w.observe(live[w.rng.IntN(len(live))]) })
 			add(1, "leader", func() { w.readLeader(live[w.rng.IntN(len(live))]) })
 		}
@@ -167,6 +161,17 @@ func (w *world) observeMoves(add func(int, string, func())) {
 	if w.faults {
 		add(1, "unobserve", func() { w.unobserve(open[w.rng.IntN(len(open))]) })
 	}
+}
+
+// liveClients are the clients whose engines are not closing.
+func (w *world) liveClients() []*client {
+	var live []*client
+	for _, c := range w.clients {
+		if !c.closing && !c.exited {
+			live = append(live, c)
+		}
+	}
+	return live
 }
 
 // simObservers bounds the observers open at once on one engine.
@@ -336,18 +341,13 @@ func (k *checker) trackLeader() {
 }
 
 // converge runs, once faults have stopped and the workload settled, a last
-// few terms: two or three candidates campaign at once, and each but the
+// few terms: three to eight candidates campaign at once, and each but the
 // last resigns a few steps after it is elected, so that leaders change
 // while observers are still reading the ones before. Then every live
 // observer must report the last leader, within simQuiet of simulated time,
 // as long as it leads.
 func (w *world) converge() {
-	var live []*client
-	for _, c := range w.clients {
-		if !c.closing && !c.exited {
-			live = append(live, c)
-		}
-	}
+	live := w.liveClients()
 	if len(live) == 0 {
 		return
 	}
@@ -397,7 +397,7 @@ func (w *world) catchUp(ld *election.Leadership, deadline time.Duration) (lost b
 	return false
 }
 
-// lastTerms campaigns two or three candidates on live clients and steps
+// lastTerms campaigns three to eight candidates on live clients and steps
 // the world until one is left leading, each other having led a few steps
 // and resigned: the last leader's acquisition, or nil when the run failed.
 func (w *world) lastTerms(live []*client, deadline time.Duration) *acq {
