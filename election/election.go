@@ -59,6 +59,7 @@ type Option func(*options)
 
 type options struct {
 	failOnExpiry bool
+	rt           Runtime
 }
 
 // WithFailOnExpiry makes a candidate that is not yet elected when the
@@ -73,6 +74,7 @@ func New(eng *engine.Engine, path string, opts ...Option) *Election {
 	for _, opt := range opts {
 		opt(&e.opts)
 	}
+	e.opts.rt = e.opts.rt.withDefaults(eng)
 	e.obs.el = e
 	return e
 }
@@ -115,7 +117,7 @@ type Leader struct {
 // the election has no candidate. The answer is a snapshot, stale at once.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	for {
-		children, err := e.eng.Children(ctx, e.path)
+		children, err := e.opts.rt.Children(ctx, e.path)
 		switch {
 		case errors.Is(err, engine.ErrNoNode):
 			return Leader{}, ErrNoLeader
@@ -128,7 +130,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 			return Leader{}, ErrNoLeader
 		}
 		node := e.path + "/" + leader
-		value, err := e.eng.Data(ctx, node)
+		value, err := e.opts.rt.Data(ctx, node)
 		switch {
 		case errors.Is(err, engine.ErrNoNode):
 			continue // its term ended between the two reads: look again

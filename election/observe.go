@@ -76,7 +76,7 @@ func (o *observers) subscribe(ctx context.Context) <-chan Leader {
 		s.offer(o.last)
 	}
 	// Called at once, on its own goroutine, if ctx is done already.
-	s.stop = context.AfterFunc(ctx, func() { o.unsubscribe(s) })
+	s.stop = o.el.opts.rt.AfterFunc(ctx, func() { o.unsubscribe(s) })
 	return s.ch
 }
 
@@ -164,8 +164,8 @@ func (o *observers) ended(w *watch, l *engine.Lease, err error) {
 // leader seen is newer than every leader seen before.
 func (o *observers) saw(w *watch, leader string) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.watch != w || leader == "" || leader == w.seen {
+		o.mu.Unlock()
 		return
 	}
 	w.seen = leader
@@ -173,10 +173,14 @@ func (o *observers) saw(w *watch, leader string) {
 		w.pending = append(w.pending[:0], w.pending[1:]...)
 	}
 	w.pending = append(w.pending, leader)
-	if !w.fetching {
-		// The value is a read, which must not wait on the loop.
-		w.fetching = true
-		go o.fetch(w)
+	start := !w.fetching
+	w.fetching = true
+	o.mu.Unlock()
+	if start {
+		// The value is a read, which must not wait on the loop. Started
+		// without the lock, which fetch takes: a simulator's Runtime.Go
+		// runs it at once, on this goroutine.
+		o.el.opts.rt.Go(func() { o.fetch(w) })
 	}
 }
 
@@ -195,7 +199,7 @@ func (o *observers) fetch(w *watch) {
 		o.mu.Unlock()
 
 		node := o.el.path + "/" + name
-		value, err := o.el.eng.Data(w.ctx, node)
+		value, err := o.el.opts.rt.Data(w.ctx, node)
 
 		o.mu.Lock()
 		switch {

@@ -294,6 +294,7 @@ func (w *world) step() {
 		}
 	}
 	add(4, "release", w.releaseOne)
+	w.observeMoves(add)
 	if w.faults {
 		add(2, "cancel", w.cancelOne)
 		add(1, "calm", func() {
@@ -374,17 +375,17 @@ func (w *world) quiesce() {
 		c.stalledUntil, c.partitionedUntil = 0, 0
 	}
 	deadline := w.clock.now + simQuiet
-	for w.failure == "" {
-		if w.settled() {
-			break
-		}
-		if w.clock.now > deadline {
-			w.fail("liveness: %s not settled %v after the faults stopped", w.unsettled(), simQuiet)
-			return
-		}
-		w.step()
+	// The acquisitions first; then the observers, still watching, must
+	// agree on one last leader; then they go, and their watches with them.
+	if !w.runUntil(w.unsettledAcquisitions, deadline) {
+		return
 	}
-	if w.failure != "" {
+	if w.check.election.observers != nil {
+		w.converge()
+		w.endObservers()
+		deadline = w.clock.now + simQuiet
+	}
+	if !w.runUntil(w.unsettled, deadline) {
 		return
 	}
 	// Pins outlive the acquisitions on their paths by up to two sweeps of
@@ -412,6 +413,23 @@ func (w *world) quiesce() {
 	w.check.allResolved()
 }
 
+// runUntil steps the world until unsettled names nothing; false, failing
+// the run, if that takes it past deadline.
+func (w *world) runUntil(unsettled func() string, deadline time.Duration) bool {
+	for w.failure == "" {
+		s := unsettled()
+		if s == "" {
+			return true
+		}
+		if w.clock.now > deadline {
+			w.fail("liveness: %s not settled %v after the faults stopped", s, simQuiet)
+			return false
+		}
+		w.step()
+	}
+	return false
+}
+
 // pinsLeft reports whether an engine's pin is left anywhere under /sim.
 func (w *world) pinsLeft() bool { return pinsUnder(w, "/sim") }
 
@@ -435,15 +453,23 @@ func (w *world) prune() {
 func (w *world) settled() bool { return w.unsettled() == "" }
 
 func (w *world) unsettled() string {
-	w.prune()
-	for _, a := range w.open {
-		if s := a.unsettled(); s != "" {
-			return a.String() + " " + s
-		}
+	if s := w.unsettledAcquisitions(); s != "" {
+		return s
 	}
 	for _, c := range w.clients {
 		if n := c.eng.Contenders(); n > 0 && !c.exited {
 			return fmt.Sprintf("%s with %d contenders", c.name, n)
+		}
+	}
+	return ""
+}
+
+// unsettledAcquisitions names an acquisition not settled, or is empty.
+func (w *world) unsettledAcquisitions() string {
+	w.prune()
+	for _, a := range w.open {
+		if s := a.unsettled(); s != "" {
+			return a.String() + " " + s
 		}
 	}
 	return ""
@@ -472,7 +498,9 @@ type simResult struct {
 	// cohorts, passes, nodes given back to another client seen waiting
 	// (by a listing, or the watch) or at a bound.
 	cohorts engine.CohortStats
-	report  string // empty: no violation
+	// observers is what the election's observers and Leader were checked on.
+	observers observerStats
+	report    string // empty: no violation
 }
 
 func simulate(seed uint64, trace bool) simResult {
@@ -484,6 +512,9 @@ func simulate(seed uint64, trace bool) simResult {
 	for _, c := range w.clients {
 		addCohort(&r.cohorts, c.eng.CohortStats())
 	}
+	ec := &w.check.election
+	r.observers = observerStats{observers: len(ec.observers), reports: ec.reports, leaderReads: ec.leaderReads,
+		converged: ec.converged, terms: len(ec.terms)}
 	if w.failure != "" {
 		r.report = w.failureReport()
 	}
@@ -499,6 +530,7 @@ func TestSimulation(t *testing.T) {
 	grants, faultGrants, steps := 0, 0, 0
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
+	var observers observerStats
 	for seed := first; seed < first+n; seed++ {
 		r := simulate(seed, *simTrace)
 		grants += r.grants
@@ -506,6 +538,7 @@ func TestSimulation(t *testing.T) {
 		steps += r.steps
 		addGranted(&granted, r.granted)
 		addCohort(&cohorts, r.cohorts)
+		observers.add(r.observers)
 		if r.report != "" {
 			t.Fatal(r.report)
 		}
@@ -513,8 +546,11 @@ func TestSimulation(t *testing.T) {
 	if grants == 0 {
 		t.Fatal("no acquisition was ever granted: the simulator checked nothing")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped); the workload's, by recipe: %s; %s",
-		n, first, steps, grants, faultGrants, byRecipe(granted), cohortLine(cohorts))
+	if observers.reports == 0 {
+		t.Fatal("no observer ever reported a leader: the simulator checked none")
+	}
+	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped); the workload's, by recipe: %s; %s; %s",
+		n, first, steps, grants, faultGrants, byRecipe(granted), cohortLine(cohorts), observers)
 }
 
 func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
@@ -578,6 +614,7 @@ func TestSimulationSoak(t *testing.T) {
 	var failures []string
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
+	var observers observerStats
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
@@ -591,6 +628,7 @@ func TestSimulationSoak(t *testing.T) {
 				mu.Lock()
 				addGranted(&granted, r.granted)
 				addCohort(&cohorts, r.cohorts)
+				observers.add(r.observers)
 				if r.report != "" {
 					failures = append(failures, r.report)
 				}
@@ -606,6 +644,7 @@ func TestSimulationSoak(t *testing.T) {
 	fmt.Printf("simulate: %d of the grants before the faults stopped; the workload's acquisitions granted, by recipe: %s\n",
 		faultGrants.Load(), byRecipe(granted))
 	fmt.Printf("simulate: %s\n", cohortLine(cohorts))
+	fmt.Printf("simulate: %s\n", observers)
 	kinds := make(map[string]int)
 	for _, f := range failures {
 		// "seed N: kind: ..."

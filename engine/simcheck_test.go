@@ -35,11 +35,14 @@ type checker struct {
 	// outcomes counts, for each acquisition an engine reported taking in,
 	// the outcomes it reported for it: exactly one is promised.
 	outcomes map[acquisition]int
+	// election is what the checker knows of the election and holds its
+	// observers to (simobserve_test.go).
+	election electionCheck
 }
 
 func newChecker(w *world) checker {
 	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
-		outcomes: make(map[acquisition]int)}
+		outcomes: make(map[acquisition]int), election: newElectionCheck()}
 }
 
 // acquisition names one acquisition of one engine, as its reports do.
@@ -97,6 +100,7 @@ func kindOf(node string) queue.Kind {
 // semaphore of N leases.
 func (k *checker) all() {
 	w := k.w
+	k.trackLeader()
 	for _, c := range w.clients {
 		// The loop's leases, and the leases the engine's cohorts passed to
 		// their holders: each is judged from the moment it is seen until

@@ -54,3 +54,41 @@ func (e *Engine) Leases() []*Lease {
 // Carrier is the lease that holds the node of a lease passed inside a
 // cohort; nil for any other lease.
 func (l *Lease) Carrier() *Lease { return l.carrier }
+
+// ChildrenInPlace and DataInPlace are Children and Data made on the calling
+// goroutine: the simulator calls them from a coroutine, whose client calls
+// it answers itself, where Children and Data would wait for a goroutine of
+// their own.
+func (e *Engine) ChildrenInPlace(ctx context.Context, path string) ([]string, error) {
+	return inPlace(ctx, e, path, func(p string) ([]string, error) {
+		children, _, err := e.conn.Children(p)
+		return children, err
+	})
+}
+
+func (e *Engine) DataInPlace(ctx context.Context, path string) ([]byte, error) {
+	return inPlace(ctx, e, path, func(p string) ([]byte, error) {
+		data, _, err := e.conn.Get(p)
+		return data, err
+	})
+}
+
+// inPlace is direct without its goroutine.
+func inPlace[T any](ctx context.Context, e *Engine, path string, call func(string) (T, error)) (T, error) {
+	var zero T
+	path, err := e.serverPath(path)
+	if err != nil {
+		return zero, err
+	}
+	if ctx.Err() != nil {
+		return zero, context.Cause(ctx)
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return zero, ErrClosed
+	}
+	v, err := call(path)
+	return v, zkErr(err)
+}

@@ -233,13 +233,6 @@ func (w *world) reentrant(c *client, p string) *lock.ReentrantMutex {
 	return w.load.reentrants[key]
 }
 
-func (w *world) election(c *client) *election.Election {
-	if w.load.elections[c] == nil {
-		w.load.elections[c] = election.New(c.eng, simElectionPath)
-	}
-	return w.load.elections[c]
-}
-
 func (w *world) semaphore(c *client, p string) *lock.Semaphore {
 	s, err := lock.NewSemaphore(c.eng, p, w.load.semLeases[p])
 	if err != nil {

@@ -124,6 +124,7 @@ type client struct {
 	pings        []time.Duration // send times of pings at the server
 	nextXid      int64
 	coros        map[*coro]struct{} // live coroutines
+	parked       []*coro            // coroutines waiting to be scheduled (see park)
 
 	stalledUntil     time.Duration // the loop processes nothing before this
 	partitionedUntil time.Duration // no server answers a connect before this
@@ -554,6 +555,7 @@ func (c *client) stopCoroutines() {
 		c.w.running = nil
 	}
 	clear(c.coros)
+	c.parked = nil
 }
 
 // replied is what a reply names, for the trace.
