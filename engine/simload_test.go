@@ -313,16 +313,22 @@ func (w *world) start(c *client, ctx context.Context, cancel context.CancelFunc,
 	case k < 9:
 		a.kind, a.rm, a.owner = kindReentrant, w.reentrant(c, p), 1+w.rng.IntN(2)
 		var f *engine.Future[*lock.Lease]
-		if w.ownerWaiting(a.rm, a.owner) {
-			if !a.try {
-				return false // joining a pending acquisition waits on a goroutine of the recipe's
-			}
+		switch {
+		case w.ownerWaiting(a.rm, a.owner) && !a.try:
+			// A join of the owner's acquisition still waiting: it counts
+			// one more hold and resolves with that one. Under a context
+			// that cannot end, whose end the recipe would follow with a
+			// goroutine of context.AfterFunc's that the simulator cannot
+			// schedule; it still ends with the one it joins, cancelled or
+			// not.
+			f = a.rm.Acquire(context.WithoutCancel(ctx), a.owner)
+		case w.ownerWaiting(a.rm, a.owner):
 			// The owner's own acquisition is still waiting: TryAcquire
 			// fails at once, without blocking.
 			g, resolve := engine.NewPromise[*lock.Lease]()
 			resolve(a.rm.TryAcquire(ctx, a.owner))
 			f = g
-		} else {
+		default:
 			f = a.rm.Acquire(tryCtx, a.owner)
 		}
 		await(w, a, f, func(l *lock.Lease) grant { return reentrantGrant{leaseGrant{l}, a.rm, a.owner} })
