@@ -137,7 +137,10 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 func (f *Future[T]) Result() (v T, resolved bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.val, f.resolved, f.err
+	if !f.resolved {
+		return v, false, nil // the outcome may be set, its inline hook still running
+	}
+	return f.val, true, f.err
 }
 
 // Then arranges for fn to run once with the outcome, on a goroutine of its
