@@ -57,6 +57,18 @@ func (w *witness) register(file string, h *holding) {
 // "<pid>.stalled" in the file).
 var errStalledHolder = errors.New("the stalled holder's witness file is there")
 
+// readWitness reads a witness file found in the way; a test replaces it to
+// remove the file between the create that met it and the read.
+var readWitness = os.ReadFile
+
+// vanishedRetries bounds the creates tried again when the file in the way
+// is gone by the time it is read: the pause fault's stalled holder removes
+// its file when it goes on, while the workers that found it there try
+// create after create (thousands of times, at memory speed), so one of
+// them can meet it in the create and miss it in the read. A file that
+// keeps vanishing is a protocol gone wrong, and fails.
+const vanishedRetries = 3
+
 // create makes file with O_EXCL; a file of a local lost holder is taken over.
 func (w *witness) create(file string, h *holding) error {
 	for try := 0; ; try++ {
@@ -67,14 +79,19 @@ func (w *witness) create(file string, h *holding) error {
 			w.register(file, h)
 			return nil
 		}
-		if errors.Is(err, fs.ErrExist) && try == 0 && w.excused(file) {
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if try == 0 && w.excused(file) {
 			os.Remove(file)
 			continue
 		}
-		if errors.Is(err, fs.ErrExist) {
-			if b, rerr := os.ReadFile(file); rerr == nil && strings.HasSuffix(strings.TrimSpace(string(b)), ".stalled") {
-				return errStalledHolder
-			}
+		b, rerr := readWitness(file)
+		switch {
+		case rerr == nil && strings.HasSuffix(strings.TrimSpace(string(b)), ".stalled"):
+			return errStalledHolder
+		case errors.Is(rerr, fs.ErrNotExist) && try < vanishedRetries:
+			continue // its holder left between the create and the read
 		}
 		return err
 	}
