@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -80,7 +80,7 @@ func TestWrappedListingLoggedOnce(t *testing.T) {
 		c.contenders[en.id] = en
 		c.listings[path] = &listing{current: []uint64{en.id}}
 		children := []string{mutexNode(queue.NewID(), 2147483647), name}
-		c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
+		c.listed(input.OpDone{Op: input.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
 		c.settle()
 		if _, done, err := en.acquired.Result(); !done || !errors.Is(err, ErrSequenceWrapped) {
 			t.Fatalf("round %d: acquisition resolved %v with %v, want ErrSequenceWrapped", round, done, err)

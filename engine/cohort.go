@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -707,7 +707,7 @@ func (c *cohort) askWatch(carrier *Lease) {
 		c.watched(carrier, self, children, ch, err)
 	})
 	if ok {
-		e.count.n[events.OpWatchChildren].Add(1)
+		e.count.n[input.OpWatchChildren].Add(1)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -101,7 +101,7 @@ func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
 	released := held.ReleaseAsync()
 	carrier.markLost(ErrLost) // the loop carrying that step out
 	for _, ev := range e.inbox.Drain(nil) {
-		cmd, ok := ev.(events.Command)
+		cmd, ok := ev.(input.Command)
 		if !ok {
 			continue // the watchdog's news
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -110,22 +111,22 @@ func (c *core) apply(en *entry, ef contender.Effect) {
 	case contender.Create:
 		en.attempts = 0
 		c.sendingCreate(en)
-		c.commit.submit(&c.rd, op{kind: events.OpCreate, id: en.id, path: ef.Path, data: en.data, fixed: en.c.Borrowed()})
+		c.commit.submit(&c.rd, op{kind: input.OpCreate, id: en.id, path: ef.Path, data: en.data, fixed: en.c.Borrowed()})
 	case contender.CreateParents:
 		waiting, inFlight := c.parents[ef.Path]
 		c.parents[ef.Path] = append(waiting, en.id)
 		if !inFlight {
-			c.commit.submit(&c.rd, op{kind: events.OpCreateParents, path: ef.Path})
+			c.commit.submit(&c.rd, op{kind: input.OpCreateParents, path: ef.Path})
 		}
 	case contender.List:
 		c.requestListing(ef.Path, en.id)
 	case contender.Recover:
-		c.commit.submit(&c.rd, op{kind: events.OpRecover, id: en.id, path: ef.Path, find: ef.ID})
+		c.commit.submit(&c.rd, op{kind: input.OpRecover, id: en.id, path: ef.Path, find: ef.ID})
 	case contender.Watch:
 		c.watch(en, ef)
 	case contender.Delete:
 		c.sendingChange(en.c.LockPath())
-		o := op{kind: events.OpDelete, id: en.id, path: ef.Path}
+		o := op{kind: input.OpDelete, id: en.id, path: ef.Path}
 		if en.c.Granted() && c.localWatch[ef.Path] != nil {
 			// A holder lets go and a waiter of ours is next: the lock is
 			// idle until this delete is answered, so it waits for nothing.

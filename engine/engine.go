@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -111,7 +111,7 @@ type Engine struct {
 	log   *slog.Logger
 	conn  zkConn
 	rt    runtime
-	inbox *events.Inbox
+	inbox *inbox
 	count counters
 	// cohorts are the acquisitions that pass leases among themselves
 	// (cohort.go); not the loop's: it never touches them.
@@ -201,7 +201,7 @@ func newEngine(cfg Config) *Engine {
 	e := &Engine{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		inbox:    events.NewInbox(),
+		inbox:    newInbox(),
 		states:   newStateWatch(),
 		loopDone: make(chan struct{}),
 		ready:    make(chan struct{}),
@@ -209,7 +209,7 @@ func newEngine(cfg Config) *Engine {
 		contexts: make(map[<-chan struct{}]func() bool),
 	}
 	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
-		e.inbox.Put(events.TrustChanged{Lapsed: lapsed})
+		e.inbox.Put(input.TrustChanged{Lapsed: lapsed})
 	})
 	e.core = newCore(cfg, e.trust, &e.count, &e.gauges)
 	e.core.newLease = func(id uint64, path, node string, token int64) *Lease {
@@ -295,7 +295,7 @@ func (e *Engine) post(cmd any) bool {
 	if e.closed {
 		return false
 	}
-	e.inbox.Put(events.Command{Payload: cmd})
+	e.inbox.Put(input.Command{Payload: cmd})
 	return true
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -53,11 +53,11 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 				}
 				clear(c.watchers)
 				c.commit.backlog = nil
-				c.rd = Ready{}
+				c.rd = ready{}
 				c.listings[path] = &listing{current: ids}
 				b.StartTimer()
 
-				c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
+				c.listed(input.OpDone{Op: input.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
 				delivered += len(ids)
 			}
 			for _, en := range c.contenders {
