@@ -21,7 +21,7 @@ type Leadership struct {
 func (l *Leadership) Lost() <-chan struct{} { return l.lease.Lost() }
 
 // Err is nil while the leadership is not lost, and then why it was lost
-// (errors.Is finds ErrLost, and ErrSessionExpired or ErrClosed where they
+// (errors.Is finds engine.ErrLost, and engine.ErrSessionExpired or engine.ErrClosed where they
 // are the cause).
 func (l *Leadership) Err() error { return l.lease.Err() }
 
@@ -48,7 +48,7 @@ func (l *Leadership) Value() []byte { return l.value }
 func (l *Leadership) Node() string { return l.lease.Node() }
 
 // Context is cancelled when the term ends: when the leadership is lost
-// (the cause is Err, which errors.Is finds as ErrLost) or once Resign has
+// (the cause is Err, which errors.Is finds as engine.ErrLost) or once Resign has
 // deleted the node (the cause is engine.ErrNotHeld). Hand it to the work
 // only the leader may do. See engine.Lease.Context.
 func (l *Leadership) Context() context.Context { return l.lease.Context() }
@@ -56,6 +56,6 @@ func (l *Leadership) Context() context.Context { return l.lease.Context() }
 // Resign ends the term and deletes the leader's node, so the next candidate
 // is elected. It returns once the node is deleted, or with
 // context.Cause(ctx) when ctx ends first (the deletion goes on regardless).
-// A lost leadership reports its loss (ErrLost); a second call returns
-// ErrNotHeld.
+// A lost leadership reports its loss (engine.ErrLost); a second call returns
+// engine.ErrNotHeld.
 func (l *Leadership) Resign(ctx context.Context) error { return l.lease.Release(ctx) }

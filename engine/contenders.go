@@ -7,7 +7,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
-	"github.com/turnstile-go/turnstile/queue"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 )
 
 // The core's contenders: the users' commands that make, release and close
@@ -58,8 +58,8 @@ func (c *core) acquire(cmd acquireCmd) {
 	en := &entry{id: c.nextID, data: cmd.req.Data, revocable: cmd.req.Revocable, acquired: cmd.fut,
 		c: contender.New(contender.Config{
 			LockPath:     cmd.req.Path,
-			Prefix:       cmd.req.Prefix,
-			Decide:       cmd.req.Decide.contenderDecider(),
+			Prefix:       nodename.Marker(cmd.req.Kind),
+			Decide:       contender.Decider(cmd.req.Decide),
 			NewID:        c.newID,
 			Seq:          cmd.req.Seq,
 			TryOnly:      cmd.req.TryOnly,
@@ -74,14 +74,6 @@ func (c *core) acquire(cmd acquireCmd) {
 	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path})
 	c.attach(en, cmd.ctx)
 	c.stepContender(en, contender.Input{Kind: contender.Start})
-}
-
-// contenderDecider is d as the contender machine calls it. The machine
-// has a Decision of its own, with the same fields, so that its package
-// stays sealed while the recipes' types stay the engine's, documented
-// here. It costs the closure, once per acquisition.
-func (d Decider) contenderDecider() contender.Decider {
-	return func(l *queue.Listing, self string) contender.Decision { return contender.Decision(d(l, self)) }
 }
 
 // stepContender feeds one input to a contender and carries out its effects.

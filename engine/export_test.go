@@ -91,3 +91,9 @@ func RunCallbacksInPlace() (restore func()) {
 	callbackRunner.Store(&inPlace)
 	return func() { callbackRunner.Store(nil) }
 }
+
+// The token's encoding, for the tests that take a token apart.
+const (
+	TokenPassBits   = tokenPassBits
+	MaxCohortPasses = maxCohortPasses
+)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -138,7 +139,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		var seq int64
 		d.ScanArgs(t, "seq", &seq)
 		en := s.entry(t, name)
-		node := strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/") + queue.FormatSeq(seq)
+		node := strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/") + nodename.FormatSeq(seq)
 		if en.c.Borrowed() {
 			node = strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/")
 		}
@@ -255,21 +256,21 @@ func (s *coreScript) answer(d input.OpDone) (input.RequestDone, bool) {
 func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 	name := d.CmdArgs[0].Key
 	s.pending = name
-	req := Request{Path: pathArg(t, d), Prefix: queue.MutexPrefix, Decide: coreScriptDecide(queue.KindMutex)}
+	req := Request{Path: pathArg(t, d), Kind: queue.KindMutex, Decide: coreScriptDecide(queue.KindMutex)}
 	if d.HasArg("recipe") {
 		var r string
 		d.ScanArgs(t, "recipe", &r)
 		switch r {
 		case "read":
-			req.Prefix, req.Decide = queue.ReadPrefix, coreScriptDecide(queue.KindRead)
+			req.Kind, req.Decide = queue.KindRead, coreScriptDecide(queue.KindRead)
 		case "write":
-			req.Prefix, req.Decide = queue.WritePrefix, coreScriptDecide(queue.KindWrite)
+			req.Kind, req.Decide = queue.KindWrite, coreScriptDecide(queue.KindWrite)
 		}
 	}
 	if d.HasArg("seq") {
 		var seq int64
 		d.ScanArgs(t, "seq", &seq)
-		req.Seq = queue.FormatSeq(seq)
+		req.Seq = nodename.FormatSeq(seq)
 	}
 	req.TryOnly, req.Revocable = d.HasArg("try"), d.HasArg("revocable")
 	ctx := context.Background()
@@ -290,7 +291,7 @@ func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 
 // coreScriptDecide is the recipe of kind k, as package lock makes it.
 func coreScriptDecide(k queue.Kind) Decider {
-	return func(l *queue.Listing, self string) Decision {
+	return func(l *queue.Listing, self string) queue.Decision {
 		var d queue.Decision
 		switch k {
 		case queue.KindRead:
@@ -300,7 +301,7 @@ func coreScriptDecide(k queue.Kind) Decider {
 		default:
 			d = l.Mutex(self)
 		}
-		return Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing, Next: d.Next}
+		return queue.Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing, Next: d.Next}
 	}
 }
 
@@ -336,7 +337,7 @@ func (s *coreScript) nodeName(t *testing.T, token string) string {
 		if kind == "w" {
 			k = queue.KindWrite
 		}
-		return queue.ProtectedPrefix("ffffffff-ffff-4fff-8fff-ffffffffffff", k) + queue.FormatSeq(seq)
+		return nodename.Protected("ffffffff-ffff-4fff-8fff-ffffffffffff", k) + nodename.FormatSeq(seq)
 	}
 	en := s.entry(t, token)
 	if en.c.Node() == "" {

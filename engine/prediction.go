@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -31,7 +32,7 @@ import (
 //   - A container lock path that empties may be removed by the server and
 //     made again, its count starting from zero, which could meet the
 //     prediction by chance. So the core predicts only on a path it has
-//     pinned: an ephemeral child of its own session (queue.PinName) that
+//     pinned: an ephemeral child of its own session (nodename.PinName) that
 //     keeps the path from emptying. What is known must come from a listing
 //     that shows the pin, answered while it was alive, and the pin is
 //     deleted only once the path is idle.
@@ -106,7 +107,7 @@ type pathView struct {
 // a child it cannot parse. Never a semaphore's lease path (Curator counts
 // its children as leases) nor an election's.
 func pinnable(prefix string) bool {
-	return prefix == queue.MutexPrefix || prefix == queue.ReadPrefix || prefix == queue.WritePrefix
+	return prefix == nodename.Mutex || prefix == nodename.Read || prefix == nodename.Write
 }
 
 // viewFor is the view of a lock path a contender of prefix works on,
@@ -240,7 +241,7 @@ func (c *core) granted(en *entry) {
 	}
 	v.grants++
 	if v.grants >= 2 && v.pin == pinNone && c.connected && !c.closing && c.session != 0 {
-		v.pin, v.pinName = pinCreating, queue.PinName(c.newID())
+		v.pin, v.pinName = pinCreating, nodename.PinName(c.newID())
 		c.sendingChange(en.c.LockPath())
 		c.commit.submit(&c.rd, op{kind: input.OpPin, path: en.c.LockPath() + "/" + v.pinName})
 	}

@@ -45,7 +45,7 @@ type timer interface {
 
 // runtime is the engine's outside world but for the client itself.
 type runtime struct {
-	// newID makes a contender's protected id (queue.NewID).
+	// newID makes a contender's protected id (nodename.NewID).
 	newID func() string
 	// goroutine runs one request, which blocks on the client, to its end.
 	goroutine func(f func())

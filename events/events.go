@@ -41,7 +41,7 @@ type Report struct {
 	Node string // the contender's node name, when it has one
 	// Token, for Granted, Released and Lost, is the zxid of the node's
 	// grant: the lease's fencing token (engine.Lease.Token) is that zxid
-	// shifted left by engine.TokenPassBits, and a lease passed among one
+	// shifted left by 12 bits, and a lease passed among one
 	// engine's waiters (lock cohorting) adds its pass number, which no
 	// report carries. Compare reports' tokens with each other only.
 	Token int64

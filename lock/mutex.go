@@ -20,7 +20,7 @@ type Mutex struct {
 }
 
 // NewMutex returns the mutex on path. It does no I/O: an invalid path is
-// reported by the first acquisition, with ErrInvalidPath.
+// reported by the first acquisition, with engine.ErrInvalidPath.
 func NewMutex(eng *engine.Engine, path string, opts ...Option) *Mutex {
 	o := buildOptions(opts)
 	return &Mutex{eng: eng, path: path, opts: o, data: o.data()}
@@ -30,7 +30,7 @@ func NewMutex(eng *engine.Engine, path string, opts ...Option) *Mutex {
 func (m *Mutex) Path() string { return m.path }
 
 func (m *Mutex) request(try bool) engine.Request {
-	return m.opts.request(m.path, queue.MutexPrefix, decideMutex, m.data, try)
+	return m.opts.request(m.path, queue.KindMutex, decideMutex, m.data, try)
 }
 
 // Acquire asks for the lock and returns at once. The future resolves with a
@@ -46,7 +46,7 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 }
 
 // TryAcquire takes the lock only if no other contender holds it or waits
-// ahead; otherwise it fails with ErrWouldBlock, leaving no node behind.
+// ahead; otherwise it fails with engine.ErrWouldBlock, leaving no node behind.
 func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 	return blockingAcquire(ctx, m.eng, m.request(true))
 }
@@ -54,7 +54,7 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 // Locker adapts the mutex to sync.Locker for code that wants one. Lock
 // blocks until the lock is held or ctx ends; since sync.Locker cannot
 // return errors, a failed Lock leaves the Locker unheld and records why in
-// Err, and Unlock of an unheld Locker does nothing but record ErrNotHeld.
+// Err, and Unlock of an unheld Locker does nothing but record engine.ErrNotHeld.
 func (m *Mutex) Locker(ctx context.Context) *Locker {
 	return &Locker{ctx: ctx, m: m}
 }
@@ -89,7 +89,7 @@ func (l *Locker) Unlock() {
 	lease := l.lease
 	l.lease = nil
 	l.mu.Unlock()
-	err := ErrNotHeld
+	err := engine.ErrNotHeld
 	if lease != nil {
 		err = lease.Release(context.WithoutCancel(l.ctx))
 	}

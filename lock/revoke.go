@@ -6,10 +6,6 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 )
 
-// ErrNoNode is returned by Revoke for a node that does not exist (already
-// released, or never there).
-var ErrNoNode = engine.ErrNoNode
-
 // Revoke asks the holder of the lock node node (a full path, as
 // Lease.Node returns it or Participants lists it) to let go, the way
 // Curator's Revoker does: it writes Curator's revocation marker into the

@@ -17,15 +17,15 @@ import (
 
 // seqDecide is a minimal mutex recipe for these tests: the first node in
 // queue order holds, a waiter watches its predecessor.
-func seqDecide(l *queue.Listing, self string) Decision {
+func seqDecide(l *queue.Listing, self string) queue.Decision {
 	i := l.Index(self)
 	switch {
 	case i < 0:
-		return Decision{Missing: true}
+		return queue.Decision{Missing: true}
 	case i == 0:
-		return Decision{Holds: true}
+		return queue.Decision{Holds: true}
 	}
-	return Decision{Watch: l.Nodes()[i-1].Name}
+	return queue.Decision{Watch: l.Nodes()[i-1].Name}
 }
 
 type script struct {
@@ -595,14 +595,14 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 
 // countDecide admits the first two nodes and makes the rest watch the
 // children, as a semaphore's lease path does.
-func countDecide(l *queue.Listing, self string) Decision {
+func countDecide(l *queue.Listing, self string) queue.Decision {
 	switch i := l.Index(self); {
 	case i < 0:
-		return Decision{Missing: true}
+		return queue.Decision{Missing: true}
 	case i < 2:
-		return Decision{Holds: true}
+		return queue.Decision{Holds: true}
 	}
-	return Decision{WatchChildren: true}
+	return queue.Decision{WatchChildren: true}
 }
 
 func TestChildrenWatchGrantsOnItsOwnReply(t *testing.T) {
@@ -634,7 +634,7 @@ func TestFixedSequenceNode(t *testing.T) {
 	s.step(Input{Kind: Start}, Effect{Kind: Create, Path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
 }
 
-func nextDecide(l *queue.Listing, self string) Decision {
+func nextDecide(l *queue.Listing, self string) queue.Decision {
 	d := seqDecide(l, self)
 	d.Next = !d.Holds && !d.Missing
 	return d
@@ -809,7 +809,7 @@ func TestRefusedDeleteIsRetried(t *testing.T) {
 // create a node per listing and leave each behind. The node is deleted
 // instead, and the acquisition then fails with ErrBadDecision.
 func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
-	s := newScript(t, deciding(func(*queue.Listing, string) Decision { return Decision{Missing: true} }))
+	s := newScript(t, deciding(func(*queue.Listing, string) queue.Decision { return queue.Decision{Missing: true} }))
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
@@ -819,7 +819,7 @@ func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
 	}
 
 	// A node that is really gone is created again, as before.
-	s = newScript(t, deciding(func(*queue.Listing, string) Decision { return Decision{Missing: true} }))
+	s = newScript(t, deciding(func(*queue.Listing, string) queue.Decision { return queue.Decision{Missing: true} }))
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4)), create(2))

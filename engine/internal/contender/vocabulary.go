@@ -163,19 +163,7 @@ func (e Effect) String() string {
 	return e.Kind.String()
 }
 
-// Decision is a recipe's verdict on one listing of the lock path. Its
-// fields are those of engine.Decision, documented there, which converts to
-// it: the engine's public recipes stay the engine's, and a field added to
-// one and not the other fails to compile.
-type Decision struct {
-	Holds         bool
-	Watch         string
-	Missing       bool
-	Next          bool
-	WatchChildren bool
-}
-
 // Decider is a recipe as the machine calls it: from one listing of the lock
 // path, does self (the machine's node name) hold, and if not, what does it
 // wait for.
-type Decider func(l *queue.Listing, self string) Decision
+type Decider func(l *queue.Listing, self string) queue.Decision
