@@ -20,10 +20,10 @@ func runtimeOf(eng *engine.Engine) seam.ElectionRuntime {
 		rt.AfterFunc = context.AfterFunc
 	}
 	if rt.Children == nil {
-		rt.Children = eng.Children
+		rt.Children = func(ctx context.Context, path string) ([]string, error) { return seam.Children(eng, ctx, path) }
 	}
 	if rt.Data == nil {
-		rt.Data = eng.Data
+		rt.Data = func(ctx context.Context, path string) ([]byte, error) { return seam.Data(eng, ctx, path) }
 	}
 	return rt
 }

@@ -31,8 +31,11 @@ func TestRuntimeCarriesObserveAndLeader(t *testing.T) {
 			count("afterfunc")
 			return context.AfterFunc(ctx, f)
 		},
-		Children: func(ctx context.Context, p string) ([]string, error) { count("children"); return eng.Children(ctx, p) },
-		Data:     func(ctx context.Context, p string) ([]byte, error) { count("data"); return eng.Data(ctx, p) },
+		Children: func(ctx context.Context, p string) ([]string, error) {
+			count("children")
+			return seam.Children(eng, ctx, p)
+		},
+		Data: func(ctx context.Context, p string) ([]byte, error) { count("data"); return seam.Data(eng, ctx, p) },
 	}
 	seam.SetElectionRuntime(eng, rt)
 	e := election.New(eng, path)

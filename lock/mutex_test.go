@@ -527,36 +527,6 @@ func TestConcurrentWritesGoOutTogether(t *testing.T) {
 	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
 }
 
-func TestLockerAdapter(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
-	m := lock.NewMutex(eng, lockRoot(t)+"/locker")
-	var counter int
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			lk2 := m.Locker(context.Background()) // each goroutine its own Locker over one mutex
-			for range 5 {
-				lk2.Lock()
-				if err := lk2.Err(); err != nil {
-					t.Error(err)
-					return
-				}
-				counter++
-				lk2.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if counter != 20 {
-		t.Fatalf("counter %d, want 20", counter)
-	}
-	lk := m.Locker(context.Background())
-	lk.Unlock()
-	if !errors.Is(lk.Err(), engine.ErrNotHeld) {
-		t.Fatalf("unlock of an unheld Locker: %v", lk.Err())
-	}
-}
-
 // The two-process test: the test binary runs itself twice as a child.
 const childEnv = "TURNSTILE_TEST_CHILD"
 

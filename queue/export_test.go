@@ -14,3 +14,6 @@ func Write(nodes []Node, self string) Decision            { return listingOf(nod
 func Read(nodes []Node, self string) Decision             { return listingOf(nodes).Read(self) }
 func Latch(nodes []Node, self string) Decision            { return listingOf(nodes).Latch(self) }
 func Semaphore(nodes []Node, self string, n int) Decision { return listingOf(nodes).Semaphore(self, n) }
+
+// Children is the listing as given.
+func (l *Listing) Children() []string { return l.children }

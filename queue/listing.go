@@ -80,10 +80,6 @@ func wrapped(nodes []Node) bool {
 // sound again.
 func (l *Listing) Wrapped() bool { return l.wrapped }
 
-// Children returns the children as listed. The slice is shared: do not
-// change it.
-func (l *Listing) Children() []string { return l.children }
-
 // Nodes returns the lock nodes in queue order (see [Less]). The slice is
 // shared: do not change it.
 func (l *Listing) Nodes() []Node { return l.nodes }

@@ -1,6 +1,8 @@
-// Package seam carries what the engine's deterministic simulator puts in
-// place of the world inside a package it does not own: an election's
-// goroutines, its context callbacks and its one-off reads.
+// Package seam is what turnstile's packages reach of each other beyond
+// their public API: the engine's one-off reads and writes on its session,
+// which the recipes use, and what the engine's deterministic simulator
+// puts in place of the world inside a package it does not own (an
+// election's goroutines, its context callbacks and its one-off reads).
 //
 // The simulator (engine/sim*_test.go) runs every goroutine as a coroutine
 // it resumes one step at a time and answers every read itself, so that a
@@ -43,3 +45,15 @@ func ElectionRuntimeOf(eng any) ElectionRuntime {
 	r, _ := rt.(ElectionRuntime)
 	return r
 }
+
+// The engine's one-off reads and writes on its session, for the recipes
+// (lock.Participants and lock.Revoke, an election's Leader and observers)
+// and the tools: a lock library's users hold locks, and read or write
+// other nodes with a client of their own, so these are no public API. The
+// engine sets them when its package is initialised; eng is an
+// *engine.Engine, and path is under its Config.Root.
+var (
+	Children func(eng any, ctx context.Context, path string) ([]string, error)
+	Data     func(eng any, ctx context.Context, path string) ([]byte, error)
+	SetData  func(eng any, ctx context.Context, path string, data []byte) error
+)
