@@ -95,7 +95,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*L
 			resolve(nil, err)
 			return
 		}
-		resolve(&Leadership{lease: l, value: value}, nil)
+		resolve(&Leadership{Lease: l, value: value}, nil)
 	})
 	return f
 }

@@ -50,8 +50,8 @@ func TestLostBeforeTheNextLeaderOnExpiry(t *testing.T) {
 	if !isClosed(la.Lost()) {
 		t.Fatal("the next leader was elected before the old one saw Lost()")
 	}
-	if !errors.Is(la.Err(), engine.ErrLost) || la.Leading() {
-		t.Fatalf("the expired leader: Err() = %v, Leading() = %v", la.Err(), la.Leading())
+	if !errors.Is(la.Err(), engine.ErrLost) || la.Held() {
+		t.Fatalf("the expired leader: Err() = %v, Leading() = %v", la.Err(), la.Held())
 	}
 	if lb.Token() <= la.Token() {
 		t.Fatalf("token %d after the expiry, not above the lost leader's %d", lb.Token(), la.Token())
@@ -95,7 +95,7 @@ func TestConnectionLossKeepsTheCandidacy(t *testing.T) {
 	}
 	p.Heal()
 	eventually(t, "a reconnected", func() bool { return !isClosed(leader.Suspended()) })
-	if a.SessionID() != session || isClosed(leader.Lost()) || !leader.Leading() {
+	if a.SessionID() != session || isClosed(leader.Lost()) || !leader.Held() {
 		t.Fatalf("after a short cut: session %x (was %x), lost %v", a.SessionID(), session, isClosed(leader.Lost()))
 	}
 	if after := children(t, conn, path); !slices.Equal(sorted(after), sorted(before)) {
