@@ -106,9 +106,9 @@ func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
 			continue // the watchdog's news
 		}
 		switch cmd := cmd.Payload.(type) {
-		case releaseCmd: // the loop refuses a lost lease's release with its loss
+		case *releaseCmd: // the loop refuses a lost lease's release with its loss
 			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
-		case acquireCmd: // the next waiter's node
+		case *acquireCmd: // the next waiter's node
 			cmd.fut.resolve(nil, ErrClosed)
 		}
 	}

@@ -1,46 +1,65 @@
 package engine
 
 import (
-	"context"
-	"log/slog"
+	"slices"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/nodename"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The core's contenders: the users' commands that make, release and close
 // them, and the effects of their machines carried out on the core.
+//
+// Commands reach Step as input.Command payloads, by pointer: the runtime
+// keeps each in the command it posted, so handing it over allocates
+// nothing.
 
-type acquireCmd struct {
-	ctx context.Context
-	req Request
-	fut *Future[*Lease]
+// coreAcquire starts contender ID on a valid request, on the server's
+// path.
+type coreAcquire struct {
+	ID           uint64
+	Path         string
+	Kind         queue.Kind
+	Decide       contender.Decider
+	Data         []byte
+	Seq          string
+	TryOnly      bool
+	Revocable    bool
+	FailOnExpiry bool
+	// Cancel is the acquisition's cancel group: every acquisition whose
+	// context ends with one Done channel has the same (see cancel.go); 0
+	// for a context that never ends.
+	Cancel uint64
 }
 
-type releaseCmd struct {
-	lease *Lease
-	fut   *Future[struct{}]
-}
+// coreRelease releases the lease of contender ID.
+type coreRelease struct{ ID uint64 }
 
-type closeCmd struct{}
+// coreClose closes the engine.
+type coreClose struct{}
 
 func (c *core) handleCommand(cmd any) {
 	switch cmd := cmd.(type) {
-	case acquireCmd:
+	case *coreAcquire:
 		c.acquire(cmd)
-	case cancelCmd:
+	case *coreCancel:
 		c.cancel(cmd)
-	case releaseCmd:
-		en := c.contenders[cmd.lease.id]
-		if en == nil || en.lease != cmd.lease || en.c.Phase() != contender.Held {
-			c.notify(notice{kind: noteReleaseRefused, released: cmd.fut, lease: cmd.lease})
+	case *coreRelease:
+		en := c.contenders[cmd.ID]
+		if en == nil || !en.leased() || en.c.Phase() != contender.Held {
+			n := notice{Kind: noteReleaseRefused, ID: cmd.ID}
+			if en != nil && en.leased() {
+				n.Token = en.token
+			}
+			c.notify(n)
 			return
 		}
-		en.released = cmd.fut
+		en.releasing = true
 		c.stepContender(en, contender.Input{Kind: contender.Release})
-	case closeCmd:
+	case *coreClose:
 		c.closing = true
 		c.closeTimer = c.after(c.cfg.CloseTimeout)
 		for _, en := range c.byID() {
@@ -49,30 +68,29 @@ func (c *core) handleCommand(cmd any) {
 	}
 }
 
-func (c *core) acquire(cmd acquireCmd) {
+func (c *core) acquire(cmd *coreAcquire) {
 	if c.closing {
-		c.notify(notice{kind: noteAcquired, acquired: cmd.fut, err: ErrClosed})
+		c.notify(notice{Kind: noteAcquired, ID: cmd.ID, Err: ErrClosed})
 		return
 	}
-	c.nextID++
-	en := &entry{id: c.nextID, data: cmd.req.Data, revocable: cmd.req.Revocable, acquired: cmd.fut,
+	en := &entry{id: cmd.ID, data: cmd.Data, revocable: cmd.Revocable,
 		c: contender.New(contender.Config{
-			LockPath:     cmd.req.Path,
-			Prefix:       nodename.Marker(cmd.req.Kind),
-			Decide:       contender.Decider(cmd.req.Decide),
-			NewID:        c.newID,
-			Seq:          cmd.req.Seq,
-			TryOnly:      cmd.req.TryOnly,
-			FailOnExpiry: c.cfg.FailOnExpiry || cmd.req.FailOnExpiry,
+			LockPath:     cmd.Path,
+			Prefix:       nodename.Marker(cmd.Kind),
+			Decide:       cmd.Decide,
+			NewID:        c.cfg.NewID,
+			Seq:          cmd.Seq,
+			TryOnly:      cmd.TryOnly,
+			FailOnExpiry: c.cfg.FailOnExpiry || cmd.FailOnExpiry,
 			Connected:    c.connected,
 			Untrusted:    c.untrusted,
 		})}
 	if en.c.Borrowed() {
-		c.borrowed[cmd.req.Path]++
+		c.borrowed[cmd.Path]++
 	}
 	c.contenders[en.id] = en
-	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path})
-	c.attach(en, cmd.ctx)
+	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.Path})
+	c.attach(en, cmd.Cancel)
 	c.stepContender(en, contender.Input{Kind: contender.Start})
 }
 
@@ -90,8 +108,8 @@ func (c *core) stepContender(en *entry, in contender.Input) {
 			c.nodes[en.c.NodePath()] = en.id
 		}
 	}
-	if c.log.Enabled(context.Background(), slog.LevelDebug) {
-		c.log.Debug("step", "id", en.id, "path", en.c.LockPath(), "input", in.Kind, "phase", en.c.Phase(), "effects", effs)
+	if c.debug() {
+		c.log(levelDebug, "step", "id", en.id, "path", en.c.LockPath(), "input", in.Kind, "phase", en.c.Phase(), "effects", effs)
 	}
 	for _, ef := range effs {
 		c.apply(en, ef)
@@ -103,22 +121,22 @@ func (c *core) apply(en *entry, ef contender.Effect) {
 	case contender.Create:
 		en.attempts = 0
 		c.sendingCreate(en)
-		c.commit.submit(&c.rd, op{kind: input.OpCreate, id: en.id, path: ef.Path, data: en.data, fixed: en.c.Borrowed()})
+		c.commit.submit(&c.rd, op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.data, Fixed: en.c.Borrowed()})
 	case contender.CreateParents:
 		waiting, inFlight := c.parents[ef.Path]
 		c.parents[ef.Path] = append(waiting, en.id)
 		if !inFlight {
-			c.commit.submit(&c.rd, op{kind: input.OpCreateParents, path: ef.Path})
+			c.commit.submit(&c.rd, op{Kind: input.OpCreateParents, Path: ef.Path})
 		}
 	case contender.List:
 		c.requestListing(ef.Path, en.id)
 	case contender.Recover:
-		c.commit.submit(&c.rd, op{kind: input.OpRecover, id: en.id, path: ef.Path, find: ef.ID})
+		c.commit.submit(&c.rd, op{Kind: input.OpRecover, ID: en.id, Path: ef.Path, Find: ef.ID})
 	case contender.Watch:
 		c.watch(en, ef)
 	case contender.Delete:
 		c.sendingChange(en.c.LockPath())
-		o := op{kind: input.OpDelete, id: en.id, path: ef.Path}
+		o := op{Kind: input.OpDelete, ID: en.id, Path: ef.Path}
 		if en.c.Granted() && c.localWatch[ef.Path] != nil {
 			// A holder lets go and a waiter of ours is next: the lock is
 			// idle until this delete is answered, so it waits for nothing.
@@ -130,36 +148,36 @@ func (c *core) apply(en *entry, ef contender.Effect) {
 		c.grant(en, ef)
 	case contender.Fail:
 		c.detach(en)
-		c.notify(notice{kind: noteAcquired, acquired: en.acquired, err: ef.Err})
+		c.notify(notice{Kind: noteAcquired, ID: en.id, Err: ef.Err})
 		kind := events.Failed
-		if ef.Err == context.Canceled || ef.Err == context.DeadlineExceeded || ef.Err == ErrClosed {
+		if ef.Err == ErrClosed || slices.Contains(c.cfg.CancelErrs, ef.Err) {
 			kind = events.Cancelled
 		}
 		c.report(en, events.Report{Kind: kind, Path: en.c.LockPath(), Err: ef.Err})
 	case contender.Released:
-		c.endLease(en, notice{kind: noteEnded, lease: en.lease, err: ef.Err})
-		if en.released != nil {
-			c.notify(notice{kind: noteReleased, released: en.released, err: ef.Err})
-			en.released = nil
+		c.endLease(en, notice{Kind: noteEnded, ID: en.id, Token: en.token, Err: ef.Err})
+		if en.releasing {
+			c.notify(notice{Kind: noteReleased, ID: en.id, Err: ef.Err})
+			en.releasing = false
 		}
-		c.report(en, events.Report{Kind: events.Released, Path: en.c.LockPath(), Token: en.lease.token})
+		c.report(en, events.Report{Kind: events.Released, Path: en.c.LockPath(), Token: en.token})
 	case contender.Suspend:
-		c.notify(notice{kind: noteSuspended, lease: en.lease})
+		c.notify(notice{Kind: noteSuspended, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Suspended, Path: en.c.LockPath()})
 	case contender.Resume:
-		c.notify(notice{kind: noteResumed, lease: en.lease})
+		c.notify(notice{Kind: noteResumed, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Resumed, Path: en.c.LockPath()})
 	case contender.Lost:
-		c.trust.forget(en.lease)
-		c.endLease(en, notice{kind: noteLost, lease: en.lease, err: ef.Err})
-		if en.released != nil {
-			c.notify(notice{kind: noteReleased, released: en.released, lease: en.lease, fromLease: true})
-			en.released = nil
+		c.trust.Forget(en.id)
+		c.endLease(en, notice{Kind: noteLost, ID: en.id, Token: en.token, Err: ef.Err})
+		if en.releasing {
+			c.notify(notice{Kind: noteReleased, ID: en.id, Token: en.token, FromLease: true})
+			en.releasing = false
 		}
-		c.report(en, events.Report{Kind: events.Lost, Path: en.c.LockPath(), Token: en.lease.token, Err: ef.Err})
+		c.report(en, events.Report{Kind: events.Lost, Path: en.c.LockPath(), Token: en.token, Err: ef.Err})
 	case contender.Park:
 		if ef.Err != nil {
-			c.log.Warn("request refused; retrying", "path", en.c.LockPath(), "err", ef.Err)
+			c.log(levelWarn, "request refused; retrying", "path", en.c.LockPath(), "err", ef.Err)
 		}
 		c.park(en)
 	case contender.Forget:
@@ -171,21 +189,20 @@ func (c *core) apply(en *entry, ef contender.Effect) {
 // trusted at this instant.
 func (c *core) grant(en *entry, ef contender.Effect) {
 	en.attempts = 0
-	lease := c.newLease(en.id, en.c.LockPath(), en.c.NodePath(), ef.Token)
-	if !c.trust.admit(lease, c.session) {
+	if !c.trust.Admit(grant{ID: en.id, Path: en.c.LockPath(), Node: en.c.NodePath(), Token: ef.Token}, c.session) {
 		// The watchdog found the session untrusted after the loop last
 		// heard from it, or follows a session the loop has not heard of
 		// yet: no one may be granted now.
-		c.stepContender(en, contender.Input{Kind: contender.GrantRefused, SessionEnded: !c.trust.follows(c.session)})
+		c.stepContender(en, contender.Input{Kind: contender.GrantRefused, SessionEnded: !c.trust.Follows(c.session)})
 		return
 	}
 	c.detach(en)
-	en.lease = lease
-	c.notify(notice{kind: noteAcquired, acquired: en.acquired, lease: lease})
+	en.node, en.token = en.c.NodePath(), ef.Token
+	c.notify(notice{Kind: noteAcquired, ID: en.id, Token: ef.Token})
 	c.report(en, events.Report{Kind: events.Granted, Path: en.c.LockPath(), Node: en.c.Node(), Token: ef.Token})
 	c.granted(en)
 	if ef.Suspended {
-		c.notify(notice{kind: noteSuspended, lease: lease})
+		c.notify(notice{Kind: noteSuspended, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Suspended, Path: en.c.LockPath()})
 	}
 	if en.revocable {
@@ -197,31 +214,38 @@ func (c *core) grant(en *entry, ef contender.Effect) {
 // any, was left to the session's end.
 func (c *core) forget(en *entry, err error) {
 	if err != nil {
-		c.log.Error("node left until the session ends", "path", en.c.LockPath(), "err", err)
+		c.log(levelError, "node left until the session ends", "path", en.c.LockPath(), "err", err)
 	}
 	c.unwatch(en)
 	if en.c.Node() != "" {
 		c.gone(en.c.NodePath()) // forgotten, whether or not it still exists
 	}
 	if en.revokeWatch {
-		if node := en.lease.node; c.revokers[node] == en.id {
-			delete(c.revokers, node)
+		if c.revokers[en.node] == en.id {
+			delete(c.revokers, en.node)
 		}
 	}
 	c.detach(en)
-	if en.lease != nil {
-		c.trust.forget(en.lease)
-		c.endLease(en, notice{kind: noteEnded, lease: en.lease})
+	if en.leased() {
+		c.trust.Forget(en.id)
+		c.endLease(en, notice{Kind: noteEnded, ID: en.id, Token: en.token})
 	}
-	if en.released != nil {
+	if en.releasing {
 		// A release that raced a loss ends with the loss.
-		c.notify(notice{kind: noteReleased, released: en.released, lease: en.lease, fromLease: true})
-		en.released = nil
+		n := notice{Kind: noteReleased, ID: en.id, FromLease: true}
+		if en.leased() {
+			n.Token = en.token
+		}
+		c.notify(n)
+		en.releasing = false
 	}
 	if en.c.Borrowed() {
 		if c.borrowed[en.c.LockPath()]--; c.borrowed[en.c.LockPath()] == 0 {
 			delete(c.borrowed, en.c.LockPath())
 		}
+	}
+	if en.leased() {
+		c.notify(notice{Kind: noteDropped, ID: en.id})
 	}
 	delete(c.contenders, en.id)
 }
@@ -237,10 +261,10 @@ func (c *core) endLease(en *entry, n notice) {
 // forceEnd ends a contender without its machine: only when closing.
 func (c *core) forceEnd(en *entry, err error) {
 	if en.c.ForceEnd() {
-		c.notify(notice{kind: noteAcquired, acquired: en.acquired, err: err})
+		c.notify(notice{Kind: noteAcquired, ID: en.id, Err: err})
 	}
-	if en.lease != nil {
-		c.endLease(en, notice{kind: noteLost, lease: en.lease, err: err})
+	if en.leased() {
+		c.endLease(en, notice{Kind: noteLost, ID: en.id, Token: en.token, Err: err})
 	}
 	c.forget(en, nil)
 }

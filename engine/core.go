@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
@@ -12,15 +12,19 @@ import (
 // core is the engine's deterministic heart: every contender, every watch,
 // listing, batch, timer and session flag the engine keeps, and every
 // decision made on them. It is single-threaded and reaches nothing outside
-// itself: no goroutine, no ZooKeeper client, no clock, no timer. Events go
-// in through step, one at a time; what the core decided comes out of ready
-// as actions for the runtime to carry out (requests to send, timers to arm
-// or stop, contexts to follow, futures to resolve, leases to mark, reports,
-// the engine's state). The shape is etcd raft's RawNode: Step in, Ready out.
+// itself: no goroutine, no ZooKeeper client, no clock, no timer, no
+// logger, no future or lease. Events go in through Step, one at a time;
+// what the core decided comes out of Ready as plain values keyed by
+// contender ids, for the runtime to carry out (requests to send, timers
+// to arm or stop, cancel groups to follow, notices to users, log records,
+// counts, the engine's state). The shape is etcd raft's RawNode: Step in,
+// Ready out.
 //
 // The runtime (runtime.go) owns the core and runs it on the loop goroutine;
-// the simulator (sim_test.go) runs the same runtime with every seam of the
-// outside world replaced, so a seed replays a whole run.
+// it keeps, by contender id, the futures, leases and contexts the core's
+// decisions are about. The simulator (sim_test.go) runs the same runtime
+// with every seam of the outside world replaced, so a seed replays a whole
+// run.
 //
 // The core asks the outside world one question, synchronously: whether the
 // session is still trusted as a lease is granted (see admitter). The
@@ -29,27 +33,16 @@ import (
 // the loop is doing, and "admitted before the lapse" must be decided under
 // the watchdog's lock.
 type core struct {
-	cfg   Config
-	log   *slog.Logger
+	cfg   coreConfig
 	trust admitter
-	// newID makes a contender's protected id; newLease makes the Lease
-	// handed to a granted contender. Both are data constructors supplied by
-	// the runtime (ids are random in production, seeded in the simulator).
-	newID    func() string
-	newLease func(id uint64, path, node string, token int64) *Lease
-	// count and gauges are the figures Stats, Sessions and the metrics
-	// read from other goroutines: atomics the core only adds to.
-	count  *counters
-	gauges *gauges
 
 	rd ready // what the core decided since the runtime last took it
 
-	nextID     uint64
 	contenders map[uint64]*entry
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
-	cancels    map[<-chan struct{}]*cancelGroup
+	cancels    map[uint64]*cancelGroup
 	listings   map[string]*listing // lock path → shared listing
 	parents    map[string][]uint64 // lock path → contenders awaiting its creation
 	revokers   map[string]uint64   // held node path → its revocable contender
@@ -100,18 +93,57 @@ type core struct {
 	foreignLogged map[string]struct{}
 }
 
-// admitter is the session watchdog as the core sees it (sessionTrust in
-// production and in the simulator).
+// coreConfig is what the core needs of the engine's configuration, as
+// plain values.
+type coreConfig struct {
+	// CloseTimeout bounds how long Close waits for nodes to be deleted.
+	CloseTimeout time.Duration
+	// MaxInFlight bounds the requests outstanding at once.
+	MaxInFlight int
+	// ACLBytes is the encoded size of the ACL every create carries.
+	ACLBytes int
+	// FailOnExpiry fails every waiter when the session expires.
+	FailOnExpiry bool
+	// NoPin turns the listing-free cycle off (see prediction.go).
+	NoPin bool
+	// Observe: an observer wants reports.
+	Observe bool
+	// Root is the engine's namespace, taken off the paths the core logs.
+	Root string
+	// NewID makes a contender's protected id (random in production,
+	// seeded in the simulator).
+	NewID func() string
+	// Debug reports whether debug records are wanted now (the logger's
+	// level may change while the engine runs); nil: never.
+	Debug func() bool
+	// CancelErrs are the errors, beside ErrClosed, with which an
+	// acquisition ends as cancelled rather than failed (the contexts'
+	// own: context.Canceled, context.DeadlineExceeded).
+	CancelErrs []error
+}
+
+// admitter is the session watchdog as the core sees it, keyed by
+// contender id: the runtime maps each id to its lease.
 type admitter interface {
-	// admit registers a lease about to be granted under session, so that a
-	// lapse of trust closes its Lost channel; false, and nothing
+	// Admit registers the lease g, about to be granted under session, so
+	// that a lapse of trust closes its Lost channel; false, and nothing
 	// registered, when the session is not trusted now or is not the one
-	// the watchdog follows.
-	admit(l *Lease, session int64) bool
-	// forget unregisters a lease that ended.
-	forget(l *Lease)
-	// follows reports whether the watchdog follows session.
-	follows(session int64) bool
+	// the watchdog follows. The lease is whole from here on: whoever reads
+	// the engine's leases sees it granted, before its notice reaches the
+	// user.
+	Admit(g grant, session int64) bool
+	// Forget unregisters the lease of contender id: it ended.
+	Forget(id uint64)
+	// Follows reports whether the watchdog follows session.
+	Follows(session int64) bool
+}
+
+// grant is a lease the core is about to grant: contender ID's, on the
+// node at Node (a child of the lock path Path), with fencing token Token.
+type grant struct {
+	ID         uint64
+	Path, Node string
+	Token      int64
 }
 
 // entry is the core's record of one contender.
@@ -122,12 +154,13 @@ type entry struct {
 	id       uint64
 	c        contender.Machine
 	data     []byte // the node's data
-	acquired *Future[*Lease]
-	lease    *Lease
-	released *Future[struct{}]
-	cancelOn <-chan struct{} // the acquisition context's Done, while watched
+	node     string // the leased node's path, once granted (see leased)
+	token    int64  // the grant's token, once granted
+	cancelOn uint64 // the cancel group of the acquisition, while followed
 	watching string
 	attempts uint16 // consecutive parks, for backoff
+	// releasing: a release waits for its outcome.
+	releasing bool
 	// revocable: a held lease watches its node for revocation requests;
 	// revokeWatch: such a watch is registered in revokers; revoked: a
 	// request came, and no more watch is needed; ended: the lease was
@@ -136,18 +169,19 @@ type entry struct {
 	local                                  bool // watching is one of our own nodes (see localWatch)
 }
 
-func newCore(cfg Config, trust admitter, count *counters, gauges *gauges) *core {
+// leased reports whether the contender was granted: the runtime keeps a
+// lease for it.
+func (en *entry) leased() bool { return en.node != "" }
+
+func newCore(cfg coreConfig, trust admitter) *core {
 	return &core{
 		cfg:        cfg,
-		log:        cfg.Logger,
 		trust:      trust,
-		count:      count,
-		gauges:     gauges,
 		contenders: make(map[uint64]*entry),
 		watchers:   make(map[string][]uint64),
 		localWatch: make(map[string][]uint64),
 		nodes:      make(map[string]uint64),
-		cancels:    make(map[<-chan struct{}]*cancelGroup),
+		cancels:    make(map[uint64]*cancelGroup),
 		listings:   make(map[string]*listing),
 		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
@@ -155,7 +189,7 @@ func newCore(cfg Config, trust admitter, count *counters, gauges *gauges) *core 
 		views:      make(map[string]*pathView),
 		strayPins:  make(map[string]bool),
 		changing:   make(map[string]int),
-		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: aclSize(cfg.ACL)},
+		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: cfg.ACLBytes},
 		timers:     make(map[uint64]struct{}),
 		retryAt:    make(map[uint64]uint64),
 		untrusted:  true,         // until the first session's handshake is answered
@@ -163,8 +197,8 @@ func newCore(cfg Config, trust admitter, count *counters, gauges *gauges) *core 
 	}
 }
 
-// step handles one event.
-func (c *core) step(ev input.Event) {
+// Step handles one event.
+func (c *core) Step(ev input.Event) {
 	switch ev := ev.(type) {
 	case input.Command:
 		c.handleCommand(ev.Payload)
@@ -183,25 +217,29 @@ func (c *core) step(ev input.Event) {
 	}
 }
 
-// endTurn ends a batch of events: it sends the creates and deletes the
+// EndTurn ends a batch of events: it sends the creates and deletes the
 // batch decided, as few requests as group commit allows, and the requests
 // the in-flight bound held back; and it shuts the core down once it is
-// closing and nothing is left.
-func (c *core) endTurn() {
+// closing and nothing is left, stopping every timer still armed.
+func (c *core) EndTurn() {
 	c.commit.flush(&c.rd)
 	if c.closing && len(c.contenders) == 0 && !c.exited {
 		c.exited = true
 		c.rd.Exit = true
 		c.setState(StateClosed)
+		c.stopTimers()
 	}
 }
 
-// ready hands over what the core decided since the last call.
-func (c *core) ready() ready {
+// Ready hands over what the core decided since the last call.
+func (c *core) Ready() ready {
 	rd := c.rd
 	c.rd = ready{}
 	return rd
 }
+
+// Contenders is the number of contenders the core keeps.
+func (c *core) Contenders() int { return len(c.contenders) }
 
 // byID returns the contenders in the order they were made. Steps that
 // visit every contender go in this order, not the map's random one, so

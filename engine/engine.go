@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
@@ -68,7 +69,7 @@ type Request struct {
 // RevokeData is what a revoker writes into a holder's node to ask it to
 // let go: the same bytes Curator's Revoker writes, so Java and Go holders
 // and revokers understand each other.
-var RevokeData = []byte("__REVOKE__")
+var RevokeData = []byte(revokeData)
 
 // Engine runs acquisitions on one ZooKeeper session. It is the runtime
 // around a deterministic core (core.go): the runtime owns the ZooKeeper
@@ -108,9 +109,36 @@ type Engine struct {
 	closed bool
 
 	// Owned by the loop goroutine.
-	core     *core
-	timers   map[uint64]timer                       // armed for the core, by its ids
-	contexts map[<-chan struct{}]func() (stop bool) // followed for the core
+	core   *core
+	timers map[uint64]timer // armed for the core, by its ids
+	// What the core's decisions are about, by contender id: the
+	// acquisitions not yet resolved, the leases admitted and not yet
+	// dropped, the releases waiting for their outcome. nextID is the last
+	// id given.
+	nextID    uint64
+	acquiring map[uint64]*Future[*Lease]
+	leases    map[uint64]*Lease
+	releasing map[uint64]*releaseCmd
+	// The cancel groups' contexts, by group, and the groups by their
+	// contexts' Done channel (see cancelGroup).
+	contexts  map[uint64]followed
+	groups    map[<-chan struct{}]uint64
+	nextGroup uint64
+}
+
+// acquireCmd and releaseCmd are the users' commands as posted to the
+// loop: the core's command, and what the runtime keeps for it. The loop
+// hands the core a pointer into them (see step).
+type acquireCmd struct {
+	ctx context.Context
+	fut *Future[*Lease]
+	req coreAcquire
+}
+
+type releaseCmd struct {
+	lease *Lease
+	fut   *Future[struct{}]
+	req   coreRelease
 }
 
 // Start connects to ZooKeeper and starts the loop. It returns once a session
@@ -167,24 +195,35 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 // newEngine makes an engine with its core, not yet connected.
 func newEngine(cfg Config) *Engine {
 	e := &Engine{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		inbox:    newInbox(),
-		states:   newStateWatch(),
-		loopDone: make(chan struct{}),
-		ready:    make(chan struct{}),
-		timers:   make(map[uint64]timer),
-		contexts: make(map[<-chan struct{}]func() bool),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		inbox:     newInbox(),
+		states:    newStateWatch(),
+		loopDone:  make(chan struct{}),
+		ready:     make(chan struct{}),
+		timers:    make(map[uint64]timer),
+		acquiring: make(map[uint64]*Future[*Lease]),
+		leases:    make(map[uint64]*Lease),
+		releasing: make(map[uint64]*releaseCmd),
+		contexts:  make(map[uint64]followed),
+		groups:    make(map[<-chan struct{}]uint64),
 	}
 	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
 		e.inbox.Put(input.TrustChanged{Lapsed: lapsed})
 	})
-	e.core = newCore(cfg, e.trust, &e.count, &e.gauges)
-	e.core.newLease = func(id uint64, path, node string, token int64) *Lease {
-		return newLease(e, id, path, node, token)
-	}
 	e.rt.newID = nodename.NewID
-	e.core.newID = func() string { return e.rt.newID() }
+	e.core = newCore(coreConfig{
+		CloseTimeout: cfg.CloseTimeout,
+		MaxInFlight:  cfg.MaxInFlight,
+		ACLBytes:     aclSize(cfg.ACL),
+		FailOnExpiry: cfg.FailOnExpiry,
+		NoPin:        cfg.NoPin,
+		Observe:      cfg.Observer != nil,
+		Root:         cfg.Root,
+		NewID:        func() string { return e.rt.newID() },
+		Debug:        func() bool { return e.log.Enabled(context.Background(), slog.LevelDebug) },
+		CancelErrs:   []error{context.Canceled, context.DeadlineExceeded},
+	}, loopTrust{e})
 	return e
 }
 
@@ -243,14 +282,17 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 // acquire hands the loop an acquisition, with a valid request on the
 // server's path, whose outcome resolves fut.
 func (e *Engine) acquire(ctx context.Context, req Request, fut *Future[*Lease]) {
-	if !e.post(acquireCmd{ctx: ctx, req: req, fut: fut}) {
+	cmd := &acquireCmd{ctx: ctx, fut: fut, req: coreAcquire{Path: req.Path, Kind: req.Kind,
+		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly,
+		Revocable: req.Revocable, FailOnExpiry: req.FailOnExpiry}}
+	if !e.post(cmd) {
 		fut.resolve(nil, ErrClosed)
 	}
 }
 
 func (e *Engine) release(l *Lease) *Future[struct{}] {
 	fut := newFuture[struct{}]()
-	if !e.post(releaseCmd{lease: l, fut: fut}) {
+	if !e.post(&releaseCmd{lease: l, fut: fut}) {
 		fut.resolve(struct{}{}, l.Err())
 	}
 	return fut
@@ -286,7 +328,7 @@ func (e *Engine) post(cmd any) bool {
 // server expires), and how each acquisition and lease ended is told by
 // its own future, Lost channel and Err.
 func (e *Engine) Close() error {
-	e.closeOnce.Do(func() { e.post(closeCmd{}) })
+	e.closeOnce.Do(func() { e.post(&coreClose{}) })
 	<-e.loopDone
 	e.wg.Wait()
 	return nil

@@ -23,8 +23,8 @@ import (
 
 // createFlags: lock nodes are ephemeral and sequential, but for a node
 // with a borrowed number.
-func (o op) createFlags() int32 {
-	if o.fixed {
+func createFlags(o op) int32 {
+	if o.Fixed {
 		return zk.FlagEphemeral
 	}
 	return zk.FlagEphemeralSequential
@@ -112,8 +112,8 @@ func (e *Engine) start(o op) {
 // run carries out one request on its own goroutine and posts its outcome.
 func (e *Engine) run(o op) {
 	var dones []input.OpDone
-	if o.batch != nil {
-		dones = e.execBatch(o.batch)
+	if o.Batch != nil {
+		dones = e.execBatch(o.Batch)
 	} else {
 		dones = []input.OpDone{e.exec(o)}
 	}
@@ -121,7 +121,7 @@ func (e *Engine) run(o op) {
 	for _, d := range dones {
 		e.inbox.Put(d)
 	}
-	e.inbox.Put(input.RequestDone{Write: o.write})
+	e.inbox.Put(input.RequestDone{Write: o.Write})
 }
 
 // execBatch sends creates and deletes as one multi request and reports
@@ -135,12 +135,12 @@ func (e *Engine) run(o op) {
 func (e *Engine) execBatch(batch []op) []input.OpDone {
 	reqs := make([]any, len(batch))
 	for i, o := range batch {
-		e.count.n[o.kind].Add(1)
-		switch o.kind {
+		e.count.n[o.Kind].Add(1)
+		switch o.Kind {
 		case input.OpCreate:
-			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: e.cfg.ACL, Flags: o.createFlags()}
+			reqs[i] = &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: e.cfg.ACL, Flags: createFlags(o)}
 		case input.OpDelete:
-			reqs[i] = &zk.DeleteRequest{Path: o.path, Version: -1}
+			reqs[i] = &zk.DeleteRequest{Path: o.Path, Version: -1}
 		}
 	}
 	e.count.multis.Add(1)
@@ -151,8 +151,8 @@ func (e *Engine) execBatch(batch []op) []input.OpDone {
 	switch {
 	case err == nil && len(res) == len(batch):
 		for i, o := range batch {
-			dones[i] = input.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(res[i].Error), Err: res[i].Error}
-			if o.kind == input.OpCreate {
+			dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(res[i].Error), Err: res[i].Error}
+			if o.Kind == input.OpCreate {
 				dones[i].Name = path.Base(res[i].String)
 			}
 			dones[i].Zxid = zxid
@@ -172,7 +172,7 @@ func (e *Engine) execBatch(batch []op) []input.OpDone {
 			err = zk.ErrConnectionClosed // a reply that does not match the request
 		}
 		for i, o := range batch {
-			dones[i] = input.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(err), Err: err}
+			dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}
 		}
 	}
 	return dones
@@ -180,20 +180,20 @@ func (e *Engine) execBatch(batch []op) []input.OpDone {
 
 // exec sends one request and waits for its reply.
 func (e *Engine) exec(o op) (done input.OpDone) {
-	done = input.OpDone{Op: o.kind, Contender: o.id, Path: o.path}
+	done = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path}
 	defer func() { done.Outcome = classify(done.Err) }()
-	e.count.n[o.kind].Add(1)
-	switch o.kind {
+	e.count.n[o.Kind].Add(1)
+	switch o.Kind {
 	case input.OpCreate:
-		created, err := e.conn.Create(o.path, o.data, o.createFlags(), e.cfg.ACL)
+		created, err := e.conn.Create(o.Path, o.Data, createFlags(o), e.cfg.ACL)
 		done.Name, done.Err = path.Base(created), err
 		// Read after the reply: at least the create's zxid (the token of a
 		// grant made without a listing; see prediction.go).
 		done.Zxid = e.lastZxid.Load()
 	case input.OpCreateParents:
-		done.Err = e.ensurePath(o.path)
+		done.Err = e.ensurePath(o.Path)
 	case input.OpList:
-		children, stat, err := e.conn.Children(o.path)
+		children, stat, err := e.conn.Children(o.Path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
 			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
@@ -201,23 +201,23 @@ func (e *Engine) exec(o op) (done input.OpDone) {
 	case input.OpWatch:
 		// A data watch, not an exists watch: on a node already gone it
 		// fails with no-node and leaves no watch behind.
-		_, _, _, done.Err = e.conn.GetW(o.path)
+		_, _, _, done.Err = e.conn.GetW(o.Path)
 	case input.OpWatchChildren:
-		children, stat, _, err := e.conn.ChildrenW(o.path)
+		children, stat, _, err := e.conn.ChildrenW(o.Path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
 			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
 		}
 	case input.OpRevokeWatch:
-		done.Data, _, _, done.Err = e.conn.GetW(o.path)
+		done.Data, _, _, done.Err = e.conn.GetW(o.Path)
 	case input.OpRecover:
-		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.path, o.find)
+		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.Path, o.Find)
 	case input.OpPin:
-		_, done.Err = e.conn.Create(o.path, nil, zk.FlagEphemeral, e.cfg.ACL)
+		_, done.Err = e.conn.Create(o.Path, nil, zk.FlagEphemeral, e.cfg.ACL)
 	case input.OpUnpin:
-		done.Err = e.conn.Delete(o.path, -1)
+		done.Err = e.conn.Delete(o.Path, -1)
 	case input.OpDelete:
-		done.Err = e.conn.Delete(o.path, -1)
+		done.Err = e.conn.Delete(o.Path, -1)
 		// Read after the reply: at least the deletion's zxid (see handOff).
 		done.Zxid = e.lastZxid.Load()
 	}

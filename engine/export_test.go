@@ -58,7 +58,7 @@ func (e *Engine) Queued() int { return e.inbox.Len() }
 func (e *Engine) Post(ev input.Event) { e.inbox.Put(ev) }
 
 // BeginClose starts Close without waiting for the loop.
-func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(closeCmd{}) }) }
+func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(&coreClose{}) }) }
 
 // Handshake, Answered and SawZxid are what trackedConn reads off the wire.
 func (e *Engine) Handshake(sent time.Duration, session int64, timeout time.Duration) {
@@ -81,7 +81,7 @@ func (e *Engine) Trusted() bool {
 }
 
 // Contenders is the number of contenders the loop keeps.
-func (e *Engine) Contenders() int { return len(e.core.contenders) }
+func (e *Engine) Contenders() int { return e.core.Contenders() }
 
 // RunCallbacksInPlace has every future run its callbacks at once on the
 // resolving goroutine, until restore is called: the simulator's one

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/turnstile-go/turnstile/queue"
+import (
+	"strings"
+
+	"github.com/turnstile-go/turnstile/queue"
+)
 
 // Children of a lock path that are no lock node (another application's, or
 // a name no client writes) are ignored by every recipe. The engine logs
@@ -25,6 +29,15 @@ func (c *core) noteForeign(path string, l *queue.Listing) {
 			c.foreignLogged = make(map[string]struct{})
 		}
 		c.foreignLogged[name] = struct{}{}
-		c.log.Warn("ignoring a child of a lock path that is no lock node", "path", c.cfg.namespacePath(path), "child", name)
+		c.log(levelWarn, "ignoring a child of a lock path that is no lock node", "path", c.namespacePath(path), "child", name)
 	}
+}
+
+// namespacePath is the path in the engine's namespace of p, a server path
+// under the root, as logs name it.
+func (c *core) namespacePath(p string) string {
+	if c.cfg.Root == "" {
+		return p
+	}
+	return strings.TrimPrefix(p, c.cfg.Root)
 }

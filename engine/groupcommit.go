@@ -12,22 +12,22 @@ import (
 
 // op is one request to send.
 type op struct {
-	batch []op // creates and deletes sent as one multi request; nothing else set
-	kind  input.OpKind
-	id    uint64 // the contender; 0 for shared listings
-	path  string
-	data  []byte
-	fixed bool   // OpCreate: a non-sequential node
-	write bool   // counted in the writes in flight
-	find  string // OpRecover: the protected id to look for
+	Batch []op // creates and deletes sent as one multi request; nothing else set
+	Kind  input.OpKind
+	ID    uint64 // the contender; 0 for shared listings
+	Path  string
+	Data  []byte
+	Fixed bool   // OpCreate: a non-sequential node
+	Write bool   // counted in the writes in flight
+	Find  string // OpRecover: the protected id to look for
 }
 
 func (o op) String() string {
-	if o.batch == nil {
-		return o.kind.String() + " " + o.path
+	if o.Batch == nil {
+		return o.Kind.String() + " " + o.Path
 	}
-	parts := make([]string, len(o.batch))
-	for i, b := range o.batch {
+	parts := make([]string, len(o.Batch))
+	for i, b := range o.Batch {
 		parts[i] = b.String()
 	}
 	return "multi [" + strings.Join(parts, ", ") + "]"
@@ -81,7 +81,7 @@ type groupCommit struct {
 // submit queues a create or a delete for the end of the turn, and sends
 // anything else now if the in-flight bound allows.
 func (g *groupCommit) submit(rd *ready, o op) {
-	if o.kind == input.OpCreate || o.kind == input.OpDelete {
+	if o.Kind == input.OpCreate || o.Kind == input.OpDelete {
 		g.writes = append(g.writes, o)
 		return
 	}
@@ -115,11 +115,11 @@ func (g *groupCommit) flush(rd *ready) {
 		if len(batch) == 0 {
 			break // every create queued waits for one on its path
 		}
-		o := op{batch: batch}
+		o := op{Batch: batch}
 		if len(batch) == 1 {
 			o = batch[0]
 		}
-		o.write = true
+		o.Write = true
 		g.send(rd, o)
 		g.writing++
 	}
@@ -155,13 +155,13 @@ func (g *groupCommit) takeBatch() []op {
 	)
 	for i, o := range g.writes {
 		lockPath := ""
-		if o.kind == input.OpCreate {
-			lockPath = o.path[:strings.LastIndexByte(o.path, '/')]
+		if o.Kind == input.OpCreate {
+			lockPath = o.Path[:strings.LastIndexByte(o.Path, '/')]
 		}
 		s := multiOpSize(o, g.aclBytes)
 		full := len(batch) == maxBatch || (started && size+s > maxBatchBytes)
 		if full || held[lockPath] || (lockPath != "" && g.creating[lockPath] > 0 && !slices.ContainsFunc(batch, func(b op) bool {
-			return b.kind == input.OpCreate && strings.HasPrefix(b.path, lockPath+"/")
+			return b.Kind == input.OpCreate && strings.HasPrefix(b.Path, lockPath+"/")
 		})) {
 			if lockPath != "" {
 				if held == nil {
@@ -212,8 +212,8 @@ const (
 // multiOpSize is the encoded size of a create (with an ACL of aclBytes)
 // or a delete inside a multi.
 func multiOpSize(o op, aclBytes int) int {
-	if o.kind == input.OpCreate {
-		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + aclBytes + 4 // path, data, acl, flags
+	if o.Kind == input.OpCreate {
+		return multiHeaderSize + 4 + len(o.Path) + 4 + len(o.Data) + aclBytes + 4 // path, data, acl, flags
 	}
-	return multiHeaderSize + 4 + len(o.path) + 4 // path, version
+	return multiHeaderSize + 4 + len(o.Path) + 4 // path, version
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
-	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -64,12 +63,11 @@ type coreScript struct {
 	names map[string]string // protected id → contender name
 	en    map[string]uint64 // contender name → its entry's id
 	who   map[uint64]string // entry id → contender name
-	ctxs  map[string]context.Context
-	stops map[string]context.CancelFunc
-	futs  map[*Future[*Lease]]string
-	rels  map[*Future[struct{}]]string
-	// leases are the leases granted, by contender name.
-	leases map[string]*Lease
+	// groups are the cancel groups the script named, and their ids.
+	groups map[string]uint64
+	// leased are the contenders granted, by name.
+	leased map[string]bool
+	nextID uint64 // the last contender id given
 	// pending is the name the next acquisition takes.
 	pending string
 	// pins are the names of the pins the core made, printed as ~pin.
@@ -91,28 +89,24 @@ type coreScriptTrust struct {
 	session int64
 }
 
-func (t *coreScriptTrust) admit(_ *Lease, session int64) bool {
+func (t *coreScriptTrust) Admit(_ grant, session int64) bool {
 	return !t.lapsed && session == t.session
 }
-func (t *coreScriptTrust) forget(*Lease)              {}
-func (t *coreScriptTrust) follows(session int64) bool { return session == t.session }
+func (t *coreScriptTrust) Forget(uint64)              {}
+func (t *coreScriptTrust) Follows(session int64) bool { return session == t.session }
 
 func newCoreScript() *coreScript {
 	s := &coreScript{trust: &coreScriptTrust{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
-		who: map[uint64]string{}, ctxs: map[string]context.Context{}, stops: map[string]context.CancelFunc{},
-		futs: map[*Future[*Lease]]string{}, rels: map[*Future[struct{}]]string{}, leases: map[string]*Lease{}}
-	cfg := Config{Logger: slog.New(slog.DiscardHandler), MaxInFlight: 8, CloseTimeout: 5 * time.Second,
-		Observer: func(events.Report) {}}
-	s.c = newCore(cfg, s.trust, &counters{}, &gauges{})
-	s.c.newID = func() string {
+		who: map[uint64]string{}, groups: map[string]uint64{}, leased: map[string]bool{}}
+	cfg := coreConfig{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true,
+		CancelErrs: []error{context.Canceled, context.DeadlineExceeded}}
+	cfg.NewID = func() string {
 		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.ids)+1)
 		s.ids = append(s.ids, id)
 		s.names[id] = s.pending
 		return id
 	}
-	s.c.newLease = func(id uint64, path, node string, token int64) *Lease {
-		return &Lease{id: id, path: path, node: node, token: token}
-	}
+	s.c = newCore(cfg, s.trust)
 	return s
 }
 
@@ -188,20 +182,16 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		ev = input.OpDone{Op: input.OpRevokeWatch, Contender: en.id, Path: en.c.NodePath(), Data: []byte(data), Outcome: outcomeArg(t, d)}
 	case "release":
 		name := d.CmdArgs[0].Key
-		l := s.leases[name]
-		if l == nil {
+		if !s.leased[name] {
 			t.Fatalf("%s: %s holds no lease", d.Pos, name)
 		}
-		fut := newFuture[struct{}]()
-		s.rels[fut] = name
-		ev = input.Command{Payload: releaseCmd{lease: l, fut: fut}}
+		ev = input.Command{Payload: &coreRelease{ID: s.en[name]}}
 	case "cancel":
 		var g string
 		d.ScanArgs(t, "ctx", &g)
-		s.stops[g]()
-		ev = input.Command{Payload: cancelCmd{done: s.ctxs[g].Done(), cause: context.Cause(s.ctxs[g])}}
+		ev = input.Command{Payload: &coreCancel{Group: s.groups[g], Cause: context.Canceled}}
 	case "close":
-		ev = input.Command{Payload: closeCmd{}}
+		ev = input.Command{Payload: &coreClose{}}
 	case "contenders":
 		return s.contenders()
 	case "timer":
@@ -213,22 +203,22 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 	default:
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
-	s.c.step(ev)
+	s.c.Step(ev)
 	if d, ok := ev.(input.OpDone); ok {
 		if done, answered := s.answer(d); answered {
-			s.c.step(done)
+			s.c.Step(done)
 		}
 	}
-	s.c.endTurn()
-	rd := s.c.ready()
+	s.c.EndTurn()
+	rd := s.c.Ready()
 	out := s.print(rd)
 	// A listing answered from what the core knows is its own event, which
 	// the runtime queues at once: the script hands it over too.
 	for _, ev := range rd.Loopback {
 		if d, ok := ev.(input.OpDone); ok && d.Op == input.OpList {
-			s.c.step(ev)
-			s.c.endTurn()
-			out = strings.TrimSuffix(out, "ok") + s.print(s.c.ready())
+			s.c.Step(ev)
+			s.c.EndTurn()
+			out = strings.TrimSuffix(out, "ok") + s.print(s.c.Ready())
 		}
 	}
 	return strings.TrimSuffix(out, "\n")
@@ -239,7 +229,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 func (s *coreScript) answer(d input.OpDone) (input.RequestDone, bool) {
 	for i, r := range s.sent {
 		for j, o := range r.ops {
-			if o.kind == d.Op && o.id == d.Contender && o.path == d.Path {
+			if o.Kind == d.Op && o.ID == d.Contender && o.Path == d.Path {
 				r.ops = slices.Delete(r.ops, j, j+1)
 				s.sent[i] = r
 				if len(r.ops) > 0 {
@@ -256,7 +246,7 @@ func (s *coreScript) answer(d input.OpDone) (input.RequestDone, bool) {
 func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 	name := d.CmdArgs[0].Key
 	s.pending = name
-	req := Request{Path: pathArg(t, d), Kind: queue.KindMutex, Decide: coreScriptDecide(queue.KindMutex)}
+	req := coreAcquire{Path: pathArg(t, d), Kind: queue.KindMutex, Decide: coreScriptDecide(queue.KindMutex)}
 	if d.HasArg("recipe") {
 		var r string
 		d.ScanArgs(t, "recipe", &r)
@@ -273,24 +263,23 @@ func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 		req.Seq = nodename.FormatSeq(seq)
 	}
 	req.TryOnly, req.Revocable = d.HasArg("try"), d.HasArg("revocable")
-	ctx := context.Background()
 	if d.HasArg("ctx") {
 		var g string
 		d.ScanArgs(t, "ctx", &g)
-		if s.ctxs[g] == nil {
-			s.ctxs[g], s.stops[g] = context.WithCancel(context.Background())
+		if s.groups[g] == 0 {
+			s.groups[g] = uint64(len(s.groups) + 1)
 		}
-		ctx = s.ctxs[g]
+		req.Cancel = s.groups[g]
 	}
-	fut := newFuture[*Lease]()
-	s.futs[fut] = name
-	s.en[name] = s.c.nextID + 1
-	s.who[s.c.nextID+1] = name
-	return input.Command{Payload: acquireCmd{ctx: ctx, req: req, fut: fut}}
+	s.nextID++
+	req.ID = s.nextID
+	s.en[name] = req.ID
+	s.who[req.ID] = name
+	return input.Command{Payload: &req}
 }
 
 // coreScriptDecide is the recipe of kind k, as package lock makes it.
-func coreScriptDecide(k queue.Kind) Decider {
+func coreScriptDecide(k queue.Kind) contender.Decider {
 	return func(l *queue.Listing, self string) queue.Decision {
 		var d queue.Decision
 		switch k {
@@ -418,33 +407,36 @@ func (s *coreScript) print(rd ready) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	for _, o := range rd.Requests {
-		if o.kind == input.OpPin {
-			s.pins = append(s.pins, o.path)
+		if o.Kind == input.OpPin {
+			s.pins = append(s.pins, o.Path)
 		}
 		line("send %s", s.op(o))
 		ops := []op{o}
-		if o.batch != nil {
-			ops = slices.Clone(o.batch)
+		if o.Batch != nil {
+			ops = slices.Clone(o.Batch)
 		}
-		s.sent = append(s.sent, sentRequest{ops: ops, write: o.write})
+		s.sent = append(s.sent, sentRequest{ops: ops, write: o.Write})
 	}
 	for _, t := range rd.Timers {
 		line("%v", t)
 	}
 	for _, a := range rd.Contexts {
 		g := "?"
-		for name, ctx := range s.ctxs {
-			if ctx.Done() == a.done {
+		for name, group := range s.groups {
+			if group == a.Group {
 				g = name
 			}
 		}
-		if a.stop {
+		if a.Stop {
 			line("let go of ctx %s", g)
 		} else {
 			line("follow ctx %s", g)
 		}
 	}
 	for _, n := range rd.Notices {
+		if n.Kind == noteDropped {
+			continue // the runtime's bookkeeping, which users never see
+		}
 		line("%s", s.notice(n))
 	}
 	for _, ev := range rd.Loopback {
@@ -468,37 +460,27 @@ func (s *coreScript) print(rd ready) string {
 }
 
 func (s *coreScript) op(o op) string {
-	if o.batch != nil {
-		parts := make([]string, len(o.batch))
-		for i, b := range o.batch {
+	if o.Batch != nil {
+		parts := make([]string, len(o.Batch))
+		for i, b := range o.Batch {
 			parts[i] = s.op(b)
 		}
 		return "multi [" + strings.Join(parts, ", ") + "]"
 	}
-	str := o.kind.String() + " " + o.path
-	if who := s.who[o.id]; who != "" {
+	str := o.Kind.String() + " " + o.Path
+	if who := s.who[o.ID]; who != "" {
 		str += " (" + who + ")"
 	}
 	return str
 }
 
 func (s *coreScript) notice(n notice) string {
-	who := ""
-	switch {
-	case n.acquired != nil:
-		who = s.futs[n.acquired]
-	case n.released != nil:
-		who = s.rels[n.released]
-	case n.lease != nil:
-		who = s.who[n.lease.id]
-	case n.kind == noteReport:
-		who = s.who[n.report.ID]
-	}
-	if n.kind == noteAcquired && n.lease != nil {
-		s.leases[who] = n.lease
+	who := s.who[n.ID]
+	if n.Kind == noteAcquired && n.Err == nil {
+		s.leased[who] = true
 	}
 	text := n.String()
-	if n.kind == noteReleased && n.fromLease {
+	if n.Kind == noteReleased && n.FromLease {
 		text += " (with the lease's end)"
 	}
 	kind, rest, _ := strings.Cut(text, " ")

@@ -43,10 +43,6 @@ type Lease struct {
 	onLost func(cause error)
 }
 
-func newLease(e *Engine, id uint64, path, node string, token int64) *Lease {
-	return &Lease{eng: e, id: id, path: path, node: node, token: token}
-}
-
 // Path is the lock path, as given to Acquire: relative to Config.Root.
 func (l *Lease) Path() string { return l.eng.namespacePath(l.path) }
 

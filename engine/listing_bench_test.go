@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -33,7 +32,7 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, uint64(n)))
 			r.Shuffle(n, func(i, j int) { children[i], children[j] = children[j], children[i] })
 
-			c := bareCore(slog.New(slog.DiscardHandler))
+			c := bareCore()
 			ids := make([]uint64, 0, len(waiters))
 			for i, name := range waiters {
 				en := listingEntry(uint64(i+1), path, name)

@@ -25,7 +25,7 @@ func (c *core) requestListing(path string, id uint64) {
 	l := c.listings[path]
 	if l == nil {
 		c.listings[path] = &listing{current: []uint64{id}, unordered: c.changing[path] > 0}
-		c.commit.submit(&c.rd, op{kind: input.OpList, path: path})
+		c.commit.submit(&c.rd, op{Kind: input.OpList, Path: path})
 		return
 	}
 	l.next = append(l.next, id)
@@ -46,7 +46,7 @@ func (c *core) listed(d input.OpDone, in contender.Input) {
 	l.current, l.next = l.next, nil
 	if len(l.current) > 0 {
 		l.unordered = c.changing[d.Path] > 0
-		c.commit.submit(&c.rd, op{kind: input.OpList, path: d.Path})
+		c.commit.submit(&c.rd, op{Kind: input.OpList, Path: d.Path})
 	} else {
 		delete(c.listings, d.Path)
 	}
@@ -73,7 +73,7 @@ func (c *core) parseListing(path string, children []string) *queue.Listing {
 		}
 		c.wrapLogged[path] = struct{}{}
 		nodes := l.Nodes()
-		c.log.Error("lock path's sequence numbers wrapped: nothing is granted on it until the nodes created before the wrap are gone",
+		c.log(levelError, "lock path's sequence numbers wrapped: nothing is granted on it until the nodes created before the wrap are gone",
 			"path", path, "lowest", nodes[0].Name, "highest", nodes[len(nodes)-1].Name)
 	}
 	return l

@@ -227,7 +227,7 @@ func (c *core) predictedListing(path string, id uint64) bool {
 		return false
 	}
 	v.verified = 0
-	c.count.predicted.Add(1)
+	c.rd.Counts.Predicted++
 	c.rd.Loopback = append(c.rd.Loopback, input.OpDone{Op: input.OpList, Contender: id, Path: path,
 		Children: slices.Clone(v.children), Pzxid: v.verifiedZxid, Outcome: input.OK})
 	return true
@@ -241,9 +241,9 @@ func (c *core) granted(en *entry) {
 	}
 	v.grants++
 	if v.grants >= 2 && v.pin == pinNone && c.connected && !c.closing && c.session != 0 {
-		v.pin, v.pinName = pinCreating, nodename.PinName(c.newID())
+		v.pin, v.pinName = pinCreating, nodename.PinName(c.cfg.NewID())
 		c.sendingChange(en.c.LockPath())
-		c.commit.submit(&c.rd, op{kind: input.OpPin, path: en.c.LockPath() + "/" + v.pinName})
+		c.commit.submit(&c.rd, op{Kind: input.OpPin, Path: en.c.LockPath() + "/" + v.pinName})
 	}
 }
 
@@ -303,7 +303,7 @@ func (c *core) unpinStray(pin string) {
 	}
 	c.strayPins[pin] = true
 	c.sendingChange(path.Dir(pin))
-	c.commit.submit(&c.rd, op{kind: input.OpUnpin, path: pin})
+	c.commit.submit(&c.rd, op{Kind: input.OpUnpin, Path: pin})
 }
 
 // armPinTimer has the sweep run while there is something to sweep.
@@ -330,7 +330,7 @@ func (c *core) sweepPins() {
 			v.pin = pinDeleting
 			v.known = false
 			c.sendingChange(path)
-			c.commit.submit(&c.rd, op{kind: input.OpUnpin, path: path + "/" + v.pinName})
+			c.commit.submit(&c.rd, op{Kind: input.OpUnpin, Path: path + "/" + v.pinName})
 		case v.pin == pinNone:
 			delete(c.views, path)
 		}

@@ -17,7 +17,7 @@ import (
 // file, and to its dependencies by its own (TestPure: go list -deps).
 var coreFiles = []string{
 	"core.go", "ready.go", "contenders.go", "replies.go", "handoff.go", "listings.go",
-	"foreign.go", "watches.go", "cancel.go", "revoke.go", "timers.go", "session.go", "groupcommit.go",
+	"foreign.go", "watches.go", "cancel.go", "revoke.go", "timers.go", "session.go", "groupcommit.go", "prediction.go",
 }
 
 // forbiddenImports are packages through which code reaches the world: the

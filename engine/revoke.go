@@ -1,15 +1,17 @@
 package engine
 
 import (
-	"bytes"
-
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
 )
 
 // Revocation: a revocable holder reads its own node with a data watch; the
-// reply, and every change after it, is checked for RevokeData.
+// reply, and every change after it, is checked for revokeData.
+
+// revokeData is what a revoker writes into a holder's node to ask it to
+// let go: the bytes Curator's Revoker writes (engine.RevokeData).
+const revokeData = "__REVOKE__"
 
 // watchRevoke sends a revocable holder's revocation watch.
 func (c *core) watchRevoke(en *entry) {
@@ -19,19 +21,19 @@ func (c *core) watchRevoke(en *entry) {
 	path := en.c.NodePath()
 	en.revokeWatch = true
 	c.revokers[path] = en.id
-	c.commit.submit(&c.rd, op{kind: input.OpRevokeWatch, id: en.id, path: path})
+	c.commit.submit(&c.rd, op{Kind: input.OpRevokeWatch, ID: en.id, Path: path})
 }
 
 func (c *core) revokeWatchDone(d input.OpDone) {
 	en := c.contenders[d.Contender]
-	if en == nil || en.lease == nil || en.c.Phase() != contender.Held || en.c.NodePath() != d.Path {
+	if en == nil || !en.leased() || en.c.Phase() != contender.Held || en.c.NodePath() != d.Path {
 		return
 	}
 	switch {
-	case d.Outcome == input.OK && bytes.Equal(d.Data, RevokeData):
+	case d.Outcome == input.OK && string(d.Data) == revokeData:
 		delete(c.revokers, d.Path)
 		en.revoked = true
-		c.notify(notice{kind: noteRevoked, lease: en.lease})
+		c.notify(notice{Kind: noteRevoked, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Revoked, Path: en.c.LockPath(), Node: en.c.Node()})
 	case d.Outcome == input.ConnLoss:
 		// The watch may not be set; look again once connected.

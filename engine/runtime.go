@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -106,16 +107,11 @@ func (e *Engine) loop() {
 // the core exits; true then.
 func (e *Engine) turn(batch []input.Event) (exited bool) {
 	for _, ev := range batch {
-		e.core.step(ev)
-		e.carryOut(e.core.ready())
+		e.step(ev)
+		e.carryOut(e.core.Ready())
 	}
-	e.core.endTurn()
-	rd := e.core.ready()
-	if rd.Exit {
-		e.core.stopTimers()
-		stops := e.core.ready()
-		rd.Timers = append(rd.Timers, stops.Timers...)
-	}
+	e.core.EndTurn()
+	rd := e.core.Ready()
 	e.carryOut(rd)
 	if rd.Exit {
 		e.shutdown()
@@ -124,32 +120,89 @@ func (e *Engine) turn(batch []input.Event) (exited bool) {
 	return false
 }
 
+// step hands one event to the core. A user's acquisition takes its id
+// here, in the order the loop takes them, and its cancel group; the
+// runtime keeps by that id what the core's decisions will be about (the
+// future, then the lease, a release's future).
+func (e *Engine) step(ev input.Event) {
+	if cmd, ok := ev.(input.Command); ok {
+		switch cmd := cmd.Payload.(type) {
+		case *acquireCmd:
+			e.nextID++
+			cmd.req.ID = e.nextID
+			cmd.req.Cancel = e.cancelGroup(cmd.ctx)
+			e.acquiring[cmd.req.ID] = cmd.fut
+			e.core.Step(input.Command{Payload: &cmd.req})
+			return
+		case *releaseCmd:
+			cmd.req.ID = cmd.lease.id
+			e.releasing[cmd.req.ID] = cmd
+			e.core.Step(input.Command{Payload: &cmd.req})
+			return
+		}
+	}
+	e.core.Step(ev)
+}
+
+// cancelGroup names the cancel group of an acquisition under ctx: one per
+// Done channel the core follows (see cancel.go), 0 for a context that
+// never ends.
+func (e *Engine) cancelGroup(ctx context.Context) uint64 {
+	done := ctx.Done()
+	if done == nil {
+		return 0
+	}
+	if g, ok := e.groups[done]; ok {
+		return g
+	}
+	e.nextGroup++
+	e.groups[done] = e.nextGroup
+	e.contexts[e.nextGroup] = followed{ctx: ctx}
+	return e.nextGroup
+}
+
+// followed is the context of a cancel group, and while the runtime follows
+// it, how to stop.
+type followed struct {
+	ctx  context.Context
+	stop func() bool
+}
+
 // carryOut does what the core decided, in order within each kind.
 func (e *Engine) carryOut(rd ready) {
+	e.addCounts(rd.Counts)
+	for _, r := range rd.Logs {
+		e.log.Log(context.Background(), slog.Level(r.Level), r.Msg, r.Args...)
+	}
 	for _, o := range rd.Requests {
 		e.start(o)
 	}
 	for _, t := range rd.Timers {
-		if t.stop {
-			if tm := e.timers[t.id]; tm != nil {
+		if t.Stop {
+			if tm := e.timers[t.ID]; tm != nil {
 				tm.Stop()
-				delete(e.timers, t.id)
+				delete(e.timers, t.ID)
 			}
 			continue
 		}
-		id := t.id
-		e.timers[id] = e.rt.afterFunc(t.after, func() { e.inbox.Put(input.TimerFired{ID: id}) })
+		id := t.ID
+		e.timers[id] = e.rt.afterFunc(t.After, func() { e.inbox.Put(input.TimerFired{ID: id}) })
 	}
 	for _, a := range rd.Contexts {
-		if a.stop {
-			if stop := e.contexts[a.done]; stop != nil {
-				stop()
-				delete(e.contexts, a.done)
+		f := e.contexts[a.Group]
+		if a.Stop {
+			if f.stop != nil {
+				f.stop()
 			}
+			if f.ctx != nil {
+				delete(e.groups, f.ctx.Done())
+			}
+			delete(e.contexts, a.Group)
 			continue
 		}
-		ctx, done := a.ctx, a.done
-		e.contexts[done] = e.rt.afterDone(ctx, func() { e.post(cancelCmd{done: done, cause: context.Cause(ctx)}) })
+		ctx, group := f.ctx, a.Group
+		f.stop = e.rt.afterDone(ctx, func() { e.post(&coreCancel{Group: group, Cause: context.Cause(ctx)}) })
+		e.contexts[group] = f
 	}
 	for _, n := range rd.Notices {
 		e.notice(n)
@@ -165,41 +218,91 @@ func (e *Engine) carryOut(rd ready) {
 	}
 }
 
-// notice carries out one thing users see.
+// notice carries out one thing users see, on what the runtime keeps for
+// the contender it names.
 func (e *Engine) notice(n notice) {
-	switch n.kind {
+	switch n.Kind {
 	case noteAcquired:
-		n.acquired.resolve(n.lease, n.err)
-	case noteReleased:
-		err := n.err
-		if n.fromLease {
-			err = n.lease.Err()
+		fut := e.acquiring[n.ID]
+		delete(e.acquiring, n.ID)
+		if n.Err != nil {
+			fut.resolve(nil, n.Err)
+			return
 		}
-		n.released.resolve(struct{}{}, err)
+		fut.resolve(e.leases[n.ID], nil) // admitted as the core granted it
+
+	case noteReleased:
+		r := e.releasing[n.ID]
+		delete(e.releasing, n.ID)
+		err := n.Err
+		if n.FromLease {
+			err = r.lease.Err()
+		}
+		r.fut.resolve(struct{}{}, err)
 	case noteReleaseRefused:
-		err := n.lease.Err()
+		r := e.releasing[n.ID]
+		delete(e.releasing, n.ID)
+		err := r.lease.Err()
 		if err == nil {
 			err = ErrNotHeld
 		}
-		n.released.resolve(struct{}{}, err)
+		r.fut.resolve(struct{}{}, err)
 	case noteLost:
-		n.lease.markLost(n.err)
+		e.leases[n.ID].markLost(n.Err)
 	case noteEnded:
-		n.lease.end(n.err)
+		e.leases[n.ID].end(n.Err)
 	case noteSuspended:
-		n.lease.setSuspended(true)
+		e.leases[n.ID].setSuspended(true)
 	case noteResumed:
-		n.lease.setSuspended(false)
+		e.leases[n.ID].setSuspended(false)
 	case noteRevoked:
-		n.lease.markRevoked()
+		e.leases[n.ID].markRevoked()
 	case noteReport:
 		if e.cfg.Observer != nil {
-			r := n.report
+			r := n.Report
 			r.Path = e.namespacePath(r.Path)
 			e.cfg.Observer(r)
 		}
+	case noteDropped:
+		delete(e.leases, n.ID)
 	}
 }
+
+// addCounts adds what the core counted to the engine's figures.
+func (e *Engine) addCounts(c counts) {
+	if c == (counts{}) {
+		return
+	}
+	e.count.localWatches.Add(c.LocalWatches)
+	e.count.predicted.Add(c.Predicted)
+	e.gauges.reconnects.Add(c.Reconnects)
+	e.gauges.disconnects.Add(c.Disconnects)
+	e.gauges.expirations.Add(c.Expirations)
+	e.gauges.untrusted.Add(c.Untrusted)
+}
+
+// loopTrust is the watchdog as the core asks it (see admitter), on the
+// loop goroutine: it maps contender ids to the leases the watchdog holds.
+type loopTrust struct{ e *Engine }
+
+// Admit makes the lease of a grant and has the watchdog hold it; the
+// grant's notice hands it out.
+func (t loopTrust) Admit(g grant, session int64) bool {
+	l := &Lease{eng: t.e, id: g.ID, path: g.Path, node: g.Node, token: g.Token}
+	if !t.e.trust.admit(l, session) {
+		return false
+	}
+	t.e.leases[g.ID] = l
+	return true
+}
+
+func (t loopTrust) Forget(id uint64) {
+	if l := t.e.leases[id]; l != nil {
+		t.e.trust.forget(l)
+	}
+}
+
+func (t loopTrust) Follows(session int64) bool { return t.e.trust.follows(session) }
 
 // shutdown closes the session; the loop then exits.
 func (e *Engine) shutdown() {
@@ -211,10 +314,13 @@ func (e *Engine) shutdown() {
 		t.Stop()
 		delete(e.timers, id)
 	}
-	for done, stop := range e.contexts {
-		stop()
-		delete(e.contexts, done)
+	for group, f := range e.contexts {
+		if f.stop != nil {
+			f.stop()
+		}
+		delete(e.contexts, group)
 	}
+	clear(e.groups)
 	e.rt.closeConn()
 	e.states.set(StateClosed)
 	// Commands posted before closed was set still wait in the inbox.
@@ -224,9 +330,9 @@ func (e *Engine) shutdown() {
 			continue
 		}
 		switch cmd := cmd.Payload.(type) {
-		case acquireCmd:
+		case *acquireCmd:
 			cmd.fut.resolve(nil, ErrClosed)
-		case releaseCmd:
+		case *releaseCmd:
 			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
 		}
 	}

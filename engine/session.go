@@ -18,13 +18,13 @@ func (c *core) handleSession(ev input.SessionChanged) {
 		c.session = ev.SessionID
 		c.connected = true
 		if c.everReady {
-			c.gauges.reconnects.Add(1)
+			c.rd.Counts.Reconnects++
 		} else {
 			c.everReady = true
 			c.publishState() // before Start returns
 			c.rd.FirstSession = true
 		}
-		c.log.Info("session connected", "session", fmt.Sprintf("%#x", ev.SessionID))
+		c.log(levelInfo, "session connected", "session", fmt.Sprintf("%#x", ev.SessionID))
 		if expired {
 			c.expire()
 		}
@@ -43,8 +43,8 @@ func (c *core) handleSession(ev input.SessionChanged) {
 		}
 		c.connected = false
 		c.forgetViews(false)
-		c.gauges.disconnects.Add(1)
-		c.log.Info("session disconnected", "session", fmt.Sprintf("%#x", c.session))
+		c.rd.Counts.Disconnects++
+		c.log(levelInfo, "session disconnected", "session", fmt.Sprintf("%#x", c.session))
 		for _, en := range c.byID() {
 			c.stepContender(en, contender.Input{Kind: contender.Disconnected})
 		}
@@ -59,8 +59,8 @@ func (c *core) handleSession(ev input.SessionChanged) {
 
 // expire tells every contender that the session, and its nodes, are gone.
 func (c *core) expire() {
-	c.log.Warn("session expired", "session", fmt.Sprintf("%#x", c.session))
-	c.gauges.expirations.Add(1)
+	c.log(levelWarn, "session expired", "session", fmt.Sprintf("%#x", c.session))
+	c.rd.Counts.Expirations++
 	c.session = 0
 	// Watches died with the session; the client already dropped them. Our
 	// nodes died too.
@@ -84,10 +84,10 @@ func (c *core) handleTrust(ev input.TrustChanged) {
 	kind := contender.Trusted
 	if ev.Lapsed {
 		kind = contender.Untrusted
-		c.gauges.untrusted.Add(1)
-		c.log.Warn("session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", c.session))
+		c.rd.Counts.Untrusted++
+		c.log(levelWarn, "session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", c.session))
 	} else if c.everReady {
-		c.log.Info("session trusted again", "session", fmt.Sprintf("%#x", c.session))
+		c.log(levelInfo, "session trusted again", "session", fmt.Sprintf("%#x", c.session))
 	}
 	for _, en := range c.byID() {
 		c.stepContender(en, contender.Input{Kind: kind})

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
@@ -22,14 +24,13 @@ import (
 // held, a multi-lock's next part), each of which TryAcquire makes a try.
 func (e *Engine) MarkTries(isTry func(context.Context) bool) {
 	batch := e.inbox.Drain(nil)
-	for i, ev := range batch {
+	for _, ev := range batch {
 		cmd, ok := ev.(input.Command)
 		if !ok {
 			continue
 		}
-		if a, ok := cmd.Payload.(acquireCmd); ok && !a.req.TryOnly && isTry(a.ctx) {
+		if a, ok := cmd.Payload.(*acquireCmd); ok && !a.req.TryOnly && isTry(a.ctx) {
 			a.req.TryOnly = true
-			batch[i] = input.Command{Payload: a}
 		}
 	}
 	for _, ev := range batch {
@@ -43,10 +44,8 @@ func (e *Engine) MarkTries(isTry func(context.Context) bool) {
 // multi-lock's part) it was granted to.
 func (e *Engine) Leases() []*Lease {
 	var leases []*Lease
-	for _, en := range e.core.byID() {
-		if en.lease != nil {
-			leases = append(leases, en.lease)
-		}
+	for _, id := range slices.Sorted(maps.Keys(e.leases)) {
+		leases = append(leases, e.leases[id])
 	}
 	return leases
 }

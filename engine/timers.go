@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
@@ -15,7 +17,7 @@ func (c *core) after(d time.Duration) uint64 {
 	c.nextTimer++
 	id := c.nextTimer
 	c.timers[id] = struct{}{}
-	c.rd.Timers = append(c.rd.Timers, timerAction{id: id, after: d})
+	c.rd.Timers = append(c.rd.Timers, timerAction{ID: id, After: d})
 	return id
 }
 
@@ -70,10 +72,11 @@ func (c *core) park(en *entry) {
 	c.retryAt[c.after(min(time.Duration(en.attempts)*retryStep, retryMax))] = en.id
 }
 
-// stopTimers stops every armed timer: the core exits.
+// stopTimers stops every armed timer, in the order they were armed: the
+// core exits.
 func (c *core) stopTimers() {
-	for id := range c.timers {
-		c.rd.Timers = append(c.rd.Timers, timerAction{id: id, stop: true})
+	for _, id := range slices.Sorted(maps.Keys(c.timers)) {
+		c.rd.Timers = append(c.rd.Timers, timerAction{ID: id, Stop: true})
 		delete(c.timers, id)
 	}
 }

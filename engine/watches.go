@@ -28,7 +28,7 @@ func (c *core) watch(en *entry, ef contender.Effect) {
 		}
 		en.local = true
 		c.localWatch[ef.Path] = append(c.localWatch[ef.Path], en.id)
-		c.count.localWatches.Add(1)
+		c.rd.Counts.LocalWatches++
 		c.rd.Loopback = append(c.rd.Loopback, input.OpDone{Op: input.OpWatch, Contender: en.id, Path: ef.Path})
 		return
 	}
@@ -37,7 +37,7 @@ func (c *core) watch(en *entry, ef contender.Effect) {
 	if ef.Children {
 		kind = input.OpWatchChildren
 	}
-	c.commit.submit(&c.rd, op{kind: kind, id: en.id, path: ef.Path})
+	c.commit.submit(&c.rd, op{Kind: kind, ID: en.id, Path: ef.Path})
 }
 
 // watchFired hands a watch notification to the contenders watching its
