@@ -7,7 +7,6 @@ import (
 	"os"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/go-zookeeper/zk"
 
@@ -38,12 +37,5 @@ func TestClassify(t *testing.T) {
 		if got := classify(c.err); got != c.want {
 			t.Errorf("classify(%v) = %d, want %d", c.err, got, c.want)
 		}
-	}
-}
-
-// Every queued waiter keeps one entry; keep it within its size class.
-func TestEntryFitsItsSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(entry{}); n > 256 {
-		t.Fatalf("entry is %d bytes, want at most 256: every waiter pays for it", n)
 	}
 }

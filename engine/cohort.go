@@ -620,7 +620,7 @@ func (c *cohort) next(trusted bool, now time.Duration) turn {
 // queued, behind its own, in the listing that grants it, and gives the
 // lock back after one holder without asking anything more. In separate
 // turns they run on requests of their own, in either order (see
-// groupcommit.go): the other client may then list before the create,
+// internal/core/groupcommit.go): the other client may then list before the create,
 // see nobody, pass among its own, and learn better from its watch. Either
 // order is safe; this one is only the fairer more often.
 func (c *cohort) carry(t turn) *Future[struct{}] {

@@ -19,6 +19,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
+	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
@@ -69,10 +70,10 @@ type Request struct {
 // RevokeData is what a revoker writes into a holder's node to ask it to
 // let go: the same bytes Curator's Revoker writes, so Java and Go holders
 // and revokers understand each other.
-var RevokeData = []byte(revokeData)
+var RevokeData = []byte(core.RevokeData)
 
 // Engine runs acquisitions on one ZooKeeper session. It is the runtime
-// around a deterministic core (core.go): the runtime owns the ZooKeeper
+// around a deterministic core (internal/core): the runtime owns the ZooKeeper
 // client, the loop goroutine that steps the core, the requests' goroutines,
 // timers, contexts and the futures' callbacks (runtime.go, executor.go).
 type Engine struct {
@@ -109,7 +110,7 @@ type Engine struct {
 	closed bool
 
 	// Owned by the loop goroutine.
-	core   *core
+	core   *core.Core
 	timers map[uint64]timer // armed for the core, by its ids
 	// What the core's decisions are about, by contender id: the
 	// acquisitions not yet resolved, the leases admitted and not yet
@@ -132,13 +133,13 @@ type Engine struct {
 type acquireCmd struct {
 	ctx context.Context
 	fut *Future[*Lease]
-	req coreAcquire
+	req core.Acquire
 }
 
 type releaseCmd struct {
 	lease *Lease
 	fut   *Future[struct{}]
-	req   coreRelease
+	req   core.Release
 }
 
 // Start connects to ZooKeeper and starts the loop. It returns once a session
@@ -212,7 +213,7 @@ func newEngine(cfg Config) *Engine {
 		e.inbox.Put(input.TrustChanged{Lapsed: lapsed})
 	})
 	e.rt.newID = nodename.NewID
-	e.core = newCore(coreConfig{
+	e.core = core.New(core.Config{
 		CloseTimeout: cfg.CloseTimeout,
 		MaxInFlight:  cfg.MaxInFlight,
 		ACLBytes:     aclSize(cfg.ACL),
@@ -282,7 +283,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 // acquire hands the loop an acquisition, with a valid request on the
 // server's path, whose outcome resolves fut.
 func (e *Engine) acquire(ctx context.Context, req Request, fut *Future[*Lease]) {
-	cmd := &acquireCmd{ctx: ctx, fut: fut, req: coreAcquire{Path: req.Path, Kind: req.Kind,
+	cmd := &acquireCmd{ctx: ctx, fut: fut, req: core.Acquire{Path: req.Path, Kind: req.Kind,
 		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly,
 		Revocable: req.Revocable, FailOnExpiry: req.FailOnExpiry}}
 	if !e.post(cmd) {
@@ -328,7 +329,7 @@ func (e *Engine) post(cmd any) bool {
 // server expires), and how each acquisition and lease ended is told by
 // its own future, Lost channel and Err.
 func (e *Engine) Close() error {
-	e.closeOnce.Do(func() { e.post(&coreClose{}) })
+	e.closeOnce.Do(func() { e.post(&core.Close{}) })
 	<-e.loopDone
 	e.wg.Wait()
 	return nil

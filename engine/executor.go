@@ -10,12 +10,13 @@ import (
 	"syscall"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The executor is the runtime's one place that sends ZooKeeper requests:
-// the requests the core decided (see groupcommit.go). Each runs on a
+// the requests the core decided (see internal/core/groupcommit.go). Each runs on a
 // short-lived goroutine, at most MaxInFlight at once by the core's count
 // (the client pipelines them on the one session and matches replies by
 // xid), and comes back to the loop as exactly one input.OpDone per op,
@@ -23,7 +24,7 @@ import (
 
 // createFlags: lock nodes are ephemeral and sequential, but for a node
 // with a borrowed number.
-func createFlags(o op) int32 {
+func createFlags(o core.Op) int32 {
 	if o.Fixed {
 		return zk.FlagEphemeral
 	}
@@ -104,13 +105,13 @@ func aclSize(acl []zk.ACL) int {
 }
 
 // start runs one request the core decided to send.
-func (e *Engine) start(o op) {
+func (e *Engine) start(o core.Op) {
 	e.gauges.inFlight.Add(1)
 	e.rt.goroutine(func() { e.run(o) })
 }
 
 // run carries out one request on its own goroutine and posts its outcome.
-func (e *Engine) run(o op) {
+func (e *Engine) run(o core.Op) {
 	var dones []input.OpDone
 	if o.Batch != nil {
 		dones = e.execBatch(o.Batch)
@@ -132,7 +133,7 @@ func (e *Engine) run(o op) {
 // that one op's failure is not every op's. After a lost connection the
 // multi's fate is unknown, and every op reports the loss: the contenders
 // recover from it.
-func (e *Engine) execBatch(batch []op) []input.OpDone {
+func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 	reqs := make([]any, len(batch))
 	for i, o := range batch {
 		e.count.n[o.Kind].Add(1)
@@ -179,7 +180,7 @@ func (e *Engine) execBatch(batch []op) []input.OpDone {
 }
 
 // exec sends one request and waits for its reply.
-func (e *Engine) exec(o op) (done input.OpDone) {
+func (e *Engine) exec(o core.Op) (done input.OpDone) {
 	done = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path}
 	defer func() { done.Outcome = classify(done.Err) }()
 	e.count.n[o.Kind].Add(1)
@@ -188,7 +189,7 @@ func (e *Engine) exec(o op) (done input.OpDone) {
 		created, err := e.conn.Create(o.Path, o.Data, createFlags(o), e.cfg.ACL)
 		done.Name, done.Err = path.Base(created), err
 		// Read after the reply: at least the create's zxid (the token of a
-		// grant made without a listing; see prediction.go).
+		// grant made without a listing; see internal/core/prediction.go).
 		done.Zxid = e.lastZxid.Load()
 	case input.OpCreateParents:
 		done.Err = e.ensurePath(o.Path)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
@@ -58,7 +59,7 @@ func (e *Engine) Queued() int { return e.inbox.Len() }
 func (e *Engine) Post(ev input.Event) { e.inbox.Put(ev) }
 
 // BeginClose starts Close without waiting for the loop.
-func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(&coreClose{}) }) }
+func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(&core.Close{}) }) }
 
 // Handshake, Answered and SawZxid are what trackedConn reads off the wire.
 func (e *Engine) Handshake(sent time.Duration, session int64, timeout time.Duration) {

@@ -7,11 +7,13 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
-// The runtime: the loop goroutine that owns the core (core.go), steps it
-// through each event the inbox holds, and carries out what it decided.
+// The runtime: the loop goroutine that owns the core (internal/core),
+// steps it through each event the inbox holds, and carries out what it
+// decided.
 // The core is deterministic given its events; the runtime reaches the
 // world through the seams below: the ZooKeeper client, the goroutine each
 // request runs on, timers, and context cancellation. Production fills them
@@ -145,7 +147,7 @@ func (e *Engine) step(ev input.Event) {
 }
 
 // cancelGroup names the cancel group of an acquisition under ctx: one per
-// Done channel the core follows (see cancel.go), 0 for a context that
+// Done channel the core follows (see internal/core/cancel.go), 0 for a context that
 // never ends.
 func (e *Engine) cancelGroup(ctx context.Context) uint64 {
 	done := ctx.Done()
@@ -169,7 +171,7 @@ type followed struct {
 }
 
 // carryOut does what the core decided, in order within each kind.
-func (e *Engine) carryOut(rd ready) {
+func (e *Engine) carryOut(rd core.Ready) {
 	e.addCounts(rd.Counts)
 	for _, r := range rd.Logs {
 		e.log.Log(context.Background(), slog.Level(r.Level), r.Msg, r.Args...)
@@ -201,7 +203,7 @@ func (e *Engine) carryOut(rd ready) {
 			continue
 		}
 		ctx, group := f.ctx, a.Group
-		f.stop = e.rt.afterDone(ctx, func() { e.post(&coreCancel{Group: group, Cause: context.Cause(ctx)}) })
+		f.stop = e.rt.afterDone(ctx, func() { e.post(&core.Cancel{Group: group, Cause: context.Cause(ctx)}) })
 		e.contexts[group] = f
 	}
 	for _, n := range rd.Notices {
@@ -210,8 +212,8 @@ func (e *Engine) carryOut(rd ready) {
 	for _, ev := range rd.Loopback {
 		e.inbox.Put(ev)
 	}
-	if rd.StateChanged && rd.State != StateClosed {
-		e.states.set(rd.State)
+	if rd.StateChanged && rd.State != core.StateClosed {
+		e.states.set(stateOf(rd.State))
 	}
 	if rd.FirstSession {
 		close(e.ready)
@@ -220,9 +222,9 @@ func (e *Engine) carryOut(rd ready) {
 
 // notice carries out one thing users see, on what the runtime keeps for
 // the contender it names.
-func (e *Engine) notice(n notice) {
+func (e *Engine) notice(n core.Notice) {
 	switch n.Kind {
-	case noteAcquired:
+	case core.NoteAcquired:
 		fut := e.acquiring[n.ID]
 		delete(e.acquiring, n.ID)
 		if n.Err != nil {
@@ -231,7 +233,7 @@ func (e *Engine) notice(n notice) {
 		}
 		fut.resolve(e.leases[n.ID], nil) // admitted as the core granted it
 
-	case noteReleased:
+	case core.NoteReleased:
 		r := e.releasing[n.ID]
 		delete(e.releasing, n.ID)
 		err := n.Err
@@ -239,7 +241,7 @@ func (e *Engine) notice(n notice) {
 			err = r.lease.Err()
 		}
 		r.fut.resolve(struct{}{}, err)
-	case noteReleaseRefused:
+	case core.NoteReleaseRefused:
 		r := e.releasing[n.ID]
 		delete(e.releasing, n.ID)
 		err := r.lease.Err()
@@ -247,30 +249,30 @@ func (e *Engine) notice(n notice) {
 			err = ErrNotHeld
 		}
 		r.fut.resolve(struct{}{}, err)
-	case noteLost:
+	case core.NoteLost:
 		e.leases[n.ID].markLost(n.Err)
-	case noteEnded:
+	case core.NoteEnded:
 		e.leases[n.ID].end(n.Err)
-	case noteSuspended:
+	case core.NoteSuspended:
 		e.leases[n.ID].setSuspended(true)
-	case noteResumed:
+	case core.NoteResumed:
 		e.leases[n.ID].setSuspended(false)
-	case noteRevoked:
+	case core.NoteRevoked:
 		e.leases[n.ID].markRevoked()
-	case noteReport:
+	case core.NoteReport:
 		if e.cfg.Observer != nil {
 			r := n.Report
 			r.Path = e.namespacePath(r.Path)
 			e.cfg.Observer(r)
 		}
-	case noteDropped:
+	case core.NoteDropped:
 		delete(e.leases, n.ID)
 	}
 }
 
 // addCounts adds what the core counted to the engine's figures.
-func (e *Engine) addCounts(c counts) {
-	if c == (counts{}) {
+func (e *Engine) addCounts(c core.Counts) {
+	if c == (core.Counts{}) {
 		return
 	}
 	e.count.localWatches.Add(c.LocalWatches)
@@ -287,7 +289,7 @@ type loopTrust struct{ e *Engine }
 
 // Admit makes the lease of a grant and has the watchdog hold it; the
 // grant's notice hands it out.
-func (t loopTrust) Admit(g grant, session int64) bool {
+func (t loopTrust) Admit(g core.Grant, session int64) bool {
 	l := &Lease{eng: t.e, id: g.ID, path: g.Path, node: g.Node, token: g.Token}
 	if !t.e.trust.admit(l, session) {
 		return false
@@ -336,4 +338,17 @@ func (e *Engine) shutdown() {
 			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
 		}
 	}
+}
+
+// stateOf is the engine's state the core derived.
+func stateOf(s core.State) State {
+	switch s {
+	case core.StateConnected:
+		return StateConnected
+	case core.StateSuspended:
+		return StateSuspended
+	case core.StateClosed:
+		return StateClosed
+	}
+	return StateExpired
 }

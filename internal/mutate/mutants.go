@@ -26,7 +26,7 @@ var mutants = []mutant{
 		file:   "handoff.go",
 		old:    "exclusive := n.Kind == queue.KindMutex || n.Kind == queue.KindWrite || n.Kind == queue.KindLatch",
 		new:    "exclusive := n.Kind == queue.KindMutex || n.Kind == queue.KindWrite || n.Kind == queue.KindLatch || n.Kind == queue.KindRead",
-		checks: []check{sim, test("./engine", "TestCoreInteractions")},
+		checks: []check{sim, test("./engine/internal/core", "TestCoreInteractions")},
 	},
 	{
 		name:   "handoff-beside-downgrade",
@@ -34,7 +34,7 @@ var mutants = []mutant{
 		file:   "handoff.go",
 		old:    "return ok && exclusive && c.borrowed[node[:i]] == 0",
 		new:    "return ok && exclusive",
-		checks: []check{sim, test("./engine", "TestCoreInteractions")},
+		checks: []check{sim, test("./engine/internal/core", "TestCoreInteractions")},
 	},
 	{
 		name:   "lost-late",
@@ -82,7 +82,7 @@ var mutants = []mutant{
 		file:   "prediction.go",
 		old:    "\t\tc.strayPins[d.Path] = false\n\t\tc.unpinStray(d.Path)",
 		new:    "\t\tdelete(c.strayPins, d.Path)",
-		checks: []check{sim, test("./engine", "TestCoreInteractions")},
+		checks: []check{sim, test("./engine/internal/core", "TestCoreInteractions")},
 	},
 	{
 		name:   "pass-after-loss",
@@ -154,7 +154,7 @@ var mutants = []mutant{
 		file:   "machine.go",
 		old:    "\tcase c.node != \"\":\n\t\tc.phase = Deleting\n\t\treturn []Effect{{Kind: Delete, Path: c.full}}\n\tcase c.recovering:",
 		new:    "\tcase c.recovering:",
-		checks: []check{sim, test("./engine", "TestCoreInteractions"), test("./lock", "Cancel")},
+		checks: []check{sim, test("./engine/internal/core", "TestCoreInteractions"), test("./lock", "Cancel")},
 	},
 	{
 		name:   "adopt-foreign-node",
@@ -170,7 +170,7 @@ var mutants = []mutant{
 		file:   "prediction.go",
 		old:    "if !ok || n.Seq != v.expectSeq {",
 		new:    "if !ok {",
-		checks: []check{sim, test("./engine", "TestCoreInteractions|ListingFree")},
+		checks: []check{sim, test("./engine/internal/core", "TestCoreInteractions"), test("./engine", "ListingFree")},
 	},
 	{
 		name:   "prediction-while-changing",
@@ -178,6 +178,6 @@ var mutants = []mutant{
 		file:   "prediction.go",
 		old:    "v.known && c.changing[en.c.LockPath()] == 0 &&",
 		new:    "v.known &&",
-		checks: []check{sim, test("./engine", "TestCoreInteractions|ListingFree")},
+		checks: []check{sim, test("./engine/internal/core", "TestCoreInteractions"), test("./engine", "ListingFree")},
 	},
 }

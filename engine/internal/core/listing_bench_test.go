@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 				}
 				clear(c.watchers)
 				c.commit.backlog = nil
-				c.rd = ready{}
+				c.rd = Ready{}
 				c.listings[path] = &listing{current: ids}
 				b.StartTimer()
 

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
@@ -18,14 +18,14 @@ type listing struct {
 	unordered bool
 }
 
-func (c *core) requestListing(path string, id uint64) {
+func (c *Core) requestListing(path string, id uint64) {
 	if c.predictedListing(path, id) {
 		return
 	}
 	l := c.listings[path]
 	if l == nil {
 		c.listings[path] = &listing{current: []uint64{id}, unordered: c.changing[path] > 0}
-		c.commit.submit(&c.rd, op{Kind: input.OpList, Path: path})
+		c.commit.submit(&c.rd, Op{Kind: input.OpList, Path: path})
 		return
 	}
 	l.next = append(l.next, id)
@@ -34,7 +34,7 @@ func (c *core) requestListing(path string, id uint64) {
 // listed hands one listing to every contender that waited for it, then
 // sends the next listing if more contenders asked meanwhile. The listing is
 // parsed and sorted here, once, for all of them.
-func (c *core) listed(d input.OpDone, in contender.Input) {
+func (c *Core) listed(d input.OpDone, in contender.Input) {
 	l := c.listings[d.Path]
 	if l == nil {
 		return
@@ -46,7 +46,7 @@ func (c *core) listed(d input.OpDone, in contender.Input) {
 	l.current, l.next = l.next, nil
 	if len(l.current) > 0 {
 		l.unordered = c.changing[d.Path] > 0
-		c.commit.submit(&c.rd, op{Kind: input.OpList, Path: d.Path})
+		c.commit.submit(&c.rd, Op{Kind: input.OpList, Path: d.Path})
 	} else {
 		delete(c.listings, d.Path)
 	}
@@ -61,7 +61,7 @@ func (c *core) listed(d input.OpDone, in contender.Input) {
 // handed to, logs the children no recipe reads (see noteForeign), and
 // logs, once per path, a listing whose sequence numbers wrapped: the
 // contenders fail on it with ErrSequenceWrapped.
-func (c *core) parseListing(path string, children []string) *queue.Listing {
+func (c *Core) parseListing(path string, children []string) *queue.Listing {
 	l := queue.NewListing(children)
 	c.noteForeign(path, l)
 	if !l.Wrapped() {
@@ -73,7 +73,7 @@ func (c *core) parseListing(path string, children []string) *queue.Listing {
 		}
 		c.wrapLogged[path] = struct{}{}
 		nodes := l.Nodes()
-		c.log(levelError, "lock path's sequence numbers wrapped: nothing is granted on it until the nodes created before the wrap are gone",
+		c.log(LevelError, "lock path's sequence numbers wrapped: nothing is granted on it until the nodes created before the wrap are gone",
 			"path", path, "lowest", nodes[0].Name, "highest", nodes[len(nodes)-1].Name)
 	}
 	return l

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"maps"
@@ -13,15 +13,15 @@ import (
 // close deadline, and a parked contender's retry after a backoff.
 
 // after arms a timer and returns its id.
-func (c *core) after(d time.Duration) uint64 {
+func (c *Core) after(d time.Duration) uint64 {
 	c.nextTimer++
 	id := c.nextTimer
 	c.timers[id] = struct{}{}
-	c.rd.Timers = append(c.rd.Timers, timerAction{ID: id, After: d})
+	c.rd.Timers = append(c.rd.Timers, TimerAction{ID: id, After: d})
 	return id
 }
 
-func (c *core) handleTimer(id uint64) {
+func (c *Core) handleTimer(id uint64) {
 	if _, ok := c.timers[id]; !ok {
 		return // stopped
 	}
@@ -30,7 +30,7 @@ func (c *core) handleTimer(id uint64) {
 	case c.closeTimer:
 		c.closeTimer = 0
 		for _, en := range c.byID() {
-			c.forceEnd(en, ErrClosed)
+			c.forceEnd(en, contender.ErrClosed)
 		}
 	case c.pinTimer:
 		c.sweepPins()
@@ -57,10 +57,10 @@ const (
 // park schedules a retry: at the next reconnect, or after a backoff when
 // the connection seems up (the loss may not have been reported yet, or the
 // server moved the session).
-func (c *core) park(en *entry) {
+func (c *Core) park(en *entry) {
 	if c.closing && !c.connected {
 		// Nothing can be sent; closing the session removes the node.
-		c.forceEnd(en, ErrClosed)
+		c.forceEnd(en, contender.ErrClosed)
 		return
 	}
 	if !c.connected {
@@ -74,9 +74,9 @@ func (c *core) park(en *entry) {
 
 // stopTimers stops every armed timer, in the order they were armed: the
 // core exits.
-func (c *core) stopTimers() {
+func (c *Core) stopTimers() {
 	for _, id := range slices.Sorted(maps.Keys(c.timers)) {
-		c.rd.Timers = append(c.rd.Timers, timerAction{ID: id, Stop: true})
+		c.rd.Timers = append(c.rd.Timers, TimerAction{ID: id, Stop: true})
 		delete(c.timers, id)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
@@ -7,33 +7,33 @@ import (
 )
 
 // Revocation: a revocable holder reads its own node with a data watch; the
-// reply, and every change after it, is checked for revokeData.
+// reply, and every change after it, is checked for RevokeData.
 
-// revokeData is what a revoker writes into a holder's node to ask it to
+// RevokeData is what a revoker writes into a holder's node to ask it to
 // let go: the bytes Curator's Revoker writes (engine.RevokeData).
-const revokeData = "__REVOKE__"
+const RevokeData = "__REVOKE__"
 
 // watchRevoke sends a revocable holder's revocation watch.
-func (c *core) watchRevoke(en *entry) {
+func (c *Core) watchRevoke(en *entry) {
 	if en.c.Phase() != contender.Held || en.revoked {
 		return
 	}
 	path := en.c.NodePath()
 	en.revokeWatch = true
 	c.revokers[path] = en.id
-	c.commit.submit(&c.rd, op{Kind: input.OpRevokeWatch, ID: en.id, Path: path})
+	c.commit.submit(&c.rd, Op{Kind: input.OpRevokeWatch, ID: en.id, Path: path})
 }
 
-func (c *core) revokeWatchDone(d input.OpDone) {
+func (c *Core) revokeWatchDone(d input.OpDone) {
 	en := c.contenders[d.Contender]
 	if en == nil || !en.leased() || en.c.Phase() != contender.Held || en.c.NodePath() != d.Path {
 		return
 	}
 	switch {
-	case d.Outcome == input.OK && string(d.Data) == revokeData:
+	case d.Outcome == input.OK && string(d.Data) == RevokeData:
 		delete(c.revokers, d.Path)
 		en.revoked = true
-		c.notify(notice{Kind: noteRevoked, ID: en.id, Token: en.token})
+		c.notify(Notice{Kind: NoteRevoked, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Revoked, Path: en.c.LockPath(), Node: en.c.Node()})
 	case d.Outcome == input.ConnLoss:
 		// The watch may not be set; look again once connected.

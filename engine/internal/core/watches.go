@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"slices"
@@ -13,7 +13,7 @@ import (
 // or a lock path with a children watch, on the server (watchers).
 
 // watch carries out a machine's Watch effect.
-func (c *core) watch(en *entry, ef contender.Effect) {
+func (c *Core) watch(en *entry, ef contender.Effect) {
 	c.unwatch(en)
 	en.watching = ef.Path
 	if owner, ok := c.nodes[ef.Path]; ok && owner != en.id && !ef.Children {
@@ -37,12 +37,12 @@ func (c *core) watch(en *entry, ef contender.Effect) {
 	if ef.Children {
 		kind = input.OpWatchChildren
 	}
-	c.commit.submit(&c.rd, op{Kind: kind, ID: en.id, Path: ef.Path})
+	c.commit.submit(&c.rd, Op{Kind: kind, ID: en.id, Path: ef.Path})
 }
 
 // watchFired hands a watch notification to the contenders watching its
 // node, and to the revocable holder of that node, if any.
-func (c *core) watchFired(ev input.WatchFired) {
+func (c *Core) watchFired(ev input.WatchFired) {
 	if id, ok := c.revokers[ev.Path]; ok {
 		delete(c.revokers, ev.Path)
 		if en := c.contenders[id]; en != nil && ev.Type == input.NodeDataChanged {
@@ -59,7 +59,7 @@ func (c *core) watchFired(ev input.WatchFired) {
 	}
 }
 
-func (c *core) unwatch(en *entry) {
+func (c *Core) unwatch(en *entry) {
 	if en.watching == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 )
 
 // Interaction tests of the core, in the style of etcd raft's: each file
-// under testdata/core is a script of events fed to one core, each followed
+// under testdata is a script of events fed to one core, each followed
 // by what the core decided. Contenders are named in the scripts; their
 // protected ids print as <name>, so a node reads _c_<a>-lock-0000000001.
 //
@@ -45,9 +45,9 @@ import (
 // by the request's RequestDone, as the runtime posts it.
 //
 // Use -rewrite to regenerate the expected output after a deliberate change
-// (go test ./engine -run TestCoreInteractions -rewrite), then read the diff.
+// (go test ./engine/internal/core -run TestCoreInteractions -rewrite), then read the diff.
 func TestCoreInteractions(t *testing.T) {
-	datadriven.Walk(t, "testdata/core", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		s := newCoreScript()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			return s.run(t, d)
@@ -57,7 +57,7 @@ func TestCoreInteractions(t *testing.T) {
 
 // coreScript is one core and the names the script gave its contenders.
 type coreScript struct {
-	c     *core
+	c     *Core
 	trust *coreScriptTrust
 	ids   []string          // protected ids handed out, in order
 	names map[string]string // protected id → contender name
@@ -79,7 +79,7 @@ type coreScript struct {
 }
 
 type sentRequest struct {
-	ops   []op
+	ops   []Op
 	write bool
 }
 
@@ -89,7 +89,7 @@ type coreScriptTrust struct {
 	session int64
 }
 
-func (t *coreScriptTrust) Admit(_ grant, session int64) bool {
+func (t *coreScriptTrust) Admit(_ Grant, session int64) bool {
 	return !t.lapsed && session == t.session
 }
 func (t *coreScriptTrust) Forget(uint64)              {}
@@ -98,7 +98,7 @@ func (t *coreScriptTrust) Follows(session int64) bool { return session == t.sess
 func newCoreScript() *coreScript {
 	s := &coreScript{trust: &coreScriptTrust{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
 		who: map[uint64]string{}, groups: map[string]uint64{}, leased: map[string]bool{}}
-	cfg := coreConfig{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true,
+	cfg := Config{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true,
 		CancelErrs: []error{context.Canceled, context.DeadlineExceeded}}
 	cfg.NewID = func() string {
 		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.ids)+1)
@@ -106,7 +106,7 @@ func newCoreScript() *coreScript {
 		s.names[id] = s.pending
 		return id
 	}
-	s.c = newCore(cfg, s.trust)
+	s.c = New(cfg, s.trust)
 	return s
 }
 
@@ -185,13 +185,13 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		if !s.leased[name] {
 			t.Fatalf("%s: %s holds no lease", d.Pos, name)
 		}
-		ev = input.Command{Payload: &coreRelease{ID: s.en[name]}}
+		ev = input.Command{Payload: &Release{ID: s.en[name]}}
 	case "cancel":
 		var g string
 		d.ScanArgs(t, "ctx", &g)
-		ev = input.Command{Payload: &coreCancel{Group: s.groups[g], Cause: context.Canceled}}
+		ev = input.Command{Payload: &Cancel{Group: s.groups[g], Cause: context.Canceled}}
 	case "close":
-		ev = input.Command{Payload: &coreClose{}}
+		ev = input.Command{Payload: &Close{}}
 	case "contenders":
 		return s.contenders()
 	case "timer":
@@ -246,7 +246,7 @@ func (s *coreScript) answer(d input.OpDone) (input.RequestDone, bool) {
 func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 	name := d.CmdArgs[0].Key
 	s.pending = name
-	req := coreAcquire{Path: pathArg(t, d), Kind: queue.KindMutex, Decide: coreScriptDecide(queue.KindMutex)}
+	req := Acquire{Path: pathArg(t, d), Kind: queue.KindMutex, Decide: coreScriptDecide(queue.KindMutex)}
 	if d.HasArg("recipe") {
 		var r string
 		d.ScanArgs(t, "recipe", &r)
@@ -403,7 +403,7 @@ func (s *coreScript) contenders() string {
 
 // print writes what the core decided, one action a line, with contenders'
 // names for their ids.
-func (s *coreScript) print(rd ready) string {
+func (s *coreScript) print(rd Ready) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	for _, o := range rd.Requests {
@@ -411,7 +411,7 @@ func (s *coreScript) print(rd ready) string {
 			s.pins = append(s.pins, o.Path)
 		}
 		line("send %s", s.op(o))
-		ops := []op{o}
+		ops := []Op{o}
 		if o.Batch != nil {
 			ops = slices.Clone(o.Batch)
 		}
@@ -434,7 +434,7 @@ func (s *coreScript) print(rd ready) string {
 		}
 	}
 	for _, n := range rd.Notices {
-		if n.Kind == noteDropped {
+		if n.Kind == NoteDropped {
 			continue // the runtime's bookkeeping, which users never see
 		}
 		line("%s", s.notice(n))
@@ -459,7 +459,7 @@ func (s *coreScript) print(rd ready) string {
 	return s.readable(b.String())
 }
 
-func (s *coreScript) op(o op) string {
+func (s *coreScript) op(o Op) string {
 	if o.Batch != nil {
 		parts := make([]string, len(o.Batch))
 		for i, b := range o.Batch {
@@ -474,13 +474,13 @@ func (s *coreScript) op(o op) string {
 	return str
 }
 
-func (s *coreScript) notice(n notice) string {
+func (s *coreScript) notice(n Notice) string {
 	who := s.who[n.ID]
-	if n.Kind == noteAcquired && n.Err == nil {
+	if n.Kind == NoteAcquired && n.Err == nil {
 		s.leased[who] = true
 	}
 	text := n.String()
-	if n.Kind == noteReleased && n.FromLease {
+	if n.Kind == NoteReleased && n.FromLease {
 		text += " (with the lease's end)"
 	}
 	kind, rest, _ := strings.Cut(text, " ")

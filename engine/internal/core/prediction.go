@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"maps"
@@ -112,7 +112,7 @@ func pinnable(prefix string) bool {
 
 // viewFor is the view of a lock path a contender of prefix works on,
 // made if needed; nil when the path is not to be pinned.
-func (c *core) viewFor(path, prefix string) *pathView {
+func (c *Core) viewFor(path, prefix string) *pathView {
 	if c.cfg.NoPin || !pinnable(prefix) {
 		return nil
 	}
@@ -127,7 +127,7 @@ func (c *core) viewFor(path, prefix string) *pathView {
 }
 
 // sendingCreate notes a create of en's; with a prediction when one holds.
-func (c *core) sendingCreate(en *entry) {
+func (c *Core) sendingCreate(en *entry) {
 	if v := c.viewFor(en.c.LockPath(), en.c.Prefix()); v != nil && v.known && c.changing[en.c.LockPath()] == 0 &&
 		v.pin == pinAlive && !en.c.Borrowed() && v.creates < maxPredictedCreates {
 		v.expect, v.expectSeq = en.id, v.creates
@@ -137,7 +137,7 @@ func (c *core) sendingCreate(en *entry) {
 
 // sendingChange notes a create or delete of a child of path, sent now: a
 // listing of path in flight may or may not show it.
-func (c *core) sendingChange(path string) {
+func (c *Core) sendingChange(path string) {
 	c.changing[path]++
 	if l := c.listings[path]; l != nil {
 		l.unordered = true
@@ -145,7 +145,7 @@ func (c *core) sendingChange(path string) {
 }
 
 // changeAnswered notes the reply to a create or delete of a child of path.
-func (c *core) changeAnswered(path string) {
+func (c *Core) changeAnswered(path string) {
 	if c.changing[path]--; c.changing[path] <= 0 {
 		delete(c.changing, path)
 	}
@@ -153,7 +153,7 @@ func (c *core) changeAnswered(path string) {
 
 // createAnswered updates the view with a create's reply, before the
 // contender steps on it.
-func (c *core) createAnswered(d input.OpDone, lockPath string) {
+func (c *Core) createAnswered(d input.OpDone, lockPath string) {
 	c.changeAnswered(lockPath)
 	v := c.views[lockPath]
 	if v == nil {
@@ -178,7 +178,7 @@ func (c *core) createAnswered(d input.OpDone, lockPath string) {
 
 // unverify ends a verified create's claim once its contender stepped on
 // the reply: only the listing asked right then is answered from the view.
-func (c *core) unverify(lockPath string, id uint64) {
+func (c *Core) unverify(lockPath string, id uint64) {
 	if v := c.views[lockPath]; v != nil && v.verified == id {
 		v.verified = 0
 	}
@@ -186,7 +186,7 @@ func (c *core) unverify(lockPath string, id uint64) {
 
 // deleteAnswered updates the view with the reply to the delete of one of
 // this engine's nodes: gone, it is no longer among the children.
-func (c *core) deleteAnswered(d input.OpDone, lockPath string) {
+func (c *Core) deleteAnswered(d input.OpDone, lockPath string) {
 	c.changeAnswered(lockPath)
 	v := c.views[lockPath]
 	if v == nil {
@@ -205,7 +205,7 @@ func (c *core) deleteAnswered(d input.OpDone, lockPath string) {
 // listingAnswered takes the reply to listing l as known when no create or
 // delete of this engine on the path was in flight or sent while it was,
 // and the pin shows in it.
-func (c *core) listingAnswered(d input.OpDone, l *listing) {
+func (c *Core) listingAnswered(d input.OpDone, l *listing) {
 	v := c.views[d.Path]
 	if v == nil {
 		return
@@ -221,7 +221,7 @@ func (c *core) listingAnswered(d input.OpDone, l *listing) {
 // predictedListing answers the listing a contender asks for right after
 // its create met the prediction: the known children, as a reply addressed
 // to it alone. False when there is none to give.
-func (c *core) predictedListing(path string, id uint64) bool {
+func (c *Core) predictedListing(path string, id uint64) bool {
 	v := c.views[path]
 	if v == nil || v.verified != id || !v.known {
 		return false
@@ -234,7 +234,7 @@ func (c *core) predictedListing(path string, id uint64) bool {
 }
 
 // granted counts a grant on a path: the second within pinIdle pins it.
-func (c *core) granted(en *entry) {
+func (c *Core) granted(en *entry) {
 	v := c.views[en.c.LockPath()]
 	if v == nil {
 		return
@@ -243,12 +243,12 @@ func (c *core) granted(en *entry) {
 	if v.grants >= 2 && v.pin == pinNone && c.connected && !c.closing && c.session != 0 {
 		v.pin, v.pinName = pinCreating, nodename.PinName(c.cfg.NewID())
 		c.sendingChange(en.c.LockPath())
-		c.commit.submit(&c.rd, op{Kind: input.OpPin, Path: en.c.LockPath() + "/" + v.pinName})
+		c.commit.submit(&c.rd, Op{Kind: input.OpPin, Path: en.c.LockPath() + "/" + v.pinName})
 	}
 }
 
 // pinAnswered takes the reply to a pin's create or delete.
-func (c *core) pinAnswered(d input.OpDone, path string) {
+func (c *Core) pinAnswered(d input.OpDone, path string) {
 	c.changeAnswered(path)
 	v := c.views[path]
 	if v == nil || v.pin == pinNone || d.Path != path+"/"+v.pinName {
@@ -280,7 +280,7 @@ func (c *core) pinAnswered(d input.OpDone, path string) {
 // reply was lost), under the next session, it is deleted, not kept, and
 // deleted again until a delete is answered: nothing else would ever
 // remove it while the session lives.
-func (c *core) strayAnswered(d input.OpDone) {
+func (c *Core) strayAnswered(d input.OpDone) {
 	switch {
 	case d.Op == input.OpPin && (d.Outcome == input.OK || d.Outcome == input.NodeExists || d.Outcome == input.ConnLoss):
 		c.strayPins[d.Path] = false
@@ -297,17 +297,17 @@ func (c *core) strayAnswered(d input.OpDone) {
 
 // unpinStray sends the deletion of a stray pin, unless one is in flight
 // or the connection is down (then the sweep does).
-func (c *core) unpinStray(pin string) {
+func (c *Core) unpinStray(pin string) {
 	if c.strayPins[pin] || !c.connected {
 		return
 	}
 	c.strayPins[pin] = true
 	c.sendingChange(path.Dir(pin))
-	c.commit.submit(&c.rd, op{Kind: input.OpUnpin, Path: pin})
+	c.commit.submit(&c.rd, Op{Kind: input.OpUnpin, Path: pin})
 }
 
 // armPinTimer has the sweep run while there is something to sweep.
-func (c *core) armPinTimer() {
+func (c *Core) armPinTimer() {
 	if c.pinTimer == 0 && !c.closing && (len(c.views) > 0 || len(c.strayPins) > 0) {
 		c.pinTimer = c.after(pinIdle)
 	}
@@ -316,7 +316,7 @@ func (c *core) armPinTimer() {
 // sweepPins runs every pinIdle while views or stray pins exist: a path no
 // contender touched since the last sweep loses its pin, then its view; a
 // stray pin is deleted again.
-func (c *core) sweepPins() {
+func (c *Core) sweepPins() {
 	c.pinTimer = 0
 	for _, pin := range slices.Sorted(maps.Keys(c.strayPins)) {
 		c.unpinStray(pin)
@@ -330,7 +330,7 @@ func (c *core) sweepPins() {
 			v.pin = pinDeleting
 			v.known = false
 			c.sendingChange(path)
-			c.commit.submit(&c.rd, op{Kind: input.OpUnpin, Path: path + "/" + v.pinName})
+			c.commit.submit(&c.rd, Op{Kind: input.OpUnpin, Path: path + "/" + v.pinName})
 		case v.pin == pinNone:
 			delete(c.views, path)
 		}
@@ -341,7 +341,7 @@ func (c *core) sweepPins() {
 // forgetViews: the connection dropped, so replies in flight may be lost
 // and what was known may have changed unseen. With expired, the session's
 // pins are gone too.
-func (c *core) forgetViews(expired bool) {
+func (c *Core) forgetViews(expired bool) {
 	if expired {
 		clear(c.views)
 		return

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 // bareCore is a core without a runtime: pure tests and benchmarks hand it
 // replies directly and read what it decided. Its in-flight bound is zero,
 // so nothing it decides to send is ever sent.
-func bareCore() *core {
-	return newCore(coreConfig{NewID: nodename.NewID}, nil)
+func bareCore() *Core {
+	return New(Config{NewID: nodename.NewID}, nil)
 }
 
 // listingEntry is a mutex contender of path whose create made node name:
@@ -41,7 +41,7 @@ func mutexNode(id string, seq int64) string {
 func TestWrappedListingLoggedOnce(t *testing.T) {
 	c := bareCore()
 	const path = "/locks/a"
-	var wraps []logRecord
+	var wraps []Log
 	for round := range 3 {
 		name := mutexNode(nodename.NewID(), -2147483648+int64(round))
 		en := listingEntry(uint64(round+1), path, name)
@@ -52,15 +52,15 @@ func TestWrappedListingLoggedOnce(t *testing.T) {
 		rd := c.Ready()
 		var failed error
 		for _, n := range rd.Notices {
-			if n.Kind == noteAcquired && n.ID == en.id {
+			if n.Kind == NoteAcquired && n.ID == en.id {
 				failed = n.Err
 			}
 		}
-		if !errors.Is(failed, ErrSequenceWrapped) {
-			t.Fatalf("round %d: acquisition resolved with %v, want ErrSequenceWrapped", round, failed)
+		if !errors.Is(failed, contender.ErrSequenceWrapped) {
+			t.Fatalf("round %d: acquisition resolved with %v, want contender.ErrSequenceWrapped", round, failed)
 		}
 		for _, r := range rd.Logs {
-			if r.Level == levelError {
+			if r.Level == LevelError {
 				wraps = append(wraps, r)
 			}
 		}

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"slices"
@@ -17,9 +17,9 @@ import (
 // keeps each in the command it posted, so handing it over allocates
 // nothing.
 
-// coreAcquire starts contender ID on a valid request, on the server's
+// Acquire starts contender ID on a valid request, on the server's
 // path.
-type coreAcquire struct {
+type Acquire struct {
 	ID           uint64
 	Path         string
 	Kind         queue.Kind
@@ -35,22 +35,22 @@ type coreAcquire struct {
 	Cancel uint64
 }
 
-// coreRelease releases the lease of contender ID.
-type coreRelease struct{ ID uint64 }
+// Release releases the lease of contender ID.
+type Release struct{ ID uint64 }
 
-// coreClose closes the engine.
-type coreClose struct{}
+// Close closes the engine.
+type Close struct{}
 
-func (c *core) handleCommand(cmd any) {
+func (c *Core) handleCommand(cmd any) {
 	switch cmd := cmd.(type) {
-	case *coreAcquire:
+	case *Acquire:
 		c.acquire(cmd)
-	case *coreCancel:
+	case *Cancel:
 		c.cancel(cmd)
-	case *coreRelease:
+	case *Release:
 		en := c.contenders[cmd.ID]
 		if en == nil || !en.leased() || en.c.Phase() != contender.Held {
-			n := notice{Kind: noteReleaseRefused, ID: cmd.ID}
+			n := Notice{Kind: NoteReleaseRefused, ID: cmd.ID}
 			if en != nil && en.leased() {
 				n.Token = en.token
 			}
@@ -59,18 +59,18 @@ func (c *core) handleCommand(cmd any) {
 		}
 		en.releasing = true
 		c.stepContender(en, contender.Input{Kind: contender.Release})
-	case *coreClose:
+	case *Close:
 		c.closing = true
 		c.closeTimer = c.after(c.cfg.CloseTimeout)
 		for _, en := range c.byID() {
-			c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: ErrClosed, Closing: true})
+			c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: contender.ErrClosed, Closing: true})
 		}
 	}
 }
 
-func (c *core) acquire(cmd *coreAcquire) {
+func (c *Core) acquire(cmd *Acquire) {
 	if c.closing {
-		c.notify(notice{Kind: noteAcquired, ID: cmd.ID, Err: ErrClosed})
+		c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Err: contender.ErrClosed})
 		return
 	}
 	en := &entry{id: cmd.ID, data: cmd.Data, revocable: cmd.Revocable,
@@ -95,7 +95,7 @@ func (c *core) acquire(cmd *coreAcquire) {
 }
 
 // stepContender feeds one input to a contender and carries out its effects.
-func (c *core) stepContender(en *entry, in contender.Input) {
+func (c *Core) stepContender(en *entry, in contender.Input) {
 	before := en.c.Node()
 	effs := en.c.Step(in)
 	if after := en.c.Node(); after != before {
@@ -109,34 +109,34 @@ func (c *core) stepContender(en *entry, in contender.Input) {
 		}
 	}
 	if c.debug() {
-		c.log(levelDebug, "step", "id", en.id, "path", en.c.LockPath(), "input", in.Kind, "phase", en.c.Phase(), "effects", effs)
+		c.log(LevelDebug, "step", "id", en.id, "path", en.c.LockPath(), "input", in.Kind, "phase", en.c.Phase(), "effects", effs)
 	}
 	for _, ef := range effs {
 		c.apply(en, ef)
 	}
 }
 
-func (c *core) apply(en *entry, ef contender.Effect) {
+func (c *Core) apply(en *entry, ef contender.Effect) {
 	switch ef.Kind {
 	case contender.Create:
 		en.attempts = 0
 		c.sendingCreate(en)
-		c.commit.submit(&c.rd, op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.data, Fixed: en.c.Borrowed()})
+		c.commit.submit(&c.rd, Op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.data, Fixed: en.c.Borrowed()})
 	case contender.CreateParents:
 		waiting, inFlight := c.parents[ef.Path]
 		c.parents[ef.Path] = append(waiting, en.id)
 		if !inFlight {
-			c.commit.submit(&c.rd, op{Kind: input.OpCreateParents, Path: ef.Path})
+			c.commit.submit(&c.rd, Op{Kind: input.OpCreateParents, Path: ef.Path})
 		}
 	case contender.List:
 		c.requestListing(ef.Path, en.id)
 	case contender.Recover:
-		c.commit.submit(&c.rd, op{Kind: input.OpRecover, ID: en.id, Path: ef.Path, Find: ef.ID})
+		c.commit.submit(&c.rd, Op{Kind: input.OpRecover, ID: en.id, Path: ef.Path, Find: ef.ID})
 	case contender.Watch:
 		c.watch(en, ef)
 	case contender.Delete:
 		c.sendingChange(en.c.LockPath())
-		o := op{Kind: input.OpDelete, ID: en.id, Path: ef.Path}
+		o := Op{Kind: input.OpDelete, ID: en.id, Path: ef.Path}
 		if en.c.Granted() && c.localWatch[ef.Path] != nil {
 			// A holder lets go and a waiter of ours is next: the lock is
 			// idle until this delete is answered, so it waits for nothing.
@@ -148,36 +148,36 @@ func (c *core) apply(en *entry, ef contender.Effect) {
 		c.grant(en, ef)
 	case contender.Fail:
 		c.detach(en)
-		c.notify(notice{Kind: noteAcquired, ID: en.id, Err: ef.Err})
+		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: ef.Err})
 		kind := events.Failed
-		if ef.Err == ErrClosed || slices.Contains(c.cfg.CancelErrs, ef.Err) {
+		if ef.Err == contender.ErrClosed || slices.Contains(c.cfg.CancelErrs, ef.Err) {
 			kind = events.Cancelled
 		}
 		c.report(en, events.Report{Kind: kind, Path: en.c.LockPath(), Err: ef.Err})
 	case contender.Released:
-		c.endLease(en, notice{Kind: noteEnded, ID: en.id, Token: en.token, Err: ef.Err})
+		c.endLease(en, Notice{Kind: NoteEnded, ID: en.id, Token: en.token, Err: ef.Err})
 		if en.releasing {
-			c.notify(notice{Kind: noteReleased, ID: en.id, Err: ef.Err})
+			c.notify(Notice{Kind: NoteReleased, ID: en.id, Err: ef.Err})
 			en.releasing = false
 		}
 		c.report(en, events.Report{Kind: events.Released, Path: en.c.LockPath(), Token: en.token})
 	case contender.Suspend:
-		c.notify(notice{Kind: noteSuspended, ID: en.id, Token: en.token})
+		c.notify(Notice{Kind: NoteSuspended, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Suspended, Path: en.c.LockPath()})
 	case contender.Resume:
-		c.notify(notice{Kind: noteResumed, ID: en.id, Token: en.token})
+		c.notify(Notice{Kind: NoteResumed, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Resumed, Path: en.c.LockPath()})
 	case contender.Lost:
 		c.trust.Forget(en.id)
-		c.endLease(en, notice{Kind: noteLost, ID: en.id, Token: en.token, Err: ef.Err})
+		c.endLease(en, Notice{Kind: NoteLost, ID: en.id, Token: en.token, Err: ef.Err})
 		if en.releasing {
-			c.notify(notice{Kind: noteReleased, ID: en.id, Token: en.token, FromLease: true})
+			c.notify(Notice{Kind: NoteReleased, ID: en.id, Token: en.token, FromLease: true})
 			en.releasing = false
 		}
 		c.report(en, events.Report{Kind: events.Lost, Path: en.c.LockPath(), Token: en.token, Err: ef.Err})
 	case contender.Park:
 		if ef.Err != nil {
-			c.log(levelWarn, "request refused; retrying", "path", en.c.LockPath(), "err", ef.Err)
+			c.log(LevelWarn, "request refused; retrying", "path", en.c.LockPath(), "err", ef.Err)
 		}
 		c.park(en)
 	case contender.Forget:
@@ -187,9 +187,9 @@ func (c *core) apply(en *entry, ef contender.Effect) {
 
 // grant hands a lease to a contender its recipe admits, if the session is
 // trusted at this instant.
-func (c *core) grant(en *entry, ef contender.Effect) {
+func (c *Core) grant(en *entry, ef contender.Effect) {
 	en.attempts = 0
-	if !c.trust.Admit(grant{ID: en.id, Path: en.c.LockPath(), Node: en.c.NodePath(), Token: ef.Token}, c.session) {
+	if !c.trust.Admit(Grant{ID: en.id, Path: en.c.LockPath(), Node: en.c.NodePath(), Token: ef.Token}, c.session) {
 		// The watchdog found the session untrusted after the loop last
 		// heard from it, or follows a session the loop has not heard of
 		// yet: no one may be granted now.
@@ -198,11 +198,11 @@ func (c *core) grant(en *entry, ef contender.Effect) {
 	}
 	c.detach(en)
 	en.node, en.token = en.c.NodePath(), ef.Token
-	c.notify(notice{Kind: noteAcquired, ID: en.id, Token: ef.Token})
+	c.notify(Notice{Kind: NoteAcquired, ID: en.id, Token: ef.Token})
 	c.report(en, events.Report{Kind: events.Granted, Path: en.c.LockPath(), Node: en.c.Node(), Token: ef.Token})
 	c.granted(en)
 	if ef.Suspended {
-		c.notify(notice{Kind: noteSuspended, ID: en.id, Token: en.token})
+		c.notify(Notice{Kind: NoteSuspended, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Suspended, Path: en.c.LockPath()})
 	}
 	if en.revocable {
@@ -212,9 +212,9 @@ func (c *core) grant(en *entry, ef contender.Effect) {
 
 // forget ends a contender: its machine is done. err is why its node, if
 // any, was left to the session's end.
-func (c *core) forget(en *entry, err error) {
+func (c *Core) forget(en *entry, err error) {
 	if err != nil {
-		c.log(levelError, "node left until the session ends", "path", en.c.LockPath(), "err", err)
+		c.log(LevelError, "node left until the session ends", "path", en.c.LockPath(), "err", err)
 	}
 	c.unwatch(en)
 	if en.c.Node() != "" {
@@ -228,11 +228,11 @@ func (c *core) forget(en *entry, err error) {
 	c.detach(en)
 	if en.leased() {
 		c.trust.Forget(en.id)
-		c.endLease(en, notice{Kind: noteEnded, ID: en.id, Token: en.token})
+		c.endLease(en, Notice{Kind: NoteEnded, ID: en.id, Token: en.token})
 	}
 	if en.releasing {
 		// A release that raced a loss ends with the loss.
-		n := notice{Kind: noteReleased, ID: en.id, FromLease: true}
+		n := Notice{Kind: NoteReleased, ID: en.id, FromLease: true}
 		if en.leased() {
 			n.Token = en.token
 		}
@@ -245,13 +245,13 @@ func (c *core) forget(en *entry, err error) {
 		}
 	}
 	if en.leased() {
-		c.notify(notice{Kind: noteDropped, ID: en.id})
+		c.notify(Notice{Kind: NoteDropped, ID: en.id})
 	}
 	delete(c.contenders, en.id)
 }
 
 // endLease tells a lease it ended (n: lost or ended), once.
-func (c *core) endLease(en *entry, n notice) {
+func (c *Core) endLease(en *entry, n Notice) {
 	if !en.ended {
 		en.ended = true
 		c.notify(n)
@@ -259,12 +259,12 @@ func (c *core) endLease(en *entry, n notice) {
 }
 
 // forceEnd ends a contender without its machine: only when closing.
-func (c *core) forceEnd(en *entry, err error) {
+func (c *Core) forceEnd(en *entry, err error) {
 	if en.c.ForceEnd() {
-		c.notify(notice{Kind: noteAcquired, ID: en.id, Err: err})
+		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: err})
 	}
 	if en.leased() {
-		c.endLease(en, notice{Kind: noteLost, ID: en.id, Token: en.token, Err: err})
+		c.endLease(en, Notice{Kind: NoteLost, ID: en.id, Token: en.token, Err: err})
 	}
 	c.forget(en, nil)
 }

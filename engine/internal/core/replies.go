@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"path"
@@ -9,7 +9,7 @@ import (
 
 // handleOpDone hands a request's reply to the contender, or contenders,
 // that wait for it.
-func (c *core) handleOpDone(d input.OpDone) {
+func (c *Core) handleOpDone(d input.OpDone) {
 	in := contender.Input{Outcome: d.Outcome, Err: d.Err}
 	switch d.Op {
 	case input.OpList:

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"slices"
@@ -10,9 +10,9 @@ import (
 // Group commit and the in-flight bound: which requests the core sends, when,
 // and which creates and deletes travel together in one multi request.
 
-// op is one request to send.
-type op struct {
-	Batch []op // creates and deletes sent as one multi request; nothing else set
+// Op is one request to send.
+type Op struct {
+	Batch []Op // creates and deletes sent as one multi request; nothing else set
 	Kind  input.OpKind
 	ID    uint64 // the contender; 0 for shared listings
 	Path  string
@@ -22,7 +22,7 @@ type op struct {
 	Find  string // OpRecover: the protected id to look for
 }
 
-func (o op) String() string {
+func (o Op) String() string {
 	if o.Batch == nil {
 		return o.Kind.String() + " " + o.Path
 	}
@@ -68,11 +68,11 @@ const (
 // path inside one multi keep their order.
 type groupCommit struct {
 	maxInFlight int
-	aclBytes    int  // the encoded size of Config.ACL, in every create
+	aclBytes    int  // Config.ACLBytes: the encoded size of the ACL, in every create
 	inFlight    int  // requests sent and not done
 	writing     int  // write requests in flight
-	writes      []op // creates and deletes waiting to be sent
-	backlog     []op // requests held back by the in-flight bound
+	writes      []Op // creates and deletes waiting to be sent
+	backlog     []Op // requests held back by the in-flight bound
 	// creating counts, per lock path, the creates sent (or held back by
 	// the in-flight bound) and not answered.
 	creating map[string]int
@@ -80,7 +80,7 @@ type groupCommit struct {
 
 // submit queues a create or a delete for the end of the turn, and sends
 // anything else now if the in-flight bound allows.
-func (g *groupCommit) submit(rd *ready, o op) {
+func (g *groupCommit) submit(rd *Ready, o Op) {
 	if o.Kind == input.OpCreate || o.Kind == input.OpDelete {
 		g.writes = append(g.writes, o)
 		return
@@ -89,7 +89,7 @@ func (g *groupCommit) submit(rd *ready, o op) {
 }
 
 // send sends o now if the bound allows and nothing waits before it.
-func (g *groupCommit) send(rd *ready, o op) {
+func (g *groupCommit) send(rd *Ready, o Op) {
 	if len(g.backlog) == 0 && g.inFlight < g.maxInFlight {
 		g.inFlight++
 		rd.Requests = append(rd.Requests, o)
@@ -109,13 +109,13 @@ func (g *groupCommit) done(write bool) {
 // flush sends the queued creates and deletes, in order, as batches bounded
 // by count and encoded size, then the requests held back while the bound
 // allows.
-func (g *groupCommit) flush(rd *ready) {
+func (g *groupCommit) flush(rd *Ready) {
 	for len(g.writes) > 0 && g.writing < maxWrites {
 		batch := g.takeBatch()
 		if len(batch) == 0 {
 			break // every create queued waits for one on its path
 		}
-		o := op{Batch: batch}
+		o := Op{Batch: batch}
 		if len(batch) == 1 {
 			o = batch[0]
 		}
@@ -145,9 +145,9 @@ func (g *groupCommit) flush(rd *ready) {
 // may carry: by count and encoded size, and leaving in the queue, in order,
 // every create whose lock path has a create in flight in another request,
 // or one that did not fit this batch.
-func (g *groupCommit) takeBatch() []op {
+func (g *groupCommit) takeBatch() []Op {
 	var (
-		batch   []op
+		batch   []Op
 		size    = multiEnvelopeSize
 		held    map[string]bool // lock paths whose creates stay queued
 		kept    = g.writes[:0]
@@ -160,7 +160,7 @@ func (g *groupCommit) takeBatch() []op {
 		}
 		s := multiOpSize(o, g.aclBytes)
 		full := len(batch) == maxBatch || (started && size+s > maxBatchBytes)
-		if full || held[lockPath] || (lockPath != "" && g.creating[lockPath] > 0 && !slices.ContainsFunc(batch, func(b op) bool {
+		if full || held[lockPath] || (lockPath != "" && g.creating[lockPath] > 0 && !slices.ContainsFunc(batch, func(b Op) bool {
 			return b.Kind == input.OpCreate && strings.HasPrefix(b.Path, lockPath+"/")
 		})) {
 			if lockPath != "" {
@@ -211,7 +211,7 @@ const (
 
 // multiOpSize is the encoded size of a create (with an ACL of aclBytes)
 // or a delete inside a multi.
-func multiOpSize(o op, aclBytes int) int {
+func multiOpSize(o Op, aclBytes int) int {
 	if o.Kind == input.OpCreate {
 		return multiHeaderSize + 4 + len(o.Path) + 4 + len(o.Data) + aclBytes + 4 // path, data, acl, flags
 	}

@@ -1,4 +1,8 @@
-package engine
+// Package core is the engine's deterministic core; package engine is its
+// runtime. It imports no client, network, clock, goroutine, context or
+// logger, and nothing of package engine: TestPure holds it to that by its
+// dependencies.
+package core
 
 import (
 	"maps"
@@ -9,7 +13,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
-// core is the engine's deterministic heart: every contender, every watch,
+// Core is the engine's deterministic heart: every contender, every watch,
 // listing, batch, timer and session flag the engine keeps, and every
 // decision made on them. It is single-threaded and reaches nothing outside
 // itself: no goroutine, no ZooKeeper client, no clock, no timer, no
@@ -20,23 +24,23 @@ import (
 // counts, the engine's state). The shape is etcd raft's RawNode: Step in,
 // Ready out.
 //
-// The runtime (runtime.go) owns the core and runs it on the loop goroutine;
-// it keeps, by contender id, the futures, leases and contexts the core's
-// decisions are about. The simulator (sim_test.go) runs the same runtime
-// with every seam of the outside world replaced, so a seed replays a whole
-// run.
+// The runtime (package engine, runtime.go) owns the core and runs it on
+// the loop goroutine; it keeps, by contender id, the futures, leases and
+// contexts the core's decisions are about. The simulator (engine's
+// sim_test.go) runs the same runtime with every seam of the outside world
+// replaced, so a seed replays a whole run.
 //
 // The core asks the outside world one question, synchronously: whether the
-// session is still trusted as a lease is granted (see admitter). The
+// session is still trusted as a lease is granted (see Admitter). The
 // answer cannot travel as an event, because the watchdog that gives it
 // closes the Lost channels of admitted leases on its own timer, whatever
 // the loop is doing, and "admitted before the lapse" must be decided under
 // the watchdog's lock.
-type core struct {
-	cfg   coreConfig
-	trust admitter
+type Core struct {
+	cfg   Config
+	trust Admitter
 
-	rd ready // what the core decided since the runtime last took it
+	rd Ready // what the core decided since the runtime last took it
 
 	contenders map[uint64]*entry
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
@@ -50,7 +54,7 @@ type core struct {
 	retryRevoke []uint64
 	deleted     deletion // the delete reply being handled
 	// borrowed counts, per lock path, the live contenders whose node has a
-	// borrowed sequence number (Request.Seq): while there is one, no local
+	// borrowed sequence number (Acquire.Seq): while there is one, no local
 	// handoff happens on the path (see Decision.Next).
 	borrowed map[string]int
 
@@ -93,9 +97,9 @@ type core struct {
 	foreignLogged map[string]struct{}
 }
 
-// coreConfig is what the core needs of the engine's configuration, as
+// Config is what the core needs of the engine's configuration, as
 // plain values.
-type coreConfig struct {
+type Config struct {
 	// CloseTimeout bounds how long Close waits for nodes to be deleted.
 	CloseTimeout time.Duration
 	// MaxInFlight bounds the requests outstanding at once.
@@ -116,31 +120,31 @@ type coreConfig struct {
 	// Debug reports whether debug records are wanted now (the logger's
 	// level may change while the engine runs); nil: never.
 	Debug func() bool
-	// CancelErrs are the errors, beside ErrClosed, with which an
+	// CancelErrs are the errors, beside contender.ErrClosed, with which an
 	// acquisition ends as cancelled rather than failed (the contexts'
 	// own: context.Canceled, context.DeadlineExceeded).
 	CancelErrs []error
 }
 
-// admitter is the session watchdog as the core sees it, keyed by
+// Admitter is the session watchdog as the core sees it, keyed by
 // contender id: the runtime maps each id to its lease.
-type admitter interface {
+type Admitter interface {
 	// Admit registers the lease g, about to be granted under session, so
 	// that a lapse of trust closes its Lost channel; false, and nothing
 	// registered, when the session is not trusted now or is not the one
 	// the watchdog follows. The lease is whole from here on: whoever reads
 	// the engine's leases sees it granted, before its notice reaches the
 	// user.
-	Admit(g grant, session int64) bool
+	Admit(g Grant, session int64) bool
 	// Forget unregisters the lease of contender id: it ended.
 	Forget(id uint64)
 	// Follows reports whether the watchdog follows session.
 	Follows(session int64) bool
 }
 
-// grant is a lease the core is about to grant: contender ID's, on the
+// Grant is a lease the core is about to grant: contender ID's, on the
 // node at Node (a child of the lock path Path), with fencing token Token.
-type grant struct {
+type Grant struct {
 	ID         uint64
 	Path, Node string
 	Token      int64
@@ -173,8 +177,9 @@ type entry struct {
 // lease for it.
 func (en *entry) leased() bool { return en.node != "" }
 
-func newCore(cfg coreConfig, trust admitter) *core {
-	return &core{
+// New makes a core that has no contender and no session yet.
+func New(cfg Config, trust Admitter) *Core {
+	return &Core{
 		cfg:        cfg,
 		trust:      trust,
 		contenders: make(map[uint64]*entry),
@@ -193,12 +198,12 @@ func newCore(cfg coreConfig, trust admitter) *core {
 		timers:     make(map[uint64]struct{}),
 		retryAt:    make(map[uint64]uint64),
 		untrusted:  true,         // until the first session's handshake is answered
-		state:      StateExpired, // as stateWatch starts
+		state:      StateExpired, // as the runtime's state starts
 	}
 }
 
 // Step handles one event.
-func (c *core) Step(ev input.Event) {
+func (c *Core) Step(ev input.Event) {
 	switch ev := ev.(type) {
 	case input.Command:
 		c.handleCommand(ev.Payload)
@@ -221,7 +226,7 @@ func (c *core) Step(ev input.Event) {
 // batch decided, as few requests as group commit allows, and the requests
 // the in-flight bound held back; and it shuts the core down once it is
 // closing and nothing is left, stopping every timer still armed.
-func (c *core) EndTurn() {
+func (c *Core) EndTurn() {
 	c.commit.flush(&c.rd)
 	if c.closing && len(c.contenders) == 0 && !c.exited {
 		c.exited = true
@@ -232,21 +237,21 @@ func (c *core) EndTurn() {
 }
 
 // Ready hands over what the core decided since the last call.
-func (c *core) Ready() ready {
+func (c *Core) Ready() Ready {
 	rd := c.rd
-	c.rd = ready{}
+	c.rd = Ready{}
 	return rd
 }
 
 // Contenders is the number of contenders the core keeps.
-func (c *core) Contenders() int { return len(c.contenders) }
+func (c *Core) Contenders() int { return len(c.contenders) }
 
 // byID returns the contenders in the order they were made. Steps that
 // visit every contender go in this order, not the map's random one, so
 // that the requests they send, and so a whole run, follow from the events
 // alone (the simulator replays a run from its seed). It costs a sort on
 // rare events: a session change, a lapse of trust, Close.
-func (c *core) byID() []*entry {
+func (c *Core) byID() []*entry {
 	ids := slices.Sorted(maps.Keys(c.contenders))
 	ens := make([]*entry, len(ids))
 	for i, id := range ids {
@@ -256,7 +261,7 @@ func (c *core) byID() []*entry {
 }
 
 // setState puts the engine's state in Ready when it changed.
-func (c *core) setState(s State) {
+func (c *Core) setState(s State) {
 	if s != c.state {
 		c.state = s
 		c.rd.State, c.rd.StateChanged = s, true
@@ -264,7 +269,7 @@ func (c *core) setState(s State) {
 }
 
 // publishState derives the engine's state from the session flags.
-func (c *core) publishState() {
+func (c *Core) publishState() {
 	if c.exited {
 		return
 	}

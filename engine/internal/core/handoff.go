@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ type deletion struct {
 // any token the previous holder had) and less than the zxid of this
 // waiter's own deletion, not yet made (so less than the next holder's).
 // Every other waiter lists again.
-func (c *core) gone(node string) {
+func (c *Core) gone(node string) {
 	delete(c.nodes, node)
 	ids := c.localWatch[node]
 	delete(c.localWatch, node)
@@ -54,7 +54,7 @@ func (c *core) gone(node string) {
 // exclusive kind (a mutex, a writer, or an election's leader: one latch
 // node leads at a time), and no node with a borrowed number of this engine
 // may sit beside it unseen (see Decision.Next).
-func (c *core) mayHandOff(node string) bool {
+func (c *Core) mayHandOff(node string) bool {
 	i := strings.LastIndexByte(node, '/')
 	if i < 0 {
 		return false

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 // The session as the core sees it: connected or not, the same one or a new
 // one after an expiry, and trusted or not by the watchdog.
 
-func (c *core) handleSession(ev input.SessionChanged) {
+func (c *Core) handleSession(ev input.SessionChanged) {
 	defer c.publishState()
 	switch ev.State {
 	case input.Connected:
@@ -24,7 +24,7 @@ func (c *core) handleSession(ev input.SessionChanged) {
 			c.publishState() // before Start returns
 			c.rd.FirstSession = true
 		}
-		c.log(levelInfo, "session connected", "session", fmt.Sprintf("%#x", ev.SessionID))
+		c.log(LevelInfo, "session connected", "session", fmt.Sprintf("%#x", ev.SessionID))
 		if expired {
 			c.expire()
 		}
@@ -44,7 +44,7 @@ func (c *core) handleSession(ev input.SessionChanged) {
 		c.connected = false
 		c.forgetViews(false)
 		c.rd.Counts.Disconnects++
-		c.log(levelInfo, "session disconnected", "session", fmt.Sprintf("%#x", c.session))
+		c.log(LevelInfo, "session disconnected", "session", fmt.Sprintf("%#x", c.session))
 		for _, en := range c.byID() {
 			c.stepContender(en, contender.Input{Kind: contender.Disconnected})
 		}
@@ -58,8 +58,8 @@ func (c *core) handleSession(ev input.SessionChanged) {
 }
 
 // expire tells every contender that the session, and its nodes, are gone.
-func (c *core) expire() {
-	c.log(levelWarn, "session expired", "session", fmt.Sprintf("%#x", c.session))
+func (c *Core) expire() {
+	c.log(LevelWarn, "session expired", "session", fmt.Sprintf("%#x", c.session))
 	c.rd.Counts.Expirations++
 	c.session = 0
 	// Watches died with the session; the client already dropped them. Our
@@ -78,16 +78,16 @@ func (c *core) expire() {
 // it lapsed, held leases are already lost (the watchdog closed their Lost
 // channels) and their machines park the deletion of their nodes; no waiter
 // is granted until answers resume.
-func (c *core) handleTrust(ev input.TrustChanged) {
+func (c *Core) handleTrust(ev input.TrustChanged) {
 	defer c.publishState()
 	c.untrusted = ev.Lapsed
 	kind := contender.Trusted
 	if ev.Lapsed {
 		kind = contender.Untrusted
 		c.rd.Counts.Untrusted++
-		c.log(levelWarn, "session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", c.session))
+		c.log(LevelWarn, "session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", c.session))
 	} else if c.everReady {
-		c.log(levelInfo, "session trusted again", "session", fmt.Sprintf("%#x", c.session))
+		c.log(LevelInfo, "session trusted again", "session", fmt.Sprintf("%#x", c.session))
 	}
 	for _, en := range c.byID() {
 		c.stepContender(en, contender.Input{Kind: kind})
