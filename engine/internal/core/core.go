@@ -41,6 +41,9 @@ type Core struct {
 	trust Admitter
 
 	rd Ready // what the core decided since the runtime last took it
+	// spare is the Ready handed over last: its lists are the next one's,
+	// once the runtime is done with them (see Ready).
+	spare Ready
 
 	contenders map[uint64]*entry
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
@@ -236,11 +239,29 @@ func (c *Core) EndTurn() {
 	}
 }
 
-// Ready hands over what the core decided since the last call.
+// Ready hands over what the core decided since the last call. Its lists
+// hold until the next call to Ready, by which the runtime has carried them
+// out: the core then fills them again, so that a busy loop makes no list
+// per event.
 func (c *Core) Ready() Ready {
 	rd := c.rd
-	c.rd = Ready{}
+	c.rd = Ready{Logs: recycle(c.spare.Logs), Requests: recycle(c.spare.Requests), Timers: recycle(c.spare.Timers),
+		Contexts: recycle(c.spare.Contexts), Notices: recycle(c.spare.Notices), Loopback: recycle(c.spare.Loopback)}
+	c.spare = rd
 	return rd
+}
+
+// maxRecycled bounds the lists Ready reuses: a burst's (a reconnect with
+// thousands of waiters) is let go.
+const maxRecycled = 256
+
+// recycle empties a list of a Ready the runtime is done with, for reuse.
+func recycle[T any](s []T) []T {
+	if cap(s) > maxRecycled {
+		return nil
+	}
+	clear(s)
+	return s[:0]
 }
 
 // Contenders is the number of contenders the core keeps.

@@ -214,7 +214,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 	out := s.print(rd)
 	// A listing answered from what the core knows is its own event, which
 	// the runtime queues at once: the script hands it over too.
-	for _, ev := range rd.Loopback {
+	for _, ev := range slices.Clone(rd.Loopback) { // Ready reuses its lists
 		if d, ok := ev.(input.OpDone); ok && d.Op == input.OpList {
 			s.c.Step(ev)
 			s.c.EndTurn()
