@@ -73,9 +73,10 @@ type Request struct {
 var RevokeData = []byte(core.RevokeData)
 
 // Engine runs acquisitions on one ZooKeeper session. It is the runtime
-// around a deterministic core (internal/core): the runtime owns the ZooKeeper
-// client, the loop goroutine that steps the core, the requests' goroutines,
-// timers, contexts and the futures' callbacks (runtime.go, executor.go).
+// around a deterministic core (package engine/internal/core): the runtime
+// owns the ZooKeeper client, the loop goroutine that steps the core, the
+// requests' goroutines, timers, contexts and the futures' callbacks
+// (runtime.go, executor.go).
 type Engine struct {
 	cfg   Config
 	log   *slog.Logger

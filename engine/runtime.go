@@ -147,8 +147,9 @@ func (e *Engine) step(ev input.Event) {
 }
 
 // cancelGroup names the cancel group of an acquisition under ctx: one per
-// Done channel the core follows (see internal/core/cancel.go), 0 for a context that
-// never ends.
+// Done channel the core follows (see internal/core/cancel.go), 0 for a
+// context that never ends. A group the core never follows (an acquisition
+// refused as the engine closes) stays until shutdown.
 func (e *Engine) cancelGroup(ctx context.Context) uint64 {
 	done := ctx.Done()
 	if done == nil {
@@ -232,7 +233,6 @@ func (e *Engine) notice(n core.Notice) {
 			return
 		}
 		fut.resolve(e.leases[n.ID], nil) // admitted as the core granted it
-
 	case core.NoteReleased:
 		r := e.releasing[n.ID]
 		delete(e.releasing, n.ID)
@@ -283,7 +283,7 @@ func (e *Engine) addCounts(c core.Counts) {
 	e.gauges.untrusted.Add(c.Untrusted)
 }
 
-// loopTrust is the watchdog as the core asks it (see admitter), on the
+// loopTrust is the watchdog as the core asks it (see core.Admitter), on the
 // loop goroutine: it maps contender ids to the leases the watchdog holds.
 type loopTrust struct{ e *Engine }
 
