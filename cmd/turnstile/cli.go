@@ -176,6 +176,13 @@ TURNSTILE_TOKEN in its environment, SIGTERM then SIGKILL the moment the
 leadership is lost, CMD's exit status. With -observe, it runs no command:
 it prints the leader, then each change of leader, until interrupted or
 for -for.`},
+		{name: "process", args: "URL", minArgs: 1, maxArgs: 1, flags: jsonFlag, exec: runProcess,
+			summary: "what one process holds and queues, from the status handler it serves at URL",
+			about: `Reads, from the handler a process serves with package status (as it
+serves net/http/pprof), what its engine holds and queues: its session, the
+nodes it holds with their tokens, the nodes it has queued on ZooKeeper,
+and how many of its acquisitions wait in cohorts behind its own nodes,
+which no listing of ZooKeeper shows. -timeout bounds the request.`},
 		{name: "version", args: "", minArgs: 0, maxArgs: 0, exec: runVersion,
 			summary: "print the tool's version",
 			about:   `Prints the tool's version and the module versions it was built from.`},
@@ -226,7 +233,7 @@ func commandUsage(c *command) string {
 		b.WriteString("\nflags:\n")
 		b.WriteString(defaults(fs))
 	}
-	if c.run != nil || c.name == "lock" || c.name == "elect" {
+	if c.run != nil || c.name == "lock" || c.name == "elect" || c.name == "process" {
 		var o options
 		fs := newFlagSet("turnstile")
 		o.register(fs)

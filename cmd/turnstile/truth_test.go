@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/lock"
+	"github.com/turnstile-go/turnstile/status"
 )
 
 // An election is shown as one: its leader holding, its other candidates
@@ -216,7 +221,7 @@ func holdersOf(t *testing.T, path string) nodeView {
 func TestHelpForEachCommand(t *testing.T) {
 	own := map[string][]string{
 		"locks": {"-json"}, "holders": {"-json"}, "revoke": {"-force"}, "watch": {"-json", "-for"},
-		"lock": {"-try", "-grace", "-owner"}, "elect": {"-observe", "-id", "-grace"}, "version": nil, "help": nil,
+		"lock": {"-try", "-grace", "-owner"}, "elect": {"-observe", "-id", "-grace"}, "process": {"-json"}, "version": nil, "help": nil,
 	}
 	for _, c := range commands {
 		r := cli(t, "help", c.name)
@@ -247,5 +252,53 @@ func TestHelpForEachCommand(t *testing.T) {
 	}
 	if r := cli(t, "version"); r.code != exitOK || !strings.HasPrefix(r.stdout, "turnstile "+version+" (") {
 		t.Errorf("version: %v", r)
+	}
+}
+
+// process reads a process's status handler: what it holds, what it queued
+// on ZooKeeper, and what waits in its cohorts, which locks cannot see.
+func TestProcessReadsStatusHandler(t *testing.T) {
+	ctx := testCtx(t)
+	path := lockPath(t)
+	v := status.New()
+	eng, err := engine.Start(ctx, engine.Config{Servers: []string{shared.Addr()}, Observer: v.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	v.Attach(eng)
+	web := httptest.NewServer(v)
+	defer web.Close()
+
+	held, err := lock.NewMutex(eng, path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lock.NewMutex(eng, path).Acquire(wctx) // waits in the cohort: no node of its own
+
+	if l, _ := lockAt(t, path); len(l.Holders) != 1 || len(l.Waiters) != 0 {
+		t.Fatalf("ZooKeeper shows %+v: the cohort's waiter has no node", l)
+	}
+	var r result
+	wait.Until(t, "process shows the cohort's waiter", func() bool {
+		r = cli(t, "process", web.URL)
+		return r.code == exitOK && strings.Contains(r.stdout, "1 held, 0 queued on ZooKeeper, 1 waiting in cohorts")
+	})
+	if !strings.Contains(r.stdout, "token "+strconv.FormatInt(held.Token(), 10)) || !strings.Contains(r.stdout, path) ||
+		!strings.HasPrefix(r.stdout, fmt.Sprintf("session 0x%x connected", uint64(eng.SessionID()))) {
+		t.Errorf("process:\n%s", r.stdout)
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "hello") }))
+	defer other.Close()
+	if r := cli(t, "process", other.URL, "-timeout", "5s"); r.code != exitError || !strings.Contains(r.stderr, "not turnstile's status") {
+		t.Errorf("process of a URL serving something else: %v", r)
+	}
+	missing := httptest.NewServer(http.NotFoundHandler())
+	defer missing.Close()
+	if r := cli(t, "process", missing.URL); r.code != exitError || !strings.Contains(r.stderr, "404") {
+		t.Errorf("process of a URL that is not found: %v", r)
 	}
 }
