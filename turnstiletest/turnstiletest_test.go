@@ -118,6 +118,20 @@ func TestEnsembleStopRestart(t *testing.T) {
 	if err := zk.StopServer(3); err == nil {
 		t.Error("StopServer(3) of three servers succeeded")
 	}
+
+	// A session of the ensemble expires as a standalone server's does.
+	held, err := lock.NewMutex(eng, "/with-three").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := zk.ExpireSession(ctx, eng.SessionID()); err != nil {
+		t.Fatalf("ExpireSession in an ensemble: %v", err)
+	}
+	select {
+	case <-held.Lost():
+	case <-ctx.Done():
+		t.Fatal("the lease of the expired session was never lost")
+	}
 }
 
 // Without ZooKeeper, Available and New say what to install.
