@@ -25,7 +25,8 @@
 // what to install; call Available first to skip instead.
 //
 // Every server process is started by this package, signalled only by its
-// PID, and killed with the test binary if that dies first (on Linux).
+// PID, and killed with the test binary if that dies first (on Linux). The
+// package builds on Unix systems (Linux, macOS, the BSDs), not on Windows.
 package turnstiletest
 
 import (
