@@ -127,7 +127,10 @@ path) to let go, by writing Curator's revocation request (__REVOKE__) into
 their nodes. Only a holder that opted in to revocation (turnstile's
 lock.WithRevocation, Curator's makeRevocable, kazoo by Curator's
 convention) watches its node and lets go; its session's watch on its own
-node is how the tool tells (ZooKeeper's wchp four-letter word). A node
+node is how the tool tells (ZooKeeper's wchp four-letter word, asked of
+every server of -servers: list them all; the servers' 4lw.commands.whitelist
+must allow it, and on a server with very many watches it is a costly
+request). A node
 whose holder did not opt in, or where the servers do not answer wchp, is
 left alone unless -force is given: the request then overwrites the node's
 data (turnstile's owner record, Curator's and kazoo's identifiers), and

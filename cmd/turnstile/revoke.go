@@ -96,7 +96,7 @@ func notRevocable(n nodeView, full string, watches map[string]map[string]bool, w
 	if watches[full][fmt.Sprintf("0x%x", uint64(n.owner))] {
 		return ""
 	}
-	return "its holder did not opt in to revocation (its session does not watch its node)"
+	return "its holder did not opt in to revocation (its session watches its node on none of the servers of -servers)"
 }
 
 // watchesByPath asks every server (four-letter word wchp) which sessions
