@@ -8,6 +8,8 @@
 #   make bench   the benchmark table of BENCHMARKS.md (about 4 minutes)
 #   make pause   what each lock does when its holder stalls past its lease
 #   make stress  a bounded soak under connection cuts
+#   make mutate  plant known bugs, one at a time, and report which checker
+#                catches each (MUTATE_RUN: a regexp of mutant names)
 
 GO ?= go
 
@@ -31,7 +33,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench pause simulate
+.PHONY: all deps test vet fmt-check run stress bench pause simulate mutate
 
 all: test
 
@@ -126,3 +128,12 @@ SIM_FIRST ?= 1
 simulate: deps
 	$(GO) test ./engine -run 'TestSimulationSoak$$' -count=1 -timeout 0 -v \
 		-sim.soak=$(SIM_DURATION) -sim.first=$(SIM_FIRST)
+
+# Planted bugs (internal/mutate/mutants.go): each is planted in a copy of
+# the work tree and must be caught by the simulator within MUTATE_BUDGET of
+# simulation, or by the named tests of its class. Prints caught or missed
+# per mutant, then `mutants: C caught of M`; fails if any is missed.
+MUTATE_BUDGET ?= 2m
+MUTATE_RUN ?=
+mutate: deps
+	$(GO) run ./internal/mutate -budget $(MUTATE_BUDGET) -run '$(MUTATE_RUN)'

@@ -27,23 +27,23 @@ func compare(a, b Node) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// Sort puts nodes in queue order (see [Less]). It is stable, so duplicate
+// sortNodes puts nodes in queue order (see [Less]). It is stable, so duplicate
 // entries keep their relative order.
-func Sort(nodes []Node) { slices.SortStableFunc(nodes, compare) }
+func sortNodes(nodes []Node) { slices.SortStableFunc(nodes, compare) }
 
-// Nodes parses one listing of a lock path and returns its lock nodes in
+// parseNodes parses one listing of a lock path and returns its lock nodes in
 // queue order. Children that do not parse are returned in foreign, in
 // listing order, so the caller can log them once; they take no part in any
 // predicate.
-func Nodes(children []string) (nodes []Node, foreign []string) {
+func parseNodes(children []string) (nodes []Node, foreign []string) {
 	nodes = make([]Node, 0, len(children))
 	for _, c := range children {
 		if n, ok := Parse(c); ok {
 			nodes = append(nodes, n)
-		} else if !IsPin(c) {
+		} else if !isPin(c) {
 			foreign = append(foreign, c)
 		}
 	}
-	Sort(nodes)
+	sortNodes(nodes)
 	return nodes, foreign
 }

@@ -53,6 +53,10 @@ import (
 	"github.com/turnstile-go/turnstile/events"
 )
 
+// reportTokenShift is how far events.Report.Token, a grant's zxid, is
+// shifted left in the lease's fencing token, as events.Report documents.
+const reportTokenShift = 12
+
 // View is one engine's view, fed by Observe and Attach, served by
 // ServeHTTP. Its methods are safe for concurrent use.
 type View struct {
@@ -104,7 +108,7 @@ func (v *View) Observe(r events.Report) {
 		}
 		// The report carries the grant's zxid; the token of the lease
 		// granted the node is that zxid shifted (pass 0).
-		c.held, c.node, c.token, c.since = true, r.Node, r.Token<<engine.TokenPassBits, now
+		c.held, c.node, c.token, c.since = true, r.Node, r.Token<<reportTokenShift, now
 	case events.Suspended, events.Resumed:
 		if c != nil {
 			c.suspended = r.Kind == events.Suspended

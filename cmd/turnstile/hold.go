@@ -77,7 +77,7 @@ func runLock(ctx context.Context, o options, args []string, stdout, stderr io.Wr
 	var l *lock.Lease
 	if o.try {
 		l, err = m.TryAcquire(waitCtx)
-		if errors.Is(err, lock.ErrWouldBlock) {
+		if errors.Is(err, engine.ErrWouldBlock) {
 			return exitStatus{code: exitNone, msg: fmt.Sprintf("lock %s is held or waited for (-try)", path)}
 		}
 	} else {

@@ -221,7 +221,8 @@ func (r *reader) read(ctx context.Context, full string) (lockView, bool, []strin
 		found, err := r.semaphore(ctx, full, &v)
 		return v, found, children, err
 	}
-	nodes, _ := queue.Nodes(children)
+	listing := queue.NewListing(children)
+	nodes := listing.Nodes()
 	if len(nodes) == 0 {
 		return lockView{}, false, children, nil
 	}
@@ -248,7 +249,7 @@ func (r *reader) read(ctx context.Context, full string) (lockView, bool, []strin
 		switch {
 		case !ok:
 			continue // it left meanwhile
-		case queue.Holds(nodes, n) || n.Kind == queue.KindLease:
+		case holds(listing, n) || n.Kind == queue.KindLease:
 			v.Holders = append(v.Holders, nv)
 		default:
 			v.Waiters = append(v.Waiters, nv)
@@ -346,7 +347,7 @@ func (r *reader) lockNodes(ctx context.Context, p string) ([]nodeView, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, _ := queue.Nodes(children)
+	nodes := queue.NewListing(children).Nodes()
 	var out []nodeView
 	for _, n := range nodes {
 		nv, ok, err := r.node(ctx, n, path.Join(p, n.Name))
@@ -379,4 +380,19 @@ func (r *reader) deletedSince(ctx context.Context, p string, zxid int64, nodes [
 		}
 	}
 	return true, nil
+}
+
+// holds reports whether n, one of l's nodes, holds its lock by the rule of
+// its own kind. A lease node is not decided by its path's listing alone (a
+// semaphore's number of leases is not stored in ZooKeeper): false.
+func holds(l *queue.Listing, n queue.Node) bool {
+	switch n.Kind {
+	case queue.KindMutex:
+		return l.Mutex(n.Name).Holds
+	case queue.KindRead:
+		return l.Read(n.Name).Holds
+	case queue.KindWrite:
+		return l.Write(n.Name).Holds
+	}
+	return false
 }
