@@ -12,9 +12,9 @@ import (
 )
 
 // A holder whose session expires learns it from Lost, and another client
-// gets the lock. A test of its own would call turnstiletest.Start(t), which
-// stops the server when the test ends; New and Close are for a TestMain
-// that shares one server among a package's tests.
+// gets the lock. A test of its own would call turnstiletest.Start(t, 1),
+// which stops the server when the test ends; New and Close are for a
+// TestMain that shares one server among a package's tests.
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -25,7 +25,7 @@ func Example() {
 	defer zk.Close()
 
 	// Dial lets ExpireSession find the engine's session.
-	cfg := engine.Config{Servers: zk.Servers(), Dialer: zk.Dial}
+	cfg := engine.Config{Servers: zk.Servers, Dialer: zk.Dial}
 	a, err := engine.Start(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)

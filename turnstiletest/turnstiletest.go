@@ -6,8 +6,8 @@
 // server.
 //
 //	func TestJob(t *testing.T) {
-//		zk := turnstiletest.Start(t)
-//		eng, err := engine.Start(ctx, engine.Config{Servers: zk.Servers(), Dialer: zk.Dial})
+//		zk := turnstiletest.Start(t, 1) // 3 for an ensemble
+//		eng, err := engine.Start(ctx, engine.Config{Servers: zk.Servers, Dialer: zk.Dial})
 //		...
 //		zk.ExpireSession(ctx, eng.SessionID()) // every lease of eng is lost
 //	}
@@ -22,7 +22,7 @@
 //
 // On Debian or Ubuntu, `apt-get install zookeeper` installs both (Java 17
 // and ZooKeeper 3.8). Where either is missing, Start fails the test saying
-// what to install; call Available first to skip instead.
+// what to install; to skip instead, call New and t.Skip with its error.
 //
 // Every server process is started by this package, signalled only by its
 // PID, and killed with the test binary if that dies first (on Linux). The
@@ -34,55 +34,39 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnstile-go/turnstile/internal/zkserver"
 )
 
-// ErrNotInstalled is returned (wrapped) by Available and New when Java or
-// the ZooKeeper jar cannot be found. Its message says what to install.
-var ErrNotInstalled = errors.New("turnstiletest: ZooKeeper needs Java 17 and the ZooKeeper 3.8 server jar: on Debian or Ubuntu, apt-get install zookeeper; elsewhere set ZK_JAR to the jar (and ZK_CLASSPATH to its dependencies) and JAVA to the java binary")
+// notInstalled is what a missing Java or ZooKeeper says: what to install.
+const notInstalled = "turnstiletest: ZooKeeper needs Java 17 and the ZooKeeper 3.8 server jar: on Debian or Ubuntu, apt-get install zookeeper; elsewhere set ZK_JAR to the jar (and ZK_CLASSPATH to its dependencies) and JAVA to the java binary"
 
-// startTimeout bounds the start of a cluster for Start and StartEnsemble.
+// startTimeout bounds the start of a cluster for Start.
 const startTimeout = 2 * time.Minute
 
 // Cluster is one ZooKeeper for tests: a standalone server or an ensemble.
 // Its methods are safe for concurrent use.
 type Cluster struct {
+	// Servers are the servers' client addresses ("127.0.0.1:PORT"), for
+	// engine.Config.Servers (joined by commas: a ZooKeeper connect string,
+	// turnstile's -servers). They do not change when a server is stopped
+	// and restarted. Do not modify them.
+	Servers []string
+
 	servers  []*zkserver.Server
 	ensemble *zkserver.Ensemble // nil when standalone
 	sessions zkserver.Sessions
 }
 
-// Available reports whether a server can be started here: nil, or an error
-// wrapping ErrNotInstalled that says what is missing and what to install.
-// It starts nothing.
-func Available() error {
-	if _, _, err := zkserver.Classpath(); err != nil {
-		return fmt.Errorf("%w (%v)", ErrNotInstalled, err)
-	}
-	return nil
-}
-
-// Start starts a standalone server for t and closes it when t and its
-// subtests are done. It fails t, saying why (and what to install where
-// Java or ZooKeeper is missing), when the server cannot start. If t fails,
-// the tail of the server's log is written to t's log.
-func Start(t testing.TB) *Cluster {
-	t.Helper()
-	return startT(t, 1)
-}
-
-// StartEnsemble is Start with an ensemble of three servers, so that a test
-// can stop one (StopServer) and the other two still serve.
-func StartEnsemble(t testing.TB) *Cluster {
-	t.Helper()
-	return startT(t, 3)
-}
-
-func startT(t testing.TB, n int) *Cluster {
+// Start starts a cluster of n servers for t, 1 (standalone) or 3 (an
+// ensemble, whose servers a test can stop one at a time while the other
+// two serve), and closes it when t and its subtests are done. It fails t,
+// saying why, and what to install where Java or ZooKeeper is missing, when
+// the cluster cannot start. If t fails, the tail of each server's log is
+// written to t's log.
+func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -103,62 +87,53 @@ func startT(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// New starts a cluster of n servers: 1 (standalone) or 3 (an ensemble).
-// It is for a TestMain that shares one cluster among a package's tests,
-// which must Close it; a test of its own uses Start or StartEnsemble.
+// New starts a cluster of n servers, 1 or 3, as Start does, for a TestMain
+// that shares one cluster among a package's tests and must Close it. Its
+// error says what to install where Java or ZooKeeper is missing; a test
+// that would rather skip there than fail passes it to t.Skip.
 func New(ctx context.Context, n int) (*Cluster, error) {
-	if err := Available(); err != nil {
-		return nil, err
+	if n != 1 && n != 3 {
+		return nil, fmt.Errorf("turnstiletest: a cluster of %d servers; want 1 or 3", n)
 	}
-	switch n {
-	case 1:
+	if _, _, err := zkserver.Classpath(); err != nil {
+		return nil, fmt.Errorf("%s (%w)", notInstalled, err)
+	}
+	c := &Cluster{}
+	if n == 1 {
 		s, err := zkserver.Start(ctx, zkserver.Options{})
 		if err != nil {
-			return nil, notInstalled(err)
+			return nil, explain(err)
 		}
-		return &Cluster{servers: []*zkserver.Server{s}}, nil
-	case 3:
+		c.servers = []*zkserver.Server{s}
+	} else {
 		e, err := zkserver.StartEnsemble(ctx, n, zkserver.Options{})
 		if err != nil {
-			return nil, notInstalled(err)
+			return nil, explain(err)
 		}
-		return &Cluster{servers: e.Servers, ensemble: e}, nil
+		c.servers, c.ensemble = e.Servers, e
 	}
-	return nil, fmt.Errorf("turnstiletest: a cluster of %d servers; want 1 or 3", n)
+	for _, s := range c.servers {
+		c.Servers = append(c.Servers, s.Addr())
+	}
+	return c, nil
 }
 
-// notInstalled makes the package's own message the one a missing install
-// shows.
-func notInstalled(err error) error {
+// explain makes the package's own message the one a missing install shows.
+func explain(err error) error {
 	if errors.Is(err, zkserver.ErrNotInstalled) {
-		return fmt.Errorf("%w (%v)", ErrNotInstalled, err)
+		return fmt.Errorf("%s (%w)", notInstalled, err)
 	}
 	return err
 }
 
-// Close stops every server and removes their temp dirs. Start and
-// StartEnsemble call it when the test ends; it may be called again.
+// Close stops every server and removes their temp dirs. Start calls it
+// when the test ends; it may be called again.
 func (c *Cluster) Close() error {
 	if c.ensemble != nil {
 		return c.ensemble.Close()
 	}
 	return c.servers[0].Close()
 }
-
-// Servers are the servers' client addresses ("127.0.0.1:PORT"), for
-// engine.Config.Servers. They do not change across StopServer and
-// RestartServer.
-func (c *Cluster) Servers() []string {
-	addrs := make([]string, len(c.servers))
-	for i, s := range c.servers {
-		addrs[i] = s.Addr()
-	}
-	return addrs
-}
-
-// ConnectString is Servers joined by commas, as ZooKeeper's clients and
-// turnstile's command-line tool (-servers) take it.
-func (c *Cluster) ConnectString() string { return strings.Join(c.Servers(), ",") }
 
 // Dial connects to a server as net.DialTimeout does, and lets
 // ExpireSession end the sessions made over its connections. Set it as
@@ -197,32 +172,28 @@ func (c *Cluster) ExpireSession(ctx context.Context, id int64) error {
 }
 
 // StopServer stops server i (0 for a standalone server; 0, 1 or 2 in an
-// ensemble), keeping its data for RestartServer. Clients connected to it
-// lose their connection; in an ensemble they move to another server, and
-// two of three still form a quorum.
-func (c *Cluster) StopServer(i int) error {
+// ensemble), keeping its data, and returns the function that starts it
+// again on the same address and returns once it serves (in an ensemble:
+// once it has joined the quorum). Clients connected to it lose their
+// connection; in an ensemble they move to another server, and two of
+// three still form a quorum.
+func (c *Cluster) StopServer(i int) (restart func(context.Context) error, err error) {
 	s, err := c.server(i)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.Stop()
-}
-
-// RestartServer starts server i again, on the same address and with the
-// same data, and returns once it serves (in an ensemble: once it has
-// joined the quorum).
-func (c *Cluster) RestartServer(ctx context.Context, i int) error {
-	s, err := c.server(i)
-	if err != nil {
-		return err
+	if err := s.Stop(); err != nil {
+		return nil, err
 	}
-	if err := s.Restart(ctx); err != nil {
-		return err
-	}
-	if c.ensemble != nil {
-		return c.ensemble.WaitReady(ctx)
-	}
-	return nil
+	return func(ctx context.Context) error {
+		if err := s.Restart(ctx); err != nil {
+			return err
+		}
+		if c.ensemble != nil {
+			return c.ensemble.WaitReady(ctx)
+		}
+		return nil
+	}, nil
 }
 
 func (c *Cluster) server(i int) (*zkserver.Server, error) {
