@@ -14,6 +14,7 @@ import (
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/wait"
+	"github.com/turnstile-go/turnstile/internal/zkserver"
 	"github.com/turnstile-go/turnstile/lock"
 	"github.com/turnstile-go/turnstile/status"
 )
@@ -301,4 +302,36 @@ func TestProcessReadsStatusHandler(t *testing.T) {
 	if r := cli(t, "process", missing.URL); r.code != exitError || !strings.Contains(r.stderr, "404") {
 		t.Errorf("process of a URL that is not found: %v", r)
 	}
+}
+
+// Where the servers do not answer wchp (ZooKeeper's default whitelist),
+// revoke cannot tell whether a holder opted in: it refuses, names the
+// setting, and -force still writes.
+func TestRevokeWithoutWchp(t *testing.T) {
+	ctx := testCtx(t)
+	srv := zkserver.StartT(t, zkserver.Options{ExtraConfig: map[string]string{"4lw.commands.whitelist": "srvr,ruok"}})
+	eng, err := engine.Start(ctx, engine.Config{Servers: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	path := lockPath(t)
+	l, err := lock.NewMutex(eng, path, lock.WithRevocation()).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	at := func(args ...string) result {
+		var out, errb strings.Builder
+		code := run(ctx, append([]string{"-servers", srv.Addr()}, args...), &out, &errb)
+		return result{code: code, stdout: out.String(), stderr: errb.String()}
+	}
+	r := at("revoke", path)
+	if r.code != exitError || !strings.Contains(r.stderr, "cannot tell") || !strings.Contains(r.stderr, "4lw.commands.whitelist") {
+		t.Fatalf("revoke where wchp is not allowed: %v", r)
+	}
+	if r := at("revoke", "-force", path); r.code != exitOK {
+		t.Fatalf("revoke -force: %v", r)
+	}
+	<-l.Revoked()
 }
