@@ -51,9 +51,25 @@ type config struct {
 	CPUProfile     string
 	Progress       bool
 	Verbose        bool
+	// Rate, when positive, runs the workers open-loop: acquisitions start at
+	// this many per second across them, each timed from its intended start.
+	Rate float64
+	// Report is the HTML file written at the end ("" = none).
+	Report string
+
+	// keysRun is the keys workload's prefix of one run (keysPrefix), set by
+	// runOne on its copy of the config.
+	keysRun string
+	// keysPlanned: a keys run is planned, so the embedded servers sweep
+	// empty containers often (reapEvery).
+	keysPlanned bool
 }
 
-var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "semaphore", "election", "twoproc"}
+var workloads = []string{"uncontended", "contended", "paths", "keys", "waiters", "rw", "semaphore", "election", "twoproc"}
+
+// openLoopWorkloads are those -rate applies to: workers that cycle acquire
+// → hold → release (the others queue, campaign or span two processes).
+var openLoopWorkloads = []string{"uncontended", "contended", "paths", "keys", "rw", "semaphore"}
 
 // knownFaults are the values of -faults; several may be given, comma
 // separated.
@@ -86,7 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var servers, faults string
 	fs.StringVar(&servers, "servers", "", "an existing ZooKeeper, `host:port,...` (default: start an embedded one)")
 	fs.IntVar(&c.Ensemble, "ensemble", 1, "embedded servers to start: 1 standalone, or 3 for an ensemble (leader-kill needs it)")
-	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | waiters | rw | semaphore | election | twoproc (turnstile only: one lock path, -workers in the harness and as many in a second process, checked with a witness file)")
+	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | keys (each worker's every cycle on a lock path never used before) | waiters | rw | semaphore | election | twoproc (turnstile only: one lock path, -workers in the harness and as many in a second process, checked with a witness file)")
 	fs.IntVar(&c.Workers, "workers", 16, "concurrent workers (for waiters: waiters queued behind each path's holder)")
 	fs.IntVar(&c.Paths, "paths", 0, "lock paths for the paths and waiters workloads (default 10)")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long workers run (0 with -cycles: until the cycles are done; waiters runs one queue-and-drain and ignores it)")
@@ -122,6 +138,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per measured run on stdout (the table then goes to stderr)")
 	fs.BoolVar(&c.Progress, "progress", false, "print the progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.Verbose, "v", false, "log the clients' warnings and errors to stderr")
+	fs.Float64Var(&c.Rate, "rate", 0, "open loop: start this many acquisitions per second across the workers, whether or not earlier ones were granted, each timed from its intended start (0: closed loop, each worker waits for its grant before asking again)")
+	fs.StringVar(&c.Report, "report", "", "write a self-contained HTML report to `file`: latency and throughput per second of every run, and the moments faults were injected")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./stress [flags]\n\n"+
 			"Runs lock workloads on a real ZooKeeper, checks exclusion (in process and by\n"+
@@ -215,6 +233,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	case c.Jitter > c.Latency:
 		return nil, bad("-jitter may not exceed -latency")
 	}
+	if c.Rate < 0 {
+		return nil, bad("-rate must not be negative")
+	}
+	if c.Rate > 0 && !slices.Contains(openLoopWorkloads, c.Workload) {
+		return nil, bad("-rate runs the workloads %s", strings.Join(openLoopWorkloads, ", "))
+	}
 	if c.Faults.has("leader-kill") && (len(c.Servers) > 0 || c.Ensemble < 3) {
 		return nil, bad("-faults leader-kill needs an embedded ensemble: -ensemble 3")
 	}
@@ -264,7 +288,10 @@ func (c *config) spec(servers []string) workloadSpec {
 		s.path, s.paths = c.LockRoot+"/u", c.Workers
 	case "paths":
 		s.path, s.paths = c.LockRoot+"/p", c.Paths
+	case "keys":
+		s.path, s.keys = c.keysRun, true
 	}
+	s.rate = c.Rate
 	if c.Cycles > 0 {
 		s.iterations = int((c.Cycles + int64(c.Workers) - 1) / int64(c.Workers))
 	}
