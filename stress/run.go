@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	con := newConsole(stderr)
+	started := time.Now()
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err == nil {
@@ -204,6 +205,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			w = stderr
 		}
 		printSummary(w, env, cfg, all)
+	}
+	if cfg.Report != "" {
+		meta := reportMeta{args: args, seed: cfg.Seed, started: started, server: serverLabel(env, cfg)}
+		if err := writeReport(cfg.Report, meta, all); err != nil {
+			fmt.Fprintln(stderr, "stress: -report:", err)
+			return exitFailed
+		}
+		con.logf("report written to %s", cfg.Report)
 	}
 
 	code := exitOK

@@ -36,7 +36,7 @@ public class CuratorDriver {
     double timeoutS = 120;
 
     final Object mu = new Object();
-    final long start = System.nanoTime();
+    long start; // the schedule's start: once connected, as the workers start
     Long winFrom, winTo;
     boolean stop, closed;
     long nextTicket, completed, errors;
@@ -173,6 +173,7 @@ public class CuratorDriver {
                 .build();
         client.start();
         client.blockUntilConnected();
+        d.start = System.nanoTime();
         Thread[] threads = new Thread[d.workers];
         for (int w = 0; w < d.workers; w++) {
             final int id = w;
