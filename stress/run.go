@@ -79,8 +79,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	scenarios := []*config{cfg}
-	if cfg.Bench {
+	switch {
+	case cfg.Bench:
 		scenarios = benchScenarios(cfg)
+	case cfg.BenchLatency:
+		scenarios = latencyScenarios(cfg)
 	}
 	type planned struct {
 		cfg     *config
@@ -166,17 +169,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// it, and the first to send multi requests (turnstile's group
 		// commit) for those. Bare cycles, then turnstile's, unmeasured, run
 		// both in first.
+		// When keys runs are planned, the warm-up runs keys: the
+		// containers' creates are then compiled too.
 		w := *cfg
-		w.Workload, w.Workers, w.Duration, w.Warmup, w.Plain, w.Cycles = "uncontended", 64, cfg.ServerWarmup/2, 0, false, 0
+		w.Workload, w.Workers, w.Duration, w.Warmup, w.Plain, w.Cycles, w.Rate, w.Report = "uncontended", 64, cfg.ServerWarmup/2, 0, false, 0, 0, ""
+		if cfg.keysPlanned {
+			w.Workload = "keys"
+		}
 		for _, im := range []inProcess{rawzkImpl{}, turnstileImpl{}} {
 			res := runOne(ctx, &w, env, im, idx)
 			idx++
-			con.logf("server warm-up: %s, 64 workers, %v: %.0f cycles/s", im.Name(), w.Duration, res.CyclesPerS)
+			con.logf("server warm-up: %s %s, 64 workers, %v: %.0f cycles/s", im.Name(), w.Workload, w.Duration, res.CyclesPerS)
 		}
 	}
 	for _, p := range plans {
 		var results []*result
 		load := loadAverage()
+		if p.cfg.rateFrom != nil {
+			// An open-loop scenario of a suite offers a rate drawn from the
+			// closed-loop runs before it.
+			rate, why := p.cfg.rateFrom(all)
+			if rate <= 0 {
+				con.logf("skip: open loop on %s: %s", p.cfg.Workload, why)
+				continue
+			}
+			p.cfg.Rate = rate
+			con.logf("open loop on %s: %.0f acquisitions/s offered (%s)", p.cfg.Workload, rate, why)
+		}
 		for _, im := range p.impls {
 			if ctx.Err() != nil {
 				break
@@ -199,7 +218,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		all = append(all, results...)
 	}
-	if cfg.Bench {
+	if cfg.Bench || cfg.BenchLatency {
 		w := stdout
 		if cfg.JSON {
 			w = stderr
