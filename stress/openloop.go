@@ -22,13 +22,14 @@ type schedule struct {
 	released atomic.Int64 // tickets due so far
 	taken    atomic.Int64 // tickets a worker took
 
-	mu   sync.Mutex
-	bell chan struct{} // closed at each release, then replaced
-	done bool          // no ticket will be released any more
+	mu       sync.Mutex
+	bell     chan struct{} // closed at each release, then replaced
+	done     bool          // no ticket will be released any more
+	finished chan struct{} // closed with done
 }
 
 func newSchedule(rate float64, total int64) *schedule {
-	return &schedule{rate: rate, total: total, bell: make(chan struct{})}
+	return &schedule{rate: rate, total: total, bell: make(chan struct{}), finished: make(chan struct{})}
 }
 
 // at is ticket i's intended start.
@@ -81,6 +82,7 @@ func (s *schedule) finish() {
 	if !s.done {
 		s.done = true
 		close(s.bell)
+		close(s.finished)
 	}
 }
 
@@ -135,17 +137,13 @@ func (s *schedule) run(ctx context.Context) {
 		if s.total > 0 && due >= s.total {
 			return
 		}
-		s.mu.Lock()
-		done := s.done
-		s.mu.Unlock()
-		if done {
-			return
-		}
 		// Sleep to the next ticket's time; a timer that fires late only
 		// releases more at once, each still timed from its own start.
 		t.Reset(time.Until(s.at(due)))
 		select {
 		case <-t.C:
+		case <-s.finished:
+			return
 		case <-ctx.Done():
 			return
 		}

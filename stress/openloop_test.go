@@ -119,3 +119,17 @@ func TestScheduleRunTotal(t *testing.T) {
 		t.Fatalf("%d tickets, want 25", n)
 	}
 }
+
+// TestScheduleRunFinish: run, asleep until a ticket far ahead, returns
+// once the schedule is finished.
+func TestScheduleRunFinish(t *testing.T) {
+	s := newSchedule(1.0/3600, 0) // one ticket an hour
+	s.start = time.Now()
+	done := make(chan struct{})
+	go func() { defer close(done); s.run(context.Background()) }()
+	if _, ok := s.next(context.Background()); !ok { // ticket 0, due at once
+		t.Fatal("no first ticket")
+	}
+	s.finish()
+	<-done
+}
