@@ -214,7 +214,7 @@ func printSummary(w io.Writer, env *runEnv, cfg *config, results []*result) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	if len(left) > 0 {
-		fmt.Fprintf(w, "keys left as persistent nodes after each keys run (the rest were containers the server reaped): %s\n", strings.Join(left, ", "))
+		fmt.Fprintf(w, "keys left forever after each keys run (persistent nodes, or containers that never had a child; the rest were containers the server reaped): %s\n", strings.Join(left, ", "))
 	}
 	if len(unfinished) > 0 {
 		fmt.Fprintf(w, "open loop, scheduled in the window and not granted by the end (in the latencies with their wait until then): %s\n", strings.Join(unfinished, ", "))

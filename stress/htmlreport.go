@@ -42,7 +42,7 @@ const reportCSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#22
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 4px}
 .meta{color:#555;margin:0 0 16px}code{font-size:12px}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:12px}
-th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}th{background:#f4f4f4}
+th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}th{background:#f4f4f4}
 td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
 .bad{color:#b00020;font-weight:600}.note{color:#555;font-size:13px;margin:4px 0}
 svg{display:block;margin:6px 0}svg text{font:11px system-ui,sans-serif;fill:#333}
@@ -76,7 +76,7 @@ func renderReport(w io.Writer, meta reportMeta, results []*result) error {
 		if r.Skipped != "" {
 			continue
 		}
-		offered := "closed loop"
+		offered := "closed"
 		if r.OfferedPerS > 0 {
 			offered = fmt.Sprintf("%.0f", r.OfferedPerS)
 		}

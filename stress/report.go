@@ -33,9 +33,10 @@ type result struct {
 	// scheduled in the window that were not granted by the run's end.
 	OfferedPerS float64 `json:"offered_per_s,omitempty"`
 	Unfinished  int64   `json:"unfinished,omitempty"`
-	// keys: the run's keys left as persistent nodes after it (containers,
-	// which the server reaps, are not counted); null on other workloads.
-	KeysLeft *int `json:"persistent_keys_left,omitempty"`
+	// keys: the run's keys left forever after it: persistent nodes, or
+	// containers that never had a child (the containers the server reaps
+	// are not counted); null on other workloads and unknown servers.
+	KeysLeft *int `json:"keys_left_forever,omitempty"`
 	// The requests the server received during the window, less the
 	// harness's own: ZooKeeper's mntr zk_packets_received summed over the
 	// members, Redis's total_commands_processed; null when unknown (no mntr,
@@ -166,7 +167,7 @@ func printTable(w io.Writer, cfg *config, results []*result, load string) {
 		head = "impl\toffered/s\tcycles\tcycles/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\tunfinished\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tlost\terrors\tgoroutines peak\trss\t"
 	}
 	if keys {
-		head += "persistent keys left\t"
+		head += "keys left forever\t"
 	}
 	if waiters {
 		head = "impl\twaiters\tdrain s\tcycles/s\tp50 ms\tp99 ms\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tgoroutines queued\theap/waiter\tmem/waiter\trss\t"
@@ -225,7 +226,7 @@ func printTable(w io.Writer, cfg *config, results []*result, load string) {
 		fmt.Fprintln(w, "(goroutines queued: at the plateau, less the process's baseline before the client started)")
 	}
 	if keys {
-		fmt.Fprintln(w, "(persistent keys left: the run's keys still there once its client had gone and the server's container sweeps (every 1s on an embedded server) stopped removing any: left forever; -: not known (Redis, or -servers); the harness then removes every key)")
+		fmt.Fprintln(w, "(keys left forever: the run's keys still there once its client had gone and the server's container sweeps (every 1s on an embedded server) stopped removing any: persistent nodes, or containers that never had a child; -: not known (Redis, or -servers); the harness then removes every key)")
 	}
 	if open {
 		fmt.Fprintln(w, "(open loop: latency from each acquisition's intended start; unfinished: scheduled in the window, not granted by the end, counted in the latencies with their wait until then)")
