@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
 
@@ -60,7 +60,7 @@ func runRevoke(ctx context.Context, s *session, o options, args []string, out io
 			}
 		}
 		_, err := call(ctx, s, func() (*zk.Stat, error) {
-			return s.conn.Set(s.full(n.Node), engine.RevokeData, -1)
+			return s.conn.Set(s.full(n.Node), nodename.RevokeData, -1)
 		})
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -71,7 +71,7 @@ func runRevoke(ctx context.Context, s *session, o options, args []string, out io
 		}
 		asked++
 		if o.force {
-			fmt.Fprintf(out, "revocation requested: %s (forced: its data, %s, is now %s)\n", n.Node, who(n), engine.RevokeData)
+			fmt.Fprintf(out, "revocation requested: %s (forced: its data, %s, is now %s)\n", n.Node, who(n), nodename.RevokeData)
 		} else {
 			fmt.Fprintf(out, "revocation requested: %s\n", n.Node)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
 	"github.com/turnstile-go/turnstile/lock"
@@ -190,8 +191,8 @@ func TestRevokeOnlyWhereOptedIn(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "forced") || !strings.Contains(r.stdout, `owner="plain"`) {
 		t.Fatalf("revoke -force: %v", r)
 	}
-	if h := holdersOf(t, root+"/plain"); h.Data != string(engine.RevokeData) {
-		t.Fatalf("after revoke -force the node says %+v, want %s", h, engine.RevokeData)
+	if h := holdersOf(t, root+"/plain"); h.Data != string(nodename.RevokeData) {
+		t.Fatalf("after revoke -force the node says %+v, want %s", h, nodename.RevokeData)
 	}
 
 	revocable, err := lock.NewMutex(e, root+"/revocable", lock.WithRevocation()).Lock(ctx)
