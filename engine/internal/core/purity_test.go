@@ -22,7 +22,7 @@ import (
 // library (time for durations only; see TestCoreCode), and the packages of
 // the module it shares a vocabulary with.
 var allowedImports = map[string]bool{
-	"errors": true, "fmt": true, "maps": true, "math": true, "path": true, "slices": true, "strings": true,
+	"bytes": true, "errors": true, "fmt": true, "maps": true, "math": true, "path": true, "slices": true, "strings": true,
 	"time": true,
 	"github.com/turnstile-go/turnstile/engine/internal/contender": true,
 	"github.com/turnstile-go/turnstile/engine/internal/input":     true,

@@ -1,17 +1,17 @@
 package core
 
 import (
+	"bytes"
+
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 )
 
 // Revocation: a revocable holder reads its own node with a data watch; the
-// reply, and every change after it, is checked for RevokeData.
-
-// RevokeData is what a revoker writes into a holder's node to ask it to
-// let go: the bytes Curator's Revoker writes (engine.RevokeData).
-const RevokeData = "__REVOKE__"
+// reply, and every change after it, is checked for the revocation request
+// (nodename.RevokeData).
 
 // watchRevoke sends a revocable holder's revocation watch.
 func (c *Core) watchRevoke(en *entry) {
@@ -30,7 +30,7 @@ func (c *Core) revokeWatchDone(d input.OpDone) {
 		return
 	}
 	switch {
-	case d.Outcome == input.OK && string(d.Data) == RevokeData:
+	case d.Outcome == input.OK && bytes.Equal(d.Data, nodename.RevokeData):
 		delete(c.revokers, d.Path)
 		en.revoked = true
 		c.notify(Notice{Kind: NoteRevoked, ID: en.id, Token: en.token})
