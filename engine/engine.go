@@ -215,6 +215,7 @@ func newEngine(cfg Config) *Engine {
 		ACLBytes:     aclSize(cfg.ACL),
 		FailOnExpiry: cfg.FailOnExpiry,
 		NoPin:        cfg.NoPin,
+		PinIdle:      core.DefaultPinIdle,
 		Observe:      cfg.Observer != nil,
 		Root:         cfg.Root,
 		NewID:        func() string { return e.rt.newID() },

@@ -113,6 +113,9 @@ type Config struct {
 	FailOnExpiry bool
 	// NoPin turns the listing-free cycle off (see prediction.go).
 	NoPin bool
+	// PinIdle is how long a pinned lock path may go without a contender
+	// of the engine before its pin is deleted (0: DefaultPinIdle).
+	PinIdle time.Duration
 	// Observe: an observer wants reports.
 	Observe bool
 	// Root is the engine's namespace, taken off the paths the core logs.
@@ -182,6 +185,9 @@ func (en *entry) leased() bool { return en.node != "" }
 
 // New makes a core that has no contender and no session yet.
 func New(cfg Config, trust Admitter) *Core {
+	if cfg.PinIdle == 0 {
+		cfg.PinIdle = DefaultPinIdle
+	}
 	return &Core{
 		cfg:        cfg,
 		trust:      trust,

@@ -48,17 +48,17 @@ import (
 // that held before (gone before the create, or the contender would not
 // hold), and below the deletion of this contender's own node, sent later.
 //
-// A path is pinned at its second grant within pinIdle, so a lock taken
-// once costs no pin; a path no contender of the engine touched for pinIdle
-// is unpinned. Config.NoPin turns all of it off.
+// A path is pinned at its second grant within Config.PinIdle, so a lock
+// taken once costs no pin; a path no contender of the engine touched for
+// PinIdle is unpinned. Config.NoPin turns all of it off.
 
-// pinIdle is how long a pinned lock path may go without a contender of
-// this engine before its pin is deleted. A pin costs a create and a
+// DefaultPinIdle is Config.PinIdle's default: how long a pinned lock path
+// may go without a contender of this engine before its pin is deleted. A pin costs a create and a
 // delete, so one is worth keeping only for a path cycled on again soon;
 // two seconds keeps it across the gaps of a busy loop, and holds no
 // container of an idle path for longer than a blink of the server's
 // container reaping, which runs once a minute by default.
-const pinIdle = 2 * time.Second
+const DefaultPinIdle = 2 * time.Second
 
 // maxPredictedCreates: past it, the count nears int32's end, where the
 // server stops raising it and sequence numbers repeat; the core lists.
@@ -233,7 +233,7 @@ func (c *Core) predictedListing(path string, id uint64) bool {
 	return true
 }
 
-// granted counts a grant on a path: the second within pinIdle pins it.
+// granted counts a grant on a path: the second within PinIdle pins it.
 func (c *Core) granted(en *entry) {
 	v := c.views[en.c.LockPath()]
 	if v == nil {
@@ -309,11 +309,11 @@ func (c *Core) unpinStray(pin string) {
 // armPinTimer has the sweep run while there is something to sweep.
 func (c *Core) armPinTimer() {
 	if c.pinTimer == 0 && !c.closing && (len(c.views) > 0 || len(c.strayPins) > 0) {
-		c.pinTimer = c.after(pinIdle)
+		c.pinTimer = c.after(c.cfg.PinIdle)
 	}
 }
 
-// sweepPins runs every pinIdle while views or stray pins exist: a path no
+// sweepPins runs every PinIdle while views or stray pins exist: a path no
 // contender touched since the last sweep loses its pin, then its view; a
 // stray pin is deleted again.
 func (c *Core) sweepPins() {
