@@ -551,6 +551,12 @@ func (c *Machine) onListed(in Input) []Effect {
 		return c.fail(errBorrowedPlaceGone)
 	case d.Holds:
 		return c.grant(in.Pzxid)
+	case c.tryOnly && in.Predicted:
+		// A try never waits, so nothing would ever show it a child of the
+		// prediction gone: another client's delete moves no count, and a
+		// holder that left long ago would keep every later try out. Fail
+		// only on children the server shows after the try began.
+		return c.list()
 	case c.tryOnly:
 		c.wouldBlock = true
 		c.cancelled = true
