@@ -1,12 +1,15 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/zkmodel"
 	"github.com/turnstile-go/turnstile/lock"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -38,11 +41,23 @@ type checker struct {
 	// election is what the checker knows of the election and holds its
 	// observers to (simobserve_test.go).
 	election electionCheck
+	// tries holds, for each acquisition taken in and not yet ended, the
+	// model's zxid when it was taken in and, for a try, the create paths
+	// its machine named (see refusal).
+	tries map[acquisition]*tryRecord
+	// refusals counts the tries' ErrWouldBlock judged.
+	refusals int
+}
+
+// tryRecord is what the checker needs to judge a try's refusal.
+type tryRecord struct {
+	from    int64    // the model's last zxid when the loop took the acquisition in
+	creates []string // the create paths (lock path and protected id) of its nodes
 }
 
 func newChecker(w *world) checker {
 	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
-		outcomes: make(map[acquisition]int), election: newElectionCheck()}
+		outcomes: make(map[acquisition]int), election: newElectionCheck(), tries: make(map[acquisition]*tryRecord)}
 }
 
 // acquisition names one acquisition of one engine, as its reports do.
@@ -61,7 +76,12 @@ func (k *checker) report(c *client, r events.Report) {
 			w.fail("reports: %s reported acquisition %d on %s twice", c.name, r.ID, r.Path)
 		}
 		k.outcomes[key] = 0
+		k.tries[key] = &tryRecord{from: w.model.Zxid()}
 	case events.Granted, events.Failed, events.Cancelled:
+		if r.Kind == events.Failed && errors.Is(r.Err, engine.ErrWouldBlock) {
+			k.refusal(c, r, k.tries[key])
+		}
+		delete(k.tries, key)
 		n, ok := k.outcomes[key]
 		switch {
 		case !ok:
@@ -279,4 +299,101 @@ func (k *checker) allResolved() {
 			}
 		}
 	}
+}
+
+// noteTries records the create paths of c's live tries, after each turn of
+// its loop: a try's machine names its protected id before its create can
+// reach the server, and names a fresh one only in a turn too.
+func (k *checker) noteTries(c *client) {
+	c.eng.TryCreates(func(id uint64, createPath string) {
+		if t := k.tries[acquisition{c, id}]; t != nil && !slices.Contains(t.creates, createPath) {
+			t.creates = append(t.creates, createPath)
+		}
+	})
+}
+
+// refusal judges a try's ErrWouldBlock against the model's history: it
+// claims the lock was taken. So some node that blocks the try's own (a
+// lock node ahead of it, of a kind that excludes the try's; for a
+// semaphore's lease, as many lease nodes ahead as the semaphore has
+// leases) must have existed on the server at some instant between the
+// try's create and its failure: the listing that refused it was sent after
+// the create was answered. Or the try's own node vanished without its
+// delete (its session ended, or another session deleted it), which a try
+// gives up on too.
+func (k *checker) refusal(c *client, r events.Report, t *tryRecord) {
+	w := k.w
+	if t == nil {
+		return // taken in before the checker knew it: reported above
+	}
+	k.refusals++
+	to := w.model.Zxid()
+	lives := w.model.Lives(r.Path)
+	own := -1
+	for i, l := range lives {
+		for _, p := range t.creates {
+			if strings.HasPrefix(l.Path, p) && l.Created > t.from {
+				own = i
+			}
+		}
+	}
+	if own < 0 {
+		w.fail("outcome: %s's try #%d on %s failed with ErrWouldBlock, but no node of its was ever made (creates %v)",
+			c.name, r.ID, r.Path, t.creates)
+		return
+	}
+	self := lives[own]
+	mine, _ := queue.Parse(path.Base(self.Path))
+	if self.Deleted != 0 && self.Deleted <= to && (self.Ended || self.DeletedBy != self.Owner) {
+		return
+	}
+	need := 1
+	if mine.Kind == queue.KindLease {
+		need = max(1, w.load.semLeases[strings.TrimSuffix(r.Path, "/leases")])
+	}
+	var ahead []zkmodel.Life
+	for i, l := range lives {
+		n, ok := queue.Parse(path.Base(l.Path))
+		if i == own || !ok || n.Seq > mine.Seq || !l.Alive(self.Created, to) ||
+			slices.ContainsFunc(t.creates, func(p string) bool { return strings.HasPrefix(l.Path, p) }) {
+			continue
+		}
+		if mine.Kind == queue.KindRead && n.Kind == queue.KindRead {
+			continue // readers share
+		}
+		ahead = append(ahead, l)
+	}
+	if most := mostAlive(ahead, self.Created, to); most < need {
+		w.fail("outcome: %s's try #%d on %s (node %s, created at zxid %d) failed with ErrWouldBlock at zxid %d, "+
+			"but at most %d of the %d nodes it needs ahead of it existed meanwhile: %v",
+			c.name, r.ID, r.Path, path.Base(self.Path), self.Created, to, most, need, lifeNames(lives, self.Created))
+	}
+}
+
+// mostAlive is the most of lives that existed at once in one state of the
+// server between zxids from and to.
+func mostAlive(lives []zkmodel.Life, from, to int64) int {
+	most := 0
+	for _, at := range lives {
+		z := max(at.Created, from) // every maximum is reached at some node's creation, or at from
+		n := 0
+		for _, l := range lives {
+			if l.Alive(z, z) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// lifeNames prints the lives that existed from zxid from on, for a failure.
+func lifeNames(lives []zkmodel.Life, from int64) string {
+	var s []string
+	for _, l := range lives {
+		if l.Deleted == 0 || l.Deleted > from {
+			s = append(s, fmt.Sprintf("%s [%d, %d) by %d", path.Base(l.Path), l.Created, l.Deleted, l.DeletedBy))
+		}
+	}
+	return strings.Join(s, ", ")
 }

@@ -130,6 +130,9 @@ func (c *Machine) Granted() bool { return c.granted }
 // of that node, once a holder's, grants it without listing again.
 func (c *Machine) Next() bool { return c.next }
 
+// TryOnly reports whether the machine gives up rather than wait.
+func (c *Machine) TryOnly() bool { return c.tryOnly }
+
 // Borrowed reports whether the machine's node has a borrowed sequence
 // number (Config.Seq).
 func (c *Machine) Borrowed() bool { return c.fixedSeq != "" }
