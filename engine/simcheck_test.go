@@ -41,23 +41,30 @@ type checker struct {
 	// election is what the checker knows of the election and holds its
 	// observers to (simobserve_test.go).
 	election electionCheck
-	// tries holds, for each acquisition taken in and not yet ended, the
-	// model's zxid when it was taken in and, for a try, the create paths
-	// its machine named (see refusal).
-	tries map[acquisition]*tryRecord
-	// refusals counts the tries' ErrWouldBlock judged.
-	refusals int
+	// acqs holds what the checker needs to judge the outcomes of each
+	// acquisition taken in, until its outcome (or its lease's end).
+	acqs map[acquisition]*acqRecord
+	// lapses counts, per client, the steps after which its watchdog did
+	// not trust its session.
+	lapses map[*client]int
+	// refusals counts the tries' ErrWouldBlock judged, losses the leases'
+	// Lost judged.
+	refusals, losses int
 }
 
-// tryRecord is what the checker needs to judge a try's refusal.
-type tryRecord struct {
+// acqRecord is what the checker keeps of one acquisition to judge its
+// outcomes against the model's history.
+type acqRecord struct {
 	from    int64    // the model's last zxid when the loop took the acquisition in
-	creates []string // the create paths (lock path and protected id) of its nodes
+	lapses  int      // its client's lapses then
+	creates []string // a try's create paths (lock path and protected id) of its nodes
+	node    string   // the node granted
 }
 
 func newChecker(w *world) checker {
 	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
-		outcomes: make(map[acquisition]int), election: newElectionCheck(), tries: make(map[acquisition]*tryRecord)}
+		outcomes: make(map[acquisition]int), election: newElectionCheck(), acqs: make(map[acquisition]*acqRecord),
+		lapses: make(map[*client]int)}
 }
 
 // acquisition names one acquisition of one engine, as its reports do.
@@ -76,12 +83,22 @@ func (k *checker) report(c *client, r events.Report) {
 			w.fail("reports: %s reported acquisition %d on %s twice", c.name, r.ID, r.Path)
 		}
 		k.outcomes[key] = 0
-		k.tries[key] = &tryRecord{from: w.model.Zxid()}
+		k.acqs[key] = &acqRecord{from: w.model.Zxid(), lapses: k.lapses[c]}
+	case events.Lost:
+		k.loss(c, r, k.acqs[key])
+		delete(k.acqs, key)
+	case events.Released:
+		delete(k.acqs, key)
 	case events.Granted, events.Failed, events.Cancelled:
-		if r.Kind == events.Failed && errors.Is(r.Err, engine.ErrWouldBlock) {
-			k.refusal(c, r, k.tries[key])
+		switch a := k.acqs[key]; {
+		case r.Kind == events.Failed && errors.Is(r.Err, engine.ErrWouldBlock):
+			k.refusal(c, r, a)
+		case r.Kind == events.Granted && a != nil:
+			a.node = r.Node
 		}
-		delete(k.tries, key)
+		if r.Kind != events.Granted {
+			delete(k.acqs, key)
+		}
 		n, ok := k.outcomes[key]
 		switch {
 		case !ok:
@@ -306,7 +323,7 @@ func (k *checker) allResolved() {
 // reach the server, and names a fresh one only in a turn too.
 func (k *checker) noteTries(c *client) {
 	c.eng.TryCreates(func(id uint64, createPath string) {
-		if t := k.tries[acquisition{c, id}]; t != nil && !slices.Contains(t.creates, createPath) {
+		if t := k.acqs[acquisition{c, id}]; t != nil && !slices.Contains(t.creates, createPath) {
 			t.creates = append(t.creates, createPath)
 		}
 	})
@@ -321,7 +338,7 @@ func (k *checker) noteTries(c *client) {
 // the create was answered. Or the try's own node vanished without its
 // delete (its session ended, or another session deleted it), which a try
 // gives up on too.
-func (k *checker) refusal(c *client, r events.Report, t *tryRecord) {
+func (k *checker) refusal(c *client, r events.Report, t *acqRecord) {
 	w := k.w
 	if t == nil {
 		return // taken in before the checker knew it: reported above
@@ -396,4 +413,54 @@ func lifeNames(lives []zkmodel.Life, from int64) string {
 		}
 	}
 	return strings.Join(s, ", ")
+}
+
+// noteLapses counts, after every step, the clients whose watchdog does not
+// trust their session: a lease lost to the watchdog must follow one.
+func (k *checker) noteLapses() {
+	for _, c := range k.w.clients {
+		if !c.eng.Trusted() {
+			k.lapses[c]++
+		}
+	}
+}
+
+// loss judges a lease's Lost against what happened: ErrLost (the watchdog
+// no longer vouched for the session) must follow a lapse of the
+// watchdog, seen after some step since the acquisition was taken in, or
+// the node's end on the server; ErrSessionExpired, the node's deletion by
+// its session's end; ErrClosed, the engine's Close.
+func (k *checker) loss(c *client, r events.Report, a *acqRecord) {
+	w := k.w
+	if a == nil || a.node == "" {
+		return // a lease the checker saw no grant of (a cohort's pass) or reported above
+	}
+	k.losses++
+	var life *zkmodel.Life
+	lives := w.model.Lives(r.Path)
+	for i := len(lives) - 1; i >= 0; i-- {
+		if path.Base(lives[i].Path) == a.node {
+			life = &lives[i]
+			break
+		}
+	}
+	gone := life != nil && life.Deleted != 0
+	switch {
+	case errors.Is(r.Err, engine.ErrClosed):
+		if !c.closing {
+			w.fail("outcome: %s's lease #%d on %s (%s) lost with ErrClosed, but the engine was never closed", c.name, r.ID, r.Path, a.node)
+		}
+	case errors.Is(r.Err, engine.ErrSessionExpired):
+		if !gone || !life.Ended {
+			w.fail("outcome: %s's lease #%d on %s (%s) lost with ErrSessionExpired, but its node was not deleted by its session's end (%+v)",
+				c.name, r.ID, r.Path, a.node, life)
+		}
+	case errors.Is(r.Err, engine.ErrLost):
+		if !gone && k.lapses[c] == a.lapses {
+			w.fail("outcome: %s's lease #%d on %s (%s) lost with ErrLost, but its watchdog never lapsed since it was asked for, and its node lives",
+				c.name, r.ID, r.Path, a.node)
+		}
+	default:
+		w.fail("outcome: %s's lease #%d on %s (%s) lost with %v", c.name, r.ID, r.Path, a.node, r.Err)
+	}
 }
