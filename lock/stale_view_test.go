@@ -90,7 +90,7 @@ func TestTryAcquireAfterAnotherClientLeft(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l, err := try(); !errors.Is(err, lock.ErrWouldBlock) {
+			if l, err := try(); !errors.Is(err, engine.ErrWouldBlock) {
 				t.Fatalf("try beside another client's node %s: lease %v, err %v; want ErrWouldBlock", node, l, err)
 			}
 			if err := b.Delete(node, -1); err != nil {
