@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
@@ -36,6 +37,18 @@ func (e *Engine) MarkTries(isTry func(context.Context) bool) {
 	for _, ev := range batch {
 		e.inbox.Put(ev)
 	}
+}
+
+// TryCreates calls f with the id of every live try contender and the path
+// its create names (CreatePath): the lock path and the protected id that
+// the names of its nodes start with. The simulator's checker keeps them to
+// tell a try's own nodes from those that may have kept it out.
+func (e *Engine) TryCreates(f func(id uint64, createPath string)) {
+	e.core.EachContender(func(id uint64, m *contender.Machine) {
+		if m.TryOnly() && m.Phase() != contender.Unstarted {
+			f(id, m.CreatePath())
+		}
+	})
 }
 
 // Leases are the leases of the contenders the loop keeps, in the order

@@ -352,6 +352,12 @@ func firstFail(out string) string {
 }
 
 func clip(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' {
+			return ' '
+		}
+		return r
+	}, s)
 	if len(s) > 160 {
 		return s[:160] + "…"
 	}

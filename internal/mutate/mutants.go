@@ -131,7 +131,7 @@ var mutants = []mutant{
 	{
 		name:    "adopt-foreign-node",
 		class:   "a release that deletes another session's node: the recovery read adopts a node with our id whatever session owns it",
-		changes: []change{{"executor.go", "case stat.EphemeralOwner == e.conn.SessionID():", "case true:"}},
+		changes: []change{{"executor.go", "case stat.EphemeralOwner == e.conn.SessionID():", "case stat.EphemeralOwner != 0:"}},
 		checks:  []check{sim, test("./engine", "Recover|Foreign|Owner")},
 	},
 	{
@@ -145,5 +145,11 @@ var mutants = []mutant{
 		class:   "the listing-free cycle predicts while a create or delete of ours on the path is in flight, whose order the server may not keep",
 		changes: []change{{"prediction.go", "v.known && c.changing[en.c.LockPath()] == 0 &&", "v.known &&"}},
 		checks:  []check{sim, test("./engine/internal/core", "TestCoreInteractions"), test("./engine", "ListingFree")},
+	},
+	{
+		name:    "stale-view-try",
+		class:   "a try refused on the listing-free cycle's view: a child gone since keeps every later try out (issue 22)",
+		changes: []change{{"machine.go", "\tcase c.tryOnly && in.Predicted:\n", "\tcase false && c.tryOnly && in.Predicted:\n"}},
+		checks:  []check{sim, test("./engine/internal/core", "TestCoreInteractions"), test("./lock", "TestTryAcquireAfterAnotherClientLeft")},
 	},
 }

@@ -273,6 +273,14 @@ func recycle[T any](s []T) []T {
 // Contenders is the number of contenders the core keeps.
 func (c *Core) Contenders() int { return len(c.contenders) }
 
+// EachContender calls f with the id of every live contender and its
+// machine, for reading: the simulator's checker looks at them.
+func (c *Core) EachContender(f func(id uint64, m *contender.Machine)) {
+	for id, en := range c.contenders {
+		f(id, &en.c)
+	}
+}
+
 // byID returns the contenders in the order they were made. Steps that
 // visit every contender go in this order, not the map's random one, so
 // that the requests they send, and so a whole run, follow from the events
