@@ -71,7 +71,7 @@ func (c *core) acquire(cmd acquireCmd) {
 		c.borrowed[cmd.req.Path]++
 	}
 	c.contenders[en.id] = en
-	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path})
+	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path, NodeKind: cmd.req.Kind})
 	c.attach(en, cmd.ctx)
 	c.stepContender(en, contender.Input{Kind: contender.Start})
 }
