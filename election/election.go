@@ -26,6 +26,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/seam"
@@ -36,6 +37,11 @@ import (
 // errors an election returns are the engine's (engine.ErrLost,
 // engine.ErrClosed, ...), which errors.Is finds in a wrapped error.
 var ErrNoLeader = errors.New("turnstile: election has no leader")
+
+// errNilElection is what a call on a nil *Election returns: a pointer New
+// did not make, which names no election. (A nil engine or context is
+// reported by the engine, with the same sentinel.)
+var errNilElection = fmt.Errorf("%w: nil *election.Election", engine.ErrInvalidRequest)
 
 // Election is one leader election: the candidates under one ZooKeeper path.
 // Its methods are safe for concurrent use. Use one Election per path per
@@ -86,6 +92,10 @@ func (e *Election) Path() string { return e.path }
 func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*Leadership] {
 	value = bytes.Clone(value)
 	f, resolve := engine.NewPromise[*Leadership]()
+	if e == nil {
+		resolve(nil, errNilElection)
+		return f
+	}
 	req := engine.Request{
 		Path: e.path, Kind: queue.KindLatch, Decide: decideCandidate, Data: value,
 		FailOnExpiry: e.opts.failOnExpiry,
@@ -109,6 +119,9 @@ type Leader struct {
 // Leader reads who leads now, whichever client it is: ErrNoLeader when
 // the election has no candidate. The answer is a snapshot, stale at once.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if e == nil {
+		return Leader{}, errNilElection
+	}
 	for {
 		children, err := e.opts.rt.Children(ctx, e.path)
 		switch {

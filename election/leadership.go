@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine"
 )
@@ -24,11 +25,21 @@ type Leadership struct {
 }
 
 // Value is the value the leader campaigned with. It must not be modified.
-func (l *Leadership) Value() []byte { return l.value }
+func (l *Leadership) Value() []byte {
+	if l == nil {
+		return nil
+	}
+	return l.value
+}
 
 // Resign ends the term and deletes the leader's node, so the next candidate
 // is elected: the lease's Release. It returns once the node is deleted, or
 // with context.Cause(ctx) when ctx ends first (the deletion goes on
 // regardless). A lost leadership reports its loss (engine.ErrLost); a
 // second call returns engine.ErrNotHeld.
-func (l *Leadership) Resign(ctx context.Context) error { return l.Release(ctx) }
+func (l *Leadership) Resign(ctx context.Context) error {
+	if l == nil {
+		return fmt.Errorf("%w: Resign of a nil *election.Leadership", engine.ErrInvalidRequest)
+	}
+	return l.Release(ctx)
+}

@@ -24,7 +24,16 @@ import (
 // the election path ("_c_<uuid>-observer-<seq>", which no candidate, Go or
 // Java, counts), and, per change of leader, one listing, one watch and one
 // read of the new leader's value. The watch ends with its last observer.
+//
+// Observe panics, naming what was nil, on a nil Election or ctx: it has no
+// error to return, and a channel closed at once would hide the mistake.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	switch {
+	case e == nil:
+		panic("election: Observe on a nil *election.Election")
+	case ctx == nil:
+		panic("election: Observe with a nil context.Context")
+	}
 	return e.obs.subscribe(ctx)
 }
 

@@ -77,6 +77,9 @@ func zkErr(err error) error {
 // bounds) when ctx ends.
 func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, error) {
 	var zero T
+	if err := checkCall(e, ctx); err != nil {
+		return zero, err
+	}
 	if ctx.Err() != nil {
 		return zero, context.Cause(ctx)
 	}

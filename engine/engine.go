@@ -207,8 +207,12 @@ func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
 // context.DeadlineExceeded) and removes the
 // contender's node; after the grant it has no effect on the lease. A
 // request that cannot work resolves the future at once, before anything is
-// sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest.
+// sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest (a nil
+// engine or ctx included).
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
+	if err := checkCall(e, ctx); err != nil {
+		return resolvedFuture[*Lease](nil, err)
+	}
 	cohort := e.cohorts.admits(e, req)
 	if cohort && req.Decide != nil && ctx.Err() == nil {
 		if f := e.cohorts.acquire(e, ctx, req.Path, req, false); f != nil {

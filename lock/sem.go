@@ -83,6 +83,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 }
 
 func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease] {
+	if s == nil {
+		return failed(errNil("Semaphore"))
+	}
 	f, resolve := engine.NewPromise[*Lease]()
 	s.attempt(ctx, try, resolve)
 	return f
