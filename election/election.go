@@ -8,7 +8,9 @@
 // an ephemeral sequential node "_c_<uuid>-latch-<seq>" under the election
 // path, holding its value (Curator's participant id); the lowest node leads,
 // and every other candidate watches the candidate just ahead of it. So Go
-// candidates and Java LeaderLatch candidates can share one election.
+// candidates and Java LeaderLatch candidates can share one election. A
+// leader may change its value during its term (Leadership.Proclaim):
+// observers receive it again with the new value.
 //
 // A Leadership is a lease of the engine: its fencing token grows with every
 // leader of the election, across sessions and reconnects, and its Lost
@@ -105,7 +107,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*L
 			resolve(nil, err)
 			return
 		}
-		resolve(&Leadership{Lease: l, value: value}, nil)
+		resolve(&Leadership{Lease: l, el: e, value: value}, nil)
 	})
 	return f
 }

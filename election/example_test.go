@@ -142,3 +142,34 @@ func ExampleElection_Observe() {
 	// observed scheduler-1
 	// observed scheduler-2
 }
+
+// A leader announces a new value (where it serves, say) without a new
+// election; observers receive the same leader again with it.
+func ExampleLeadership_Proclaim() {
+	ctx := context.Background()
+	eng, err := engine.Start(ctx, engine.Config{Servers: zkServers()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close()
+
+	el := election.New(eng, "/examples/election-proclaim")
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	leaders := el.Observe(octx)
+	l, err := el.Campaign(ctx, []byte("10.0.0.1:8080")).Wait(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("observed %s\n", (<-leaders).Value)
+	fmt.Println("proclaim:", l.Proclaim(ctx, []byte("10.0.0.1:9090")))
+	fmt.Printf("observed %s\n", (<-leaders).Value)
+	fmt.Println("resign:", l.Resign(ctx))
+	// Output:
+	// observed 10.0.0.1:8080
+	// proclaim: <nil>
+	// observed 10.0.0.1:9090
+	// resign: <nil>
+}
