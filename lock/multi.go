@@ -121,7 +121,8 @@ func (m *MultiLock) next(ctx context.Context, taken []*Lease, get func(Acquirer)
 	})
 }
 
-// MultiLease is every part of a MultiLock, held.
+// MultiLease is every part of a MultiLock, held; or the leases of one
+// Semaphore.AcquireN.
 type MultiLease struct {
 	leases []*Lease
 
@@ -131,7 +132,8 @@ type MultiLease struct {
 	stop     sync.Once
 }
 
-// Leases are the parts' leases, in the order they were acquired.
+// Leases are the parts' leases (or a semaphore's), in the order they were
+// acquired.
 func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
 
 // Release releases every part, last acquired first, and returns every
