@@ -155,7 +155,7 @@ func newCore(cfg Config, trust admitter, count *counters, gauges *gauges) *core 
 		views:      make(map[string]*pathView),
 		strayPins:  make(map[string]bool),
 		changing:   make(map[string]int),
-		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: aclSize(cfg.ACL)},
+		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: func(p string) int { return aclSize(cfg.aclOf(p)) }},
 		timers:     make(map[uint64]struct{}),
 		retryAt:    make(map[uint64]uint64),
 		untrusted:  true,         // until the first session's handshake is answered

@@ -138,7 +138,7 @@ func (e *Engine) execBatch(batch []op) []input.OpDone {
 		e.count.n[o.kind].Add(1)
 		switch o.kind {
 		case input.OpCreate:
-			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: e.cfg.ACL, Flags: o.createFlags()}
+			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: e.cfg.aclOf(o.path), Flags: o.createFlags()}
 		case input.OpDelete:
 			reqs[i] = &zk.DeleteRequest{Path: o.path, Version: -1}
 		}
@@ -185,7 +185,7 @@ func (e *Engine) exec(o op) (done input.OpDone) {
 	e.count.n[o.kind].Add(1)
 	switch o.kind {
 	case input.OpCreate:
-		created, err := e.conn.Create(o.path, o.data, o.createFlags(), e.cfg.ACL)
+		created, err := e.conn.Create(o.path, o.data, o.createFlags(), e.cfg.aclOf(o.path))
 		done.Name, done.Err = path.Base(created), err
 		// Read after the reply: at least the create's zxid (the token of a
 		// grant made without a listing; see prediction.go).
@@ -213,7 +213,7 @@ func (e *Engine) exec(o op) (done input.OpDone) {
 	case input.OpRecover:
 		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.path, o.find)
 	case input.OpPin:
-		_, done.Err = e.conn.Create(o.path, nil, zk.FlagEphemeral, e.cfg.ACL)
+		_, done.Err = e.conn.Create(o.path, nil, zk.FlagEphemeral, e.cfg.aclOf(o.path))
 	case input.OpUnpin:
 		done.Err = e.conn.Delete(o.path, -1)
 	case input.OpDelete:
@@ -269,7 +269,7 @@ func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int6
 // the server removes once they are empty. It works bottom-up, so an existing
 // parent costs one request.
 func (e *Engine) ensurePath(p string) error {
-	_, err := e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.ACL)
+	_, err := e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNodeExists):
 		return nil
@@ -280,7 +280,7 @@ func (e *Engine) ensurePath(p string) error {
 			}
 		}
 		e.count.n[input.OpCreateParents].Add(1)
-		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.ACL)
+		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}

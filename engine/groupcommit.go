@@ -68,11 +68,11 @@ const (
 // path inside one multi keep their order.
 type groupCommit struct {
 	maxInFlight int
-	aclBytes    int  // the encoded size of Config.ACL, in every create
-	inFlight    int  // requests sent and not done
-	writing     int  // write requests in flight
-	writes      []op // creates and deletes waiting to be sent
-	backlog     []op // requests held back by the in-flight bound
+	aclBytes    func(path string) int // the encoded size of the ACL of a create at path
+	inFlight    int                   // requests sent and not done
+	writing     int                   // write requests in flight
+	writes      []op                  // creates and deletes waiting to be sent
+	backlog     []op                  // requests held back by the in-flight bound
 	// creating counts, per lock path, the creates sent (or held back by
 	// the in-flight bound) and not answered.
 	creating map[string]int
@@ -209,11 +209,11 @@ const (
 	multiEnvelopeSize = 4 + 4 + multiHeaderSize
 )
 
-// multiOpSize is the encoded size of a create (with an ACL of aclBytes)
-// or a delete inside a multi.
-func multiOpSize(o op, aclBytes int) int {
+// multiOpSize is the encoded size of a create (with an ACL of
+// aclBytes(path) bytes) or a delete inside a multi.
+func multiOpSize(o op, aclBytes func(path string) int) int {
 	if o.kind == input.OpCreate {
-		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + aclBytes + 4 // path, data, acl, flags
+		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + aclBytes(o.path) + 4 // path, data, acl, flags
 	}
 	return multiHeaderSize + 4 + len(o.path) + 4 // path, version
 }
