@@ -6,6 +6,7 @@
 #                (SIM_DURATION, default 5m; SIM_FIRST, the first seed)
 #   make deps    install what the tests need (Debian/Ubuntu, as root)
 #   make bench   the benchmark table of BENCHMARKS.md (about 4 minutes)
+#   make bench-latency  cold keys and open-loop latency (BENCHMARKS.md, about 5 minutes)
 #   make pause   what each lock does when its holder stalls past its lease
 #   make stress  a bounded soak under connection cuts
 #   make mutate  plant known bugs, one at a time, and report which checker
@@ -33,7 +34,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench pause simulate mutate
+.PHONY: all deps test vet fmt-check run stress bench bench-latency pause simulate mutate
 
 all: test
 
@@ -110,6 +111,13 @@ stress: deps
 # 16 on one path, 10,000 queued waiters; one table at the end.
 bench: deps
 	$(GO) run ./stress -bench -warmup 2s -duration 6s
+
+# Cold keys (a lock path never used before, every cycle) for every impl
+# beside its plain program, then open loop on keys and on uncontended at
+# half the best ZooKeeper peer's closed-loop rate (BENCHMARKS.md). A target
+# of its own: with make bench's suite it would take over six minutes.
+bench-latency: deps
+	$(GO) run ./stress -bench-latency -warmup 2s -duration 6s
 
 # A holder process stopped (SIGSTOP) past its session timeout or TTL, for
 # turnstile, go-zookeeper's Lock and the Redis lock: who gets in meanwhile,

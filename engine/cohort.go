@@ -82,9 +82,11 @@ type CohortConfig struct {
 	MaxHold time.Duration
 }
 
-// The bounds a zero CohortConfig takes.
+// The bounds a zero CohortConfig takes. DefaultCohortHold is exported for
+// what measures a wait against it (a client another engine keeps out waits
+// at most MaxHold and one hold).
 const (
-	DefaultCohortPasses = 1000
+	defaultCohortPasses = 1000
 	DefaultCohortHold   = 100 * time.Millisecond
 )
 
@@ -96,7 +98,7 @@ func (c *CohortConfig) withDefaults() error {
 		return fmt.Errorf("%w: Cohort.MaxPasses %d above the most a token can number (%d)", ErrInvalidConfig, c.MaxPasses, maxCohortPasses)
 	}
 	if c.MaxPasses == 0 {
-		c.MaxPasses = DefaultCohortPasses
+		c.MaxPasses = defaultCohortPasses
 	}
 	if c.MaxHold == 0 {
 		c.MaxHold = DefaultCohortHold

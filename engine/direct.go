@@ -120,4 +120,5 @@ func init() {
 	seam.SetData = func(eng any, ctx context.Context, path string, data []byte) error {
 		return eng.(*Engine).setData(ctx, path, data)
 	}
+	seam.FailsOnExpiry = func(eng any) bool { return eng.(*Engine).cfg.FailOnExpiry }
 }

@@ -45,7 +45,7 @@ type Request struct {
 	// takes its writer's place in the queue this way.
 	Seq string
 	// Revocable: while held, watch the node's data for a revocation request
-	// (RevokeData) and close the lease's Revoked channel when one comes.
+	// (lock.Revoke writes it) and close the lease's Revoked channel when one comes.
 	Revocable bool
 	// FailOnExpiry: fail with ErrSessionExpired, rather than queue again
 	// under the new session, when the session expires before the grant,
@@ -64,11 +64,6 @@ type Request struct {
 	// Config.Cohort.StrictFIFO is set.
 	Cohort bool
 }
-
-// RevokeData is what a revoker writes into a holder's node to ask it to
-// let go: the same bytes Curator's Revoker writes, so Java and Go holders
-// and revokers understand each other.
-var RevokeData = []byte("__REVOKE__")
 
 // Engine runs acquisitions on one ZooKeeper session. It is the runtime
 // around a deterministic core (core.go): the runtime owns the ZooKeeper
@@ -193,11 +188,6 @@ func (e *Engine) Stats() Stats { return e.count.snapshot() }
 
 // SessionID is the current ZooKeeper session's id.
 func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
-
-// FailsOnExpiry reports Config.FailOnExpiry: whether acquisitions not yet
-// granted fail when the session expires, rather than queue again. Recipes
-// made of several acquisitions read it to do the same as a whole.
-func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
 
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. req.Path

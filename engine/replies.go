@@ -15,7 +15,7 @@ func (c *core) handleOpDone(d input.OpDone) {
 	case input.OpList:
 		if d.Contender != 0 {
 			// Answered from what the core knows (see predictedListing).
-			in.Kind, in.Children, in.Pzxid = contender.Listed, d.Children, d.Pzxid
+			in.Kind, in.Children, in.Pzxid, in.Predicted = contender.Listed, d.Children, d.Pzxid, true
 			in.Listing = c.parseListing(d.Path, d.Children)
 			break
 		}

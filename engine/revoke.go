@@ -6,10 +6,11 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 )
 
 // Revocation: a revocable holder reads its own node with a data watch; the
-// reply, and every change after it, is checked for RevokeData.
+// reply, and every change after it, is checked for the revocation request (nodename.RevokeData).
 
 // watchRevoke sends a revocable holder's revocation watch.
 func (c *core) watchRevoke(en *entry) {
@@ -28,7 +29,7 @@ func (c *core) revokeWatchDone(d input.OpDone) {
 		return
 	}
 	switch {
-	case d.Outcome == input.OK && bytes.Equal(d.Data, RevokeData):
+	case d.Outcome == input.OK && bytes.Equal(d.Data, nodename.RevokeData):
 		delete(c.revokers, d.Path)
 		en.revoked = true
 		c.notify(notice{kind: noteRevoked, lease: en.lease})

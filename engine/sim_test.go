@@ -335,11 +335,13 @@ func (w *world) step() {
 	// context.AfterFunc's goroutine would bring it at once.
 	w.contextsDone()
 	w.check.all()
+	w.check.noteLapses()
 }
 
 func (w *world) turn(c *client) {
 	c.eng.MarkTries(isTry)
 	n, exited := c.eng.Turn()
+	w.check.noteTries(c)
 	w.tracef("%s: loop turn, %d events", c.name, n)
 	if exited {
 		c.exited = true
@@ -493,6 +495,8 @@ type simResult struct {
 	steps       int
 	grants      int
 	faultGrants int           // of grants, those before the faults stopped
+	refusals    int           // tries' ErrWouldBlock judged against the model's history
+	losses      int           // leases' Lost judged
 	granted     [numKinds]int // the workload's acquisitions granted, by recipe
 	// cohorts is what the engines' lock cohorting did: nodes granted to
 	// cohorts, passes, nodes given back to another client seen waiting
@@ -508,7 +512,8 @@ func simulate(seed uint64, trace bool) simResult {
 	w := newWorld(seed, 2+rng.IntN(3))
 	w.traceAll = trace
 	w.run(200 + rng.IntN(1200))
-	r := simResult{steps: w.steps, grants: w.check.grants, faultGrants: w.check.faultGrants, granted: w.granted()}
+	r := simResult{steps: w.steps, grants: w.check.grants, faultGrants: w.check.faultGrants, granted: w.granted(),
+		refusals: w.check.refusals, losses: w.check.losses}
 	for _, c := range w.clients {
 		addCohort(&r.cohorts, c.eng.CohortStats())
 	}
@@ -527,7 +532,7 @@ func TestSimulation(t *testing.T) {
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
 	}
-	grants, faultGrants, steps := 0, 0, 0
+	grants, faultGrants, steps, refusals, losses := 0, 0, 0, 0, 0
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
 	var observers observerStats
@@ -536,6 +541,8 @@ func TestSimulation(t *testing.T) {
 		grants += r.grants
 		faultGrants += r.faultGrants
 		steps += r.steps
+		refusals += r.refusals
+		losses += r.losses
 		addGranted(&granted, r.granted)
 		addCohort(&cohorts, r.cohorts)
 		observers.add(r.observers)
@@ -549,8 +556,11 @@ func TestSimulation(t *testing.T) {
 	if observers.reports == 0 {
 		t.Fatal("no observer ever reported a leader: the simulator checked none")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped); the workload's, by recipe: %s; %s; %s",
-		n, first, steps, grants, faultGrants, byRecipe(granted), cohortLine(cohorts), observers)
+	if refusals == 0 && n >= 10 {
+		t.Fatal("no try was ever refused: the simulator judged no ErrWouldBlock")
+	}
+	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries and %d lost leases judged; the workload's, by recipe: %s; %s; %s",
+		n, first, steps, grants, faultGrants, refusals, losses, byRecipe(granted), cohortLine(cohorts), observers)
 }
 
 func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
@@ -609,9 +619,10 @@ func TestSimulationSoak(t *testing.T) {
 	start := time.Now()
 	var next atomic.Uint64
 	next.Store(*simFirst - 1)
-	var seeds, steps, grants, faultGrants atomic.Int64
+	var seeds, steps, grants, faultGrants, refusals, losses atomic.Int64
 	var mu sync.Mutex
 	var failures []string
+	var firstFailure time.Duration // since start, of the first failing seed to end
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
 	var observers observerStats
@@ -625,11 +636,16 @@ func TestSimulationSoak(t *testing.T) {
 				steps.Add(int64(r.steps))
 				grants.Add(int64(r.grants))
 				faultGrants.Add(int64(r.faultGrants))
+				refusals.Add(int64(r.refusals))
+				losses.Add(int64(r.losses))
 				mu.Lock()
 				addGranted(&granted, r.granted)
 				addCohort(&cohorts, r.cohorts)
 				observers.add(r.observers)
 				if r.report != "" {
+					if len(failures) == 0 {
+						firstFailure = time.Since(start)
+					}
 					failures = append(failures, r.report)
 				}
 				mu.Unlock()
@@ -641,8 +657,11 @@ func TestSimulationSoak(t *testing.T) {
 	fmt.Printf("simulate: %d seeds (%d..%d) in %v on %d cores: %.1f seeds/s, %d schedule steps explored, %d simulated acquisitions granted, %d failures\n",
 		seeds.Load(), *simFirst, next.Load(), el.Round(time.Second), runtime.GOMAXPROCS(0),
 		float64(seeds.Load())/el.Seconds(), steps.Load(), grants.Load(), len(failures))
-	fmt.Printf("simulate: %d of the grants before the faults stopped; the workload's acquisitions granted, by recipe: %s\n",
-		faultGrants.Load(), byRecipe(granted))
+	fmt.Printf("simulate: %d of the grants before the faults stopped; %d refused tries and %d lost leases judged; the workload's acquisitions granted, by recipe: %s\n",
+		faultGrants.Load(), refusals.Load(), losses.Load(), byRecipe(granted))
+	if len(failures) > 0 {
+		fmt.Printf("simulate: the first failing seed ended %v after the start\n", firstFailure.Round(time.Millisecond))
+	}
 	fmt.Printf("simulate: %s\n", cohortLine(cohorts))
 	fmt.Printf("simulate: %s\n", observers)
 	kinds := make(map[string]int)

@@ -1,12 +1,15 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/zkmodel"
 	"github.com/turnstile-go/turnstile/lock"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -38,11 +41,30 @@ type checker struct {
 	// election is what the checker knows of the election and holds its
 	// observers to (simobserve_test.go).
 	election electionCheck
+	// acqs holds what the checker needs to judge the outcomes of each
+	// acquisition taken in, until its outcome (or its lease's end).
+	acqs map[acquisition]*acqRecord
+	// lapses counts, per client, the steps after which its watchdog did
+	// not trust its session.
+	lapses map[*client]int
+	// refusals counts the tries' ErrWouldBlock judged, losses the leases'
+	// Lost judged.
+	refusals, losses int
+}
+
+// acqRecord is what the checker keeps of one acquisition to judge its
+// outcomes against the model's history.
+type acqRecord struct {
+	from    int64    // the model's last zxid when the loop took the acquisition in
+	lapses  int      // its client's lapses then
+	creates []string // a try's create paths (lock path and protected id) of its nodes
+	node    string   // the node granted
 }
 
 func newChecker(w *world) checker {
 	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
-		outcomes: make(map[acquisition]int), election: newElectionCheck()}
+		outcomes: make(map[acquisition]int), election: newElectionCheck(), acqs: make(map[acquisition]*acqRecord),
+		lapses: make(map[*client]int)}
 }
 
 // acquisition names one acquisition of one engine, as its reports do.
@@ -61,7 +83,22 @@ func (k *checker) report(c *client, r events.Report) {
 			w.fail("reports: %s reported acquisition %d on %s twice", c.name, r.ID, r.Path)
 		}
 		k.outcomes[key] = 0
+		k.acqs[key] = &acqRecord{from: w.model.Zxid(), lapses: k.lapses[c]}
+	case events.Lost:
+		k.loss(c, r, k.acqs[key])
+		delete(k.acqs, key)
+	case events.Released:
+		delete(k.acqs, key)
 	case events.Granted, events.Failed, events.Cancelled:
+		switch a := k.acqs[key]; {
+		case r.Kind == events.Failed && errors.Is(r.Err, engine.ErrWouldBlock):
+			k.refusal(c, r, a)
+		case r.Kind == events.Granted && a != nil:
+			a.node = r.Node
+		}
+		if r.Kind != events.Granted {
+			delete(k.acqs, key)
+		}
 		n, ok := k.outcomes[key]
 		switch {
 		case !ok:
@@ -278,5 +315,152 @@ func (k *checker) allResolved() {
 				return
 			}
 		}
+	}
+}
+
+// noteTries records the create paths of c's live tries, after each turn of
+// its loop: a try's machine names its protected id before its create can
+// reach the server, and names a fresh one only in a turn too.
+func (k *checker) noteTries(c *client) {
+	c.eng.TryCreates(func(id uint64, createPath string) {
+		if t := k.acqs[acquisition{c, id}]; t != nil && !slices.Contains(t.creates, createPath) {
+			t.creates = append(t.creates, createPath)
+		}
+	})
+}
+
+// refusal judges a try's ErrWouldBlock against the model's history: it
+// claims the lock was taken. So some node that blocks the try's own (a
+// lock node ahead of it, of a kind that excludes the try's; for a
+// semaphore's lease, as many lease nodes ahead as the semaphore has
+// leases) must have existed on the server at some instant between the
+// try's create and its failure: the listing that refused it was sent after
+// the create was answered. Or the try's own node vanished without its
+// delete (its session ended, or another session deleted it), which a try
+// gives up on too.
+func (k *checker) refusal(c *client, r events.Report, t *acqRecord) {
+	w := k.w
+	if t == nil {
+		return // taken in before the checker knew it: reported above
+	}
+	k.refusals++
+	to := w.model.Zxid()
+	lives := w.model.Lives(r.Path)
+	own := -1
+	for i, l := range lives {
+		for _, p := range t.creates {
+			if strings.HasPrefix(l.Path, p) && l.Created > t.from {
+				own = i
+			}
+		}
+	}
+	if own < 0 {
+		w.fail("outcome: %s's try #%d on %s failed with ErrWouldBlock, but no node of its was ever made (creates %v)",
+			c.name, r.ID, r.Path, t.creates)
+		return
+	}
+	self := lives[own]
+	mine, _ := queue.Parse(path.Base(self.Path))
+	if self.Deleted != 0 && self.Deleted <= to && (self.Ended || self.DeletedBy != self.Owner) {
+		return
+	}
+	need := 1
+	if mine.Kind == queue.KindLease {
+		need = max(1, w.load.semLeases[strings.TrimSuffix(r.Path, "/leases")])
+	}
+	var ahead []zkmodel.Life
+	for i, l := range lives {
+		n, ok := queue.Parse(path.Base(l.Path))
+		if i == own || !ok || n.Seq > mine.Seq || !l.Alive(self.Created, to) ||
+			slices.ContainsFunc(t.creates, func(p string) bool { return strings.HasPrefix(l.Path, p) }) {
+			continue
+		}
+		if mine.Kind == queue.KindRead && n.Kind == queue.KindRead {
+			continue // readers share
+		}
+		ahead = append(ahead, l)
+	}
+	if most := mostAlive(ahead, self.Created, to); most < need {
+		w.fail("outcome: %s's try #%d on %s (node %s, created at zxid %d) failed with ErrWouldBlock at zxid %d, "+
+			"but at most %d of the %d nodes it needs ahead of it existed meanwhile: %v",
+			c.name, r.ID, r.Path, path.Base(self.Path), self.Created, to, most, need, lifeNames(lives, self.Created))
+	}
+}
+
+// mostAlive is the most of lives that existed at once in one state of the
+// server between zxids from and to.
+func mostAlive(lives []zkmodel.Life, from, to int64) int {
+	most := 0
+	for _, at := range lives {
+		z := max(at.Created, from) // every maximum is reached at some node's creation, or at from
+		n := 0
+		for _, l := range lives {
+			if l.Alive(z, z) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// lifeNames prints the lives that existed from zxid from on, for a failure.
+func lifeNames(lives []zkmodel.Life, from int64) string {
+	var s []string
+	for _, l := range lives {
+		if l.Deleted == 0 || l.Deleted > from {
+			s = append(s, fmt.Sprintf("%s [%d, %d) by %d", path.Base(l.Path), l.Created, l.Deleted, l.DeletedBy))
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// noteLapses counts, after every step, the clients whose watchdog does not
+// trust their session: a lease lost to the watchdog must follow one.
+func (k *checker) noteLapses() {
+	for _, c := range k.w.clients {
+		if !c.eng.Trusted() {
+			k.lapses[c]++
+		}
+	}
+}
+
+// loss judges a lease's Lost against what happened: ErrLost (the watchdog
+// no longer vouched for the session) must follow a lapse of the
+// watchdog, seen after some step since the acquisition was taken in, or
+// the node's end on the server; ErrSessionExpired, the node's deletion by
+// its session's end; ErrClosed, the engine's Close.
+func (k *checker) loss(c *client, r events.Report, a *acqRecord) {
+	w := k.w
+	if a == nil || a.node == "" {
+		return // a lease the checker saw no grant of (a cohort's pass) or reported above
+	}
+	k.losses++
+	var life *zkmodel.Life
+	lives := w.model.Lives(r.Path)
+	for i := len(lives) - 1; i >= 0; i-- {
+		if path.Base(lives[i].Path) == a.node {
+			life = &lives[i]
+			break
+		}
+	}
+	gone := life != nil && life.Deleted != 0
+	switch {
+	case errors.Is(r.Err, engine.ErrClosed):
+		if !c.closing {
+			w.fail("outcome: %s's lease #%d on %s (%s) lost with ErrClosed, but the engine was never closed", c.name, r.ID, r.Path, a.node)
+		}
+	case errors.Is(r.Err, engine.ErrSessionExpired):
+		if !gone || !life.Ended {
+			w.fail("outcome: %s's lease #%d on %s (%s) lost with ErrSessionExpired, but its node was not deleted by its session's end (%+v)",
+				c.name, r.ID, r.Path, a.node, life)
+		}
+	case errors.Is(r.Err, engine.ErrLost):
+		if !gone && k.lapses[c] == a.lapses {
+			w.fail("outcome: %s's lease #%d on %s (%s) lost with ErrLost, but its watchdog never lapsed since it was asked for, and its node lives",
+				c.name, r.ID, r.Path, a.node)
+		}
+	default:
+		w.fail("outcome: %s's lease #%d on %s (%s) lost with %v", c.name, r.ID, r.Path, a.node, r.Err)
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
@@ -34,6 +35,18 @@ func (e *Engine) MarkTries(isTry func(context.Context) bool) {
 	}
 	for _, ev := range batch {
 		e.inbox.Put(ev)
+	}
+}
+
+// TryCreates calls f with the id of every live try contender and the path
+// its create names (CreatePath): the lock path and the protected id that
+// the names of its nodes start with. The simulator's checker keeps them to
+// tell a try's own nodes from those that may have kept it out.
+func (e *Engine) TryCreates(f func(id uint64, createPath string)) {
+	for id, en := range e.core.contenders {
+		if en.c.TryOnly() && en.c.Phase() != contender.Unstarted {
+			f(id, en.c.CreatePath())
+		}
 	}
 }
 

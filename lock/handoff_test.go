@@ -348,7 +348,7 @@ func checkAdmitted(t *testing.T, raw *zk.Conn, p string, l *lock.Lease, w waiter
 		t.Fatalf("lease node %s does not parse", l.Node())
 	}
 	for _, n := range nodes {
-		if n.Name == self.Name || !queue.Less(n, self) {
+		if n.Name == self.Name || !(n.Seq < self.Seq || n.Seq == self.Seq && n.Name < self.Name) {
 			continue
 		}
 		if w != waitReader || n.Kind != queue.KindRead {

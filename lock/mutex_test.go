@@ -449,9 +449,14 @@ func TestLocalHandoffSkipsTheListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Queue order is creation order, which need not be the order above.
+	// Each callback releases after it reports its token; the test waits for
+	// every release too, or the last could meet the engine's Close.
 	tokens := make(chan int64, n)
+	var released sync.WaitGroup
+	released.Add(n)
 	for _, f := range fs {
 		f.Then(func(l *lock.Lease, err error) {
+			defer released.Done()
 			if err != nil {
 				t.Error(err)
 				tokens <- 0
@@ -470,6 +475,7 @@ func TestLocalHandoffSkipsTheListing(t *testing.T) {
 		}
 		prev = tok
 	}
+	released.Wait()
 	after := eng.Stats()
 	lists := after.Lists - before.Lists
 	t.Logf("%d handoffs: %d lists, %d deletes; waits: %d on the server, %d local", n, lists,

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/internal/seam"
 )
 
@@ -15,5 +16,5 @@ import (
 // Holders that are not revocable are not told, and none is forced: letting
 // go is the holder's decision.
 func Revoke(ctx context.Context, eng *engine.Engine, node string) error {
-	return seam.SetData(eng, ctx, node, engine.RevokeData)
+	return seam.SetData(eng, ctx, node, nodename.RevokeData)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -63,9 +64,6 @@ func NewSemaphoreMutex(eng *engine.Engine, path string, opts ...Option) *Semapho
 
 // Path is the semaphore's path.
 func (s *Semaphore) Path() string { return s.path }
-
-// Leases is N.
-func (s *Semaphore) Leases() int { return s.n }
 
 // Acquire asks for a lease and returns at once. Cancelling ctx before the
 // grant resolves the future with context.Cause(ctx) and leaves no node
@@ -158,7 +156,7 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, k int, resolve func([
 		}
 		s.leases(ctx, try, k, guard, nil, func(leases []*Lease, err error) {
 			guard.ReleaseAsync() // its outcome does not change the leases'
-			expired := errors.Is(err, engine.ErrSessionExpired) && !s.eng.FailsOnExpiry()
+			expired := errors.Is(err, engine.ErrSessionExpired) && !seam.FailsOnExpiry(s.eng)
 			if expired || errors.Is(err, errGuardLost) && ctx.Err() == nil {
 				s.attempt(ctx, try, k, resolve)
 				return

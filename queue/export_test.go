@@ -7,6 +7,7 @@ package queue
 var (
 	Nodes = parseNodes
 	Sort  = sortNodes
+	Less  = less
 )
 
 func Mutex(nodes []Node, self string) Decision            { return listingOf(nodes).Mutex(self) }

@@ -80,7 +80,7 @@ func wrapped(nodes []Node) bool {
 // sound again.
 func (l *Listing) Wrapped() bool { return l.wrapped }
 
-// Nodes returns the lock nodes in queue order (see [Less]). The slice is
+// Nodes returns the lock nodes in queue order (by sequence number, then name). The slice is
 // shared: do not change it.
 func (l *Listing) Nodes() []Node { return l.nodes }
 

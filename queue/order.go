@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Less reports whether a queues before b: by sequence number, then by name.
+// less reports whether a queues before b: by sequence number, then by name.
 //
 // Sequential creates under one parent never share a number, because
 // ZooKeeper bumps the parent's child version on every create. A tie means
@@ -18,7 +18,7 @@ import (
 // coexist whichever comes first, so the name tie-break decides nothing about
 // safety; it only makes the order total, so that every observer of one
 // listing computes the same queue.
-func Less(a, b Node) bool { return compare(a, b) < 0 }
+func less(a, b Node) bool { return compare(a, b) < 0 }
 
 func compare(a, b Node) int {
 	if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
@@ -27,7 +27,7 @@ func compare(a, b Node) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// sortNodes puts nodes in queue order (see [Less]). It is stable, so duplicate
+// sortNodes puts nodes in queue order (by sequence number, then name). It is stable, so duplicate
 // entries keep their relative order.
 func sortNodes(nodes []Node) { slices.SortStableFunc(nodes, compare) }
 

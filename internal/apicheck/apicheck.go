@@ -26,7 +26,7 @@ import (
 // Packages are the public packages whose API is promised, as paths below
 // the repository's root. Examples, commands, the harness and internal
 // packages are not part of it.
-var Packages = []string{"engine", "lock", "election", "events", "queue", "metrics", "turnstiletest"}
+var Packages = []string{"engine", "lock", "election", "events", "queue", "metrics", "status", "turnstiletest"}
 
 // List returns the API lines of the packages below root, sorted. A package
 // listed in Packages whose folder does not exist is skipped, so that the

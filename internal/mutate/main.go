@@ -147,9 +147,18 @@ func run(root string, m mutant) result {
 	return r
 }
 
-// plant applies m's change: its snippet must be found exactly once among
-// the tree's Go files (in m.file, when that is set).
+// plant applies m's changes: each snippet must be found exactly once among
+// the tree's Go files (in a file of that name, when one is given).
 func plant(dir string, m mutant) error {
+	for _, c := range m.changes {
+		if err := c.apply(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c change) apply(dir string) error {
 	var hits []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -158,14 +167,14 @@ func plant(dir string, m mutant) error {
 		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
-		if m.file != "" && !strings.HasSuffix(filepath.ToSlash(p), "/"+m.file) {
+		if c.file != "" && !strings.HasSuffix(filepath.ToSlash(p), "/"+c.file) {
 			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		for range bytes.Count(b, []byte(m.old)) {
+		for range bytes.Count(b, []byte(c.old)) {
 			hits = append(hits, p)
 		}
 		return nil
@@ -174,13 +183,13 @@ func plant(dir string, m mutant) error {
 		return err
 	}
 	if len(hits) != 1 {
-		return fmt.Errorf("its snippet is found %d times, want once (has the code moved on?)", len(hits))
+		return fmt.Errorf("the snippet of %s is found %d times, want once (has the code moved on?)", c.file, len(hits))
 	}
 	b, err := os.ReadFile(hits[0])
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(hits[0], bytes.Replace(b, []byte(m.old), []byte(m.new), 1), 0o644)
+	return os.WriteFile(hits[0], bytes.Replace(b, []byte(c.old), []byte(c.new), 1), 0o644)
 }
 
 // simCheck runs the simulator's seeds on every core until one fails or
@@ -254,7 +263,7 @@ func (c testCheck) run(dir string) (bool, string, time.Duration, string, error) 
 	out, err := goCmd(ctx, dir, "test", "-count=1", "-run", c.pattern, c.pkg)
 	took := time.Since(start)
 	if err == nil {
-		if !strings.Contains(out, "ok") || strings.Contains(out, "no tests to run") {
+		if !ranTests(out) {
 			return false, "", took, "", fmt.Errorf("ran no test:\n%s", tail(out))
 		}
 		return false, "", took, "", nil
@@ -314,6 +323,16 @@ func repoRoot() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// ranTests reports whether some package of a passing go test ran a test.
+func ranTests(out string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "ok ") && !strings.Contains(l, "[no tests to run]") {
+			return true
+		}
+	}
+	return false
+}
+
 // firstFail is the first line of a test's output that says what failed.
 func firstFail(out string) string {
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -333,6 +352,12 @@ func firstFail(out string) string {
 }
 
 func clip(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' {
+			return ' '
+		}
+		return r
+	}, s)
 	if len(s) > 160 {
 		return s[:160] + "…"
 	}

@@ -127,3 +127,8 @@ func PinName(id string) string { return PinPrefix + id }
 
 // IsPin reports whether a child's name is a pin.
 func IsPin(name string) bool { return strings.HasPrefix(name, PinPrefix) }
+
+// RevokeData is what a revoker writes into a holder's node to ask it to
+// let go: the same bytes Curator's Revoker writes, so Java and Go holders
+// and revokers understand each other.
+var RevokeData = []byte("__REVOKE__")

@@ -56,4 +56,10 @@ var (
 	Children func(eng any, ctx context.Context, path string) ([]string, error)
 	Data     func(eng any, ctx context.Context, path string) ([]byte, error)
 	SetData  func(eng any, ctx context.Context, path string, data []byte) error
+	// FailsOnExpiry reports the engine's Config.FailOnExpiry: whether
+	// acquisitions not yet granted fail when the session expires, rather
+	// than queue again. A recipe made of several acquisitions (a
+	// semaphore's guard, then its lease) reads it to do the same as a
+	// whole.
+	FailsOnExpiry func(eng any) bool
 )

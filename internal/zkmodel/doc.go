@@ -60,6 +60,10 @@
 //     WatchManager trigger them, and re-armed on reconnect as DataTree's
 //     setWatches does.
 //   - Sessions with a negotiated timeout, expiry buckets, close.
+//   - For checkers, not clients: the history of every node's life (Lives),
+//     the zxids of its create and delete and who deleted it, so that an
+//     answer a client was given can be held to the states the server was
+//     in while it was asked.
 //
 // # Where it simplifies, deliberately
 //

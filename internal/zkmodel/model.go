@@ -67,6 +67,11 @@ type Model struct {
 	nodes      map[string]*node
 	containers map[string]struct{} // the container nodes, as DataTree.getContainers
 
+	// lives is the history of every node's life, by parent path (see
+	// Lives); living indexes the life of each node that exists.
+	lives  map[string][]Life
+	living map[string]int
+
 	sessions    map[SessionID]*session // every session ever created
 	live        []*session             // sessions not expired or closed, by id
 	nextSession SessionID
@@ -82,6 +87,8 @@ func New(cfg Config, now time.Time) *Model {
 		now:         now,
 		nodes:       make(map[string]*node),
 		containers:  make(map[string]struct{}),
+		lives:       make(map[string][]Life),
+		living:      make(map[string]int),
 		sessions:    make(map[SessionID]*session),
 		nextSession: 1,
 	}
@@ -140,6 +147,7 @@ func (m *Model) apply(s *session, req Request) Reply {
 		rep.Results, rep.Err = m.multi(s.id, req.Ops)
 	case OpCreate, OpCreateContainer, OpDelete, OpSetData, OpCheck:
 		t := m.begin()
+		t.by = s.id
 		res := t.write(s.id, req)
 		t.commit()
 		rep.Err, rep.Path, rep.Stat = res.Err, res.Path, res.Stat

@@ -819,3 +819,50 @@ func TestModelIsDeterministic(t *testing.T) {
 		t.Fatalf("the run exercised nothing: %d replies, %d events", replies, events)
 	}
 }
+
+// The history of lives: every create and delete that committed, with its
+// zxid and who deleted the node; nothing of a multi rolled back.
+func TestLives(t *testing.T) {
+	f := newFixture(t)
+	s := f.connect(2 * time.Second)
+	o := f.connect(10 * time.Second)
+	f.ok(o, create("/q", zkmodel.Container))
+	a := f.ok(s, create("/q/n-", zkmodel.EphemeralSequential)).Path
+	za := f.m.Zxid()
+	b := f.ok(s, create("/q/n-", zkmodel.EphemeralSequential)).Path
+	zb := f.m.Zxid()
+	f.ok(o, zkmodel.Request{Op: zkmodel.OpDelete, Path: a, Version: -1})
+	zd := f.m.Zxid()
+	f.do(o, zkmodel.Request{Op: zkmodel.OpMulti, Ops: []zkmodel.Request{
+		create("/q/p", zkmodel.Persistent), {Op: zkmodel.OpCheck, Path: "/q", Version: 7}}})
+	f.ok(o, zkmodel.Request{Op: zkmodel.OpMulti, Ops: []zkmodel.Request{
+		create("/q/m", zkmodel.Persistent), {Op: zkmodel.OpDelete, Path: "/q/m", Version: -1}}})
+	zm := f.m.Zxid()
+	f.now = f.now.Add(5 * time.Second)
+	f.m.Tick(f.now) // s expires; o's ping is not due to matter: it has 10s
+	ze := f.m.Zxid()
+	want := []zkmodel.Life{
+		{Path: a, Owner: s, Created: za, Deleted: zd, DeletedBy: o},
+		{Path: b, Owner: s, Created: zb, Deleted: ze, Ended: true},
+		{Path: "/q/m", Created: zm, Deleted: zm, DeletedBy: o},
+	}
+	if got := f.m.Lives("/q"); !slices.Equal(got, want) {
+		t.Fatalf("lives %+v,\nwant %+v", got, want)
+	}
+	for _, c := range []struct {
+		l        zkmodel.Life
+		from, to int64
+		alive    bool
+	}{
+		{want[0], za, za, true}, {want[0], zd - 1, zd + 5, true}, {want[0], zd, zd + 5, false},
+		{want[0], 0, za - 1, false}, {want[1], ze + 1, ze + 9, false}, {want[2], 0, zm + 9, false},
+		{zkmodel.Life{Created: 3}, 100, 200, true},
+	} {
+		if got := c.l.Alive(c.from, c.to); got != c.alive {
+			t.Errorf("%+v alive in [%d, %d]: %v, want %v", c.l, c.from, c.to, got, c.alive)
+		}
+	}
+	if got := f.m.Lives("/"); len(got) != 1 || got[0].Path != "/q" || got[0].Deleted != 0 {
+		t.Fatalf("lives of /: %+v", got)
+	}
+}

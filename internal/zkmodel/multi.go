@@ -26,6 +26,7 @@ package zkmodel
 // the same.
 func (m *Model) multi(owner SessionID, ops []Request) (results []OpResult, code Code) {
 	t := m.begin()
+	t.by = owner
 	for _, op := range ops {
 		if !op.Op.write() || op.Op == OpMulti {
 			return nil, MarshallingError

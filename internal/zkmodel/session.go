@@ -242,6 +242,7 @@ func (m *Model) expireDue() {
 func (m *Model) end(s *session, state SessionState, closeReply *Reply) {
 	hadConnection := s.state == Connected
 	t := m.begin()
+	t.ending = true
 	paths := slices.Sorted(maps.Keys(s.ephemerals))
 	if m.cfg.EndOrder != nil {
 		paths = m.cfg.EndOrder(paths)

@@ -78,6 +78,12 @@ type txn struct {
 	prepCversion map[string]int32
 	undo         []func()
 	triggers     []Event
+	// by is the session whose request this is, 0 for none; ending: the
+	// close or expiry of a session. lives are the creates and deletes
+	// made, entered in the model's history at commit.
+	by     SessionID
+	ending bool
+	lives  []lifeChange
 }
 
 func (m *Model) begin() *txn {
@@ -87,6 +93,7 @@ func (m *Model) begin() *txn {
 
 // commit fires the watches the transaction triggered.
 func (t *txn) commit() {
+	t.record()
 	for _, ev := range t.triggers {
 		t.m.fire(ev)
 	}
@@ -98,7 +105,7 @@ func (t *txn) rollback() {
 	for i := len(t.undo) - 1; i >= 0; i-- {
 		t.undo[i]()
 	}
-	t.undo, t.triggers = nil, nil
+	t.undo, t.triggers, t.lives = nil, nil, nil
 }
 
 func (t *txn) cversion(path string, n *node) int32 {
@@ -182,6 +189,7 @@ func (t *txn) createNode(p string, data []byte, owner int64, parentCversion int3
 	n := &node{data: bytes.Clone(data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid, owner: owner}
 	m.nodes[p] = n
 	m.own(p, owner)
+	t.lives = append(t.lives, lifeChange{path: p, owner: owner})
 	t.undo = append(t.undo, func() {
 		parent.cversion, parent.pzxid = oldCversion, oldPzxid
 		delete(parent.children, name)
@@ -232,6 +240,7 @@ func (t *txn) deleteNode(p string) {
 	m.disown(p, n.owner)
 	prep, hadPrep := t.prepCversion[p]
 	delete(t.prepCversion, p) // a node created again at p starts from cversion 0
+	t.lives = append(t.lives, lifeChange{path: p, owner: n.owner, delete: true})
 	t.undo = append(t.undo, func() {
 		parent.children[name] = struct{}{}
 		parent.pzxid = oldPzxid

@@ -130,6 +130,9 @@ func (c *Machine) Granted() bool { return c.granted }
 // of that node, once a holder's, grants it without listing again.
 func (c *Machine) Next() bool { return c.next }
 
+// TryOnly reports whether the machine gives up rather than wait.
+func (c *Machine) TryOnly() bool { return c.tryOnly }
+
 // Borrowed reports whether the machine's node has a borrowed sequence
 // number (Config.Seq).
 func (c *Machine) Borrowed() bool { return c.fixedSeq != "" }
@@ -551,6 +554,12 @@ func (c *Machine) onListed(in Input) []Effect {
 		return c.fail(errBorrowedPlaceGone)
 	case d.Holds:
 		return c.grant(in.Pzxid)
+	case c.tryOnly && in.Predicted:
+		// A try never waits, so nothing would ever show it a child of the
+		// prediction gone: another client's delete moves no count, and a
+		// holder that left long ago would keep every later try out. Fail
+		// only on children the server shows after the try began.
+		return c.list()
 	case c.tryOnly:
 		c.wouldBlock = true
 		c.cancelled = true

@@ -510,6 +510,35 @@ func TestTryOnly(t *testing.T) {
 	s.step(listed(100, node(1, 5)), grant(100))
 }
 
+// TestTryOnlyOnAPrediction: a listing the engine answered from what it
+// knows may show a node gone since: a try lists the server before it
+// fails on one, and is granted on a prediction that admits it.
+func TestTryOnlyOnAPrediction(t *testing.T) {
+	predicted := func(pzxid int64, children ...string) Input {
+		in := listed(pzxid, children...)
+		in.Predicted = true
+		return in
+	}
+	s := newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(predicted(100, other(4), node(1, 5)), list)
+	s.phase(Listing)
+	s.step(listed(101, node(1, 5)), grant(101))
+
+	s = newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(predicted(100, other(4), node(1, 5)), list)
+	s.step(listed(101, other(4), node(1, 5)), del(node(1, 5)))
+	s.step(reply(Deleted, input.OK), fail(ErrWouldBlock), done)
+
+	s = newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(predicted(100, node(1, 5)), grant(100))
+}
+
 func TestCloseWhileHolding(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()

@@ -92,6 +92,11 @@ type Input struct {
 	// session that answered has ended, not because the current one is
 	// untrusted.
 	SessionEnded bool
+	// Predicted, with Listed: the engine answered from what it knows of
+	// the lock path (its listing-free cycle), not from the server. Such a
+	// listing misses no child, but may still show children deleted since
+	// the engine last listed: it proves none of them is there now.
+	Predicted bool
 	// Listing is Children parsed and sorted once per reply and shared by
 	// every machine the reply is handed to (Listed, and WatchSet of a
 	// children watch); nil leaves the parsing to the machine.
