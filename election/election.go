@@ -80,8 +80,6 @@ func New(eng *engine.Engine, path string, opts ...Option) *Election {
 	return e
 }
 
-// Path is the election path.
-func (e *Election) Path() string { return e.path }
 
 // Campaign enters a candidate with value (its participant id, written as
 // its node's data) and returns at once. The future resolves with the

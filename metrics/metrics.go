@@ -86,6 +86,8 @@
 //     gauge instead of turnstile_acquisitions_pending, and an election's
 //     observer counts nowhere (each used to pend for good).
 //   - New gauges: turnstile_elections_led and turnstile_session_state.
+//   - WithAcquireBuckets and WithHoldBuckets are one option, WithBuckets;
+//     DefaultBuckets is no longer exported (WithBuckets says what it is).
 //
 // This package is a module of its own, so that a program that uses the
 // library without it does not depend on the Prometheus client.
@@ -106,11 +108,11 @@ import (
 
 const namespace = "turnstile"
 
-// DefaultBuckets are the bounds, in seconds, of the acquire and hold
+// defaultBuckets are the bounds, in seconds, of the acquire and hold
 // histograms: 1ms to about 4.4 minutes, each four times the last. Locks are
 // granted in a few round trips when free and held for as long as work
 // takes, so the range is wide and coarse.
-var DefaultBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
+var defaultBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
 
 // Option configures a Collector.
 type Option func(*config)
@@ -119,13 +121,20 @@ type config struct {
 	acquireBuckets, holdBuckets []float64
 }
 
-// WithAcquireBuckets sets the bounds, in seconds, of the acquire-duration
-// histogram (default DefaultBuckets).
-func WithAcquireBuckets(b []float64) Option { return func(c *config) { c.acquireBuckets = b } }
-
-// WithHoldBuckets sets the bounds, in seconds, of the hold-duration
-// histogram (default DefaultBuckets).
-func WithHoldBuckets(b []float64) Option { return func(c *config) { c.holdBuckets = b } }
+// WithBuckets sets the bounds, in seconds, of the acquire-duration and the
+// hold-duration histograms; a nil slice keeps that histogram's default,
+// 1ms to about 4.4 minutes, each bound four times the last
+// (prometheus.ExponentialBuckets(0.001, 4, 10)).
+func WithBuckets(acquire, hold []float64) Option {
+	return func(c *config) {
+		if acquire != nil {
+			c.acquireBuckets = acquire
+		}
+		if hold != nil {
+			c.holdBuckets = hold
+		}
+	}
+}
 
 // Collector is a prometheus.Collector of one engine's metrics. Its Observe
 // method is the engine's observer; Attach gives it the engine's counters.
@@ -194,7 +203,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 // method as the engine's Config.Observer, and Attach it to the engine once
 // started.
 func New(opts ...Option) *Collector {
-	cfg := config{acquireBuckets: DefaultBuckets, holdBuckets: DefaultBuckets}
+	cfg := config{acquireBuckets: defaultBuckets, holdBuckets: defaultBuckets}
 	for _, o := range opts {
 		o(&cfg)
 	}

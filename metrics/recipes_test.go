@@ -183,7 +183,8 @@ func TestEveryRecipe(t *testing.T) {
 	expectExactly(t, reg, locks)
 
 	// An election: an observer, a leader, a standby.
-	el := election.New(eng, p+"/election")
+	elPath := p + "/election"
+	el := election.New(eng, elPath)
 	octx, stopObserving := context.WithCancel(ctx)
 	leaders := el.Observe(octx)
 	leader, err := el.Campaign(ctx, []byte("first")).Wait(ctx)
@@ -195,7 +196,7 @@ func TestEveryRecipe(t *testing.T) {
 		t.Fatalf("observed leader %q, want first", l.Value)
 	}
 	wait.Until(t, "the standby's node made", func() bool {
-		ps, err := lock.Participants(ctx, eng, el.Path())
+		ps, err := lock.Participants(ctx, eng, elPath)
 		return err == nil && len(ps) == 3 // leader, standby, observer
 	})
 	withLeader := func(extra map[string]float64) map[string]float64 {
