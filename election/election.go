@@ -80,7 +80,6 @@ func New(eng *engine.Engine, path string, opts ...Option) *Election {
 	return e
 }
 
-
 // Campaign enters a candidate with value (its participant id, written as
 // its node's data) and returns at once. The future resolves with the
 // Leadership once this candidate leads, or with an error: context.Cause(ctx)

@@ -7,6 +7,8 @@ import (
 	"path"
 	"sync"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -25,11 +27,13 @@ import (
 // order.
 //
 // Every observer of one Election shares one watch, kept by the engine like
-// a waiting contender: it costs no goroutine, one node of the engine under
-// the election path ("_c_<uuid>-observer-<seq>", which no candidate, Go or
-// Java, counts), and, per change of leader or of its value, one listing,
-// one watch and one read of the leader's value. The watch ends with its
-// last observer.
+// a waiting contender: one node of the engine under the election path
+// ("_c_<uuid>-observer-<seq>", which no candidate, Go or Java, counts);
+// per change of leader or of its value, one listing, one watch and one
+// read of the leader's value, which sets a data watch on the leader's node
+// in the same request (so no Proclaim is missed); and one goroutine that
+// waits for that data watch while the leader leads. The watch ends with
+// its last observer.
 //
 // Observe panics, naming what was nil, on a nil Election or ctx: it has no
 // error to return, and a channel closed at once would hide the mistake.
@@ -66,9 +70,10 @@ type watch struct {
 	ctx  context.Context
 	stop context.CancelFunc // removes the contender and its node
 
-	seen     string   // the last leader the contender saw
-	pending  []string // leaders seen and not yet read (or read again), oldest first
-	fetching bool     // a goroutine is reading pending
+	seen     string          // the last leader the contender saw
+	pending  []string        // leaders seen and not yet read (or read again), oldest first
+	fetching bool            // a goroutine is reading pending
+	armed    map[string]bool // leaders whose data watch a goroutine follows
 }
 
 type subscriber struct {
@@ -137,7 +142,7 @@ func (o *observers) drop(s *subscriber) {
 // never holds, whose Decider learns each listing's leader.
 func (o *observers) start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &watch{ctx: ctx, stop: cancel}
+	w := &watch{ctx: ctx, stop: cancel, armed: make(map[string]bool)}
 	o.watch = w
 	req := engine.Request{
 		Path: o.el.path, Kind: queue.KindObserver,
@@ -182,7 +187,9 @@ func (o *observers) ended(w *watch, l *engine.Lease, err error) {
 // again.
 func (o *observers) saw(w *watch, leader string) {
 	o.mu.Lock()
-	if o.watch != w || leader == "" {
+	if o.watch != w || leader == "" || leader == w.seen && w.armed[leader] {
+		// A change of the leader's value is followed by its own data
+		// watch (see follow).
 		o.mu.Unlock()
 		return
 	}
@@ -228,6 +235,36 @@ func (o *observers) read(w *watch, leader string) {
 	}
 }
 
+// readValue reads node's value and, where the runtime can, sets a watch
+// on it in the same request: then a change after the read cannot be
+// missed, as it could be between a read and a watch set apart.
+func (o *observers) readValue(w *watch, node string) ([]byte, <-chan zk.Event, error) {
+	if dataW := o.el.opts.rt.DataW; dataW != nil {
+		return dataW(w.ctx, node)
+	}
+	value, err := o.el.opts.rt.Data(w.ctx, node)
+	return value, nil, err
+}
+
+// follow waits for the data watch on the leader name to fire, then has its
+// value read again (which sets the next watch), while name still leads.
+// One goroutine per watched node; it ends when the watch fires, which it
+// does on the node's deletion and when the session or the client ends,
+// or when the watch stops.
+func (o *observers) follow(w *watch, name string, changed <-chan zk.Event) {
+	select {
+	case <-changed:
+	case <-w.ctx.Done():
+	}
+	o.mu.Lock()
+	delete(w.armed, name)
+	if o.watch == w && w.seen == name && w.ctx.Err() == nil {
+		o.read(w, name)
+		return
+	}
+	o.mu.Unlock()
+}
+
 // fetch reads the value of each pending leader, oldest first, and
 // publishes those still there.
 func (o *observers) fetch(w *watch) {
@@ -243,9 +280,13 @@ func (o *observers) fetch(w *watch) {
 		o.mu.Unlock()
 
 		node := o.el.path + "/" + name
-		value, err := o.el.opts.rt.Data(w.ctx, node)
+		value, changed, err := o.readValue(w, node)
 
 		o.mu.Lock()
+		if changed != nil && o.watch == w && !w.armed[name] {
+			w.armed[name] = true
+			go o.follow(w, name, changed)
+		}
 		switch {
 		case o.watch != w:
 		case err == nil && (node != o.last.Node || !bytes.Equal(value, o.last.Value)):
