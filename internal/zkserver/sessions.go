@@ -74,6 +74,12 @@ func (s *Sessions) Expire(ctx context.Context, addrs []string, id int64) error {
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, errSessionGone) && len(errs) > 0 {
+			// An earlier server may have closed it before its reply was
+			// lost (a server that restarts, or leaves the quorum, closes
+			// its connections): the session is gone, as asked.
+			return nil
+		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
@@ -143,6 +149,10 @@ func parseConnectResponse(b []byte) (int64, []byte, error) {
 // opCloseSession is ZooKeeper's closeSession request type.
 const opCloseSession int32 = -11
 
+// errSessionGone is CloseSession's error for a session the server no
+// longer knows.
+var errSessionGone = errors.New("the server no longer knows the session, or refused its password")
+
 // CloseSession attaches to session id at addr with its password and closes
 // it. It fails when the server no longer knows the session (already
 // expired or closed) or refuses the password.
@@ -181,7 +191,7 @@ func CloseSession(ctx context.Context, addr string, id int64, passwd []byte) err
 	}
 	got, _, err := parseConnectResponse(resp)
 	if err != nil || got != id {
-		return fail(errors.New("the server no longer knows the session, or refused its password"))
+		return fail(errSessionGone)
 	}
 	// RequestHeader of closeSession: xid, type; no body.
 	hdr := binary.BigEndian.AppendUint32(nil, 1)
