@@ -16,6 +16,17 @@ import (
 	"github.com/turnstile-go/turnstile/queue"
 )
 
+// guardFree waits until no one holds or waits for the semaphore's mutex:
+// an acquirer gives its mutex back as its leases are granted, without
+// waiting for the delete, so a try from elsewhere right after may find it.
+func guardFree(t *testing.T, conn *zk.Conn, path string) {
+	t.Helper()
+	eventually(t, "the semaphore's mutex free", func() bool {
+		kids, _, err := conn.Children(path + "/locks")
+		return errors.Is(err, zk.ErrNoNode) || err == nil && len(kids) == 0
+	})
+}
+
 // leaseCount counts the lease nodes of the semaphore at path.
 func leaseCount(t *testing.T, conn *zk.Conn, path string) int {
 	t.Helper()
@@ -58,6 +69,7 @@ func TestSemaphoreAcquireN(t *testing.T) {
 	if got := len(two.Leases()); got != 2 || leaseCount(t, conn, path) != 2 {
 		t.Fatalf("AcquireN(2): %d leases, %d lease nodes", got, leaseCount(t, conn, path))
 	}
+	guardFree(t, conn, path)
 	third, err := sb.TryAcquire(ctx)
 	if err != nil {
 		t.Fatalf("the third lease: %v", err)
@@ -172,6 +184,7 @@ func TestSemaphoreAcquireNCancelled(t *testing.T) {
 		t.Fatalf("cancelled AcquireN: %v", err)
 	}
 	eventually(t, "the waiter's node gone", func() bool { return leaseCount(t, conn, path) == 1 })
+	guardFree(t, conn, path)
 	l, err := s.TryAcquire(ctx)
 	if err != nil {
 		t.Fatalf("a lease after the cancelled AcquireN: %v", err)
