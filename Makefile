@@ -80,11 +80,12 @@ deps:
 	fi
 	$(GO) mod download
 
-# The harness (stress/) and the metrics exporter (metrics/, with its
-# example) are modules of their own, so that the library's go.mod lists
-# only what the library needs; go.work joins them, and `./...` from here
-# does not descend into another module: each is named explicitly.
-PKGS := ./... ./stress/... ./metrics/... ./examples/metrics/...
+# The harness (stress/), the metrics exporter (metrics/, with its
+# example) and the pipeline example (golang.org/x/sync) are modules of
+# their own, so that the library's go.mod lists only what the library
+# needs; go.work joins them, and `./...` from here does not descend into
+# another module: each is named explicitly.
+PKGS := ./... ./stress/... ./metrics/... ./examples/metrics/... ./examples/pipeline/...
 
 vet:
 	$(GO) vet $(PKGS)

@@ -8,7 +8,9 @@
 // an ephemeral sequential node "_c_<uuid>-latch-<seq>" under the election
 // path, holding its value (Curator's participant id); the lowest node leads,
 // and every other candidate watches the candidate just ahead of it. So Go
-// candidates and Java LeaderLatch candidates can share one election.
+// candidates and Java LeaderLatch candidates can share one election. A
+// leader may change its value during its term (Leadership.Proclaim):
+// observers receive it again with the new value.
 //
 // A Leadership is a lease of the engine: its fencing token grows with every
 // leader of the election, across sessions and reconnects, and its Lost
@@ -26,6 +28,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/seam"
@@ -36,6 +39,11 @@ import (
 // errors an election returns are the engine's (engine.ErrLost,
 // engine.ErrClosed, ...), which errors.Is finds in a wrapped error.
 var ErrNoLeader = errors.New("turnstile: election has no leader")
+
+// errNilElection is what a call on a nil *Election returns: a pointer New
+// did not make, which names no election. (A nil engine or context is
+// reported by the engine, with the same sentinel.)
+var errNilElection = fmt.Errorf("%w: nil *election.Election", engine.ErrInvalidRequest)
 
 // Election is one leader election: the candidates under one ZooKeeper path.
 // Its methods are safe for concurrent use. Use one Election per path per
@@ -72,9 +80,6 @@ func New(eng *engine.Engine, path string, opts ...Option) *Election {
 	return e
 }
 
-// Path is the election path.
-func (e *Election) Path() string { return e.path }
-
 // Campaign enters a candidate with value (its participant id, written as
 // its node's data) and returns at once. The future resolves with the
 // Leadership once this candidate leads, or with an error: context.Cause(ctx)
@@ -86,6 +91,10 @@ func (e *Election) Path() string { return e.path }
 func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*Leadership] {
 	value = bytes.Clone(value)
 	f, resolve := engine.NewPromise[*Leadership]()
+	if e == nil {
+		resolve(nil, errNilElection)
+		return f
+	}
 	req := engine.Request{
 		Path: e.path, Kind: queue.KindLatch, Decide: decideCandidate, Data: value,
 		FailOnExpiry: e.opts.failOnExpiry,
@@ -95,7 +104,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*L
 			resolve(nil, err)
 			return
 		}
-		resolve(&Leadership{Lease: l, value: value}, nil)
+		resolve(&Leadership{Lease: l, el: e, value: value}, nil)
 	})
 	return f
 }
@@ -109,6 +118,9 @@ type Leader struct {
 // Leader reads who leads now, whichever client it is: ErrNoLeader when
 // the election has no candidate. The answer is a snapshot, stale at once.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if e == nil {
+		return Leader{}, errNilElection
+	}
 	for {
 		children, err := e.opts.rt.Children(ctx, e.path)
 		switch {

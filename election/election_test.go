@@ -23,17 +23,18 @@ func TestCampaignOrderAndResignGoesToTheBack(t *testing.T) {
 	ctx := bounded(t)
 	eng := startEngine(t, engine.Config{})
 	conn := inspect(t)
-	el := election.New(eng, electionPath(t))
+	path := electionPath(t)
+	el := election.New(eng, path)
 
 	first, err := el.Campaign(ctx, []byte("same")).Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	second := el.Campaign(ctx, []byte("same"))
-	eventually(t, "two candidates", func() bool { return len(children(t, conn, el.Path())) == 2 })
+	eventually(t, "two candidates", func() bool { return len(children(t, conn, path)) == 2 })
 	third := el.Campaign(ctx, []byte("same"))
-	eventually(t, "three candidates", func() bool { return len(children(t, conn, el.Path())) == 3 })
-	for _, c := range children(t, conn, el.Path()) {
+	eventually(t, "three candidates", func() bool { return len(children(t, conn, path)) == 3 })
+	for _, c := range children(t, conn, path) {
 		if !strings.HasPrefix(c, "_c_") || !strings.Contains(c, "-latch-") {
 			t.Errorf("candidate node %q: want Curator LeaderLatch's _c_<uuid>-latch-<seq>", c)
 		}
@@ -88,7 +89,7 @@ func TestCampaignOrderAndResignGoesToTheBack(t *testing.T) {
 	if err := first.Resign(ctx); !errors.Is(err, engine.ErrNotHeld) {
 		t.Errorf("second resign: %v, want ErrNotHeld", err)
 	}
-	eventually(t, "no candidate left", func() bool { return len(children(t, conn, el.Path())) == 0 })
+	eventually(t, "no candidate left", func() bool { return len(children(t, conn, path)) == 0 })
 }
 
 func TestLeaderNamesTheLeader(t *testing.T) {
@@ -140,7 +141,8 @@ func TestCancelLeavesNoNode(t *testing.T) {
 	ctx := bounded(t)
 	eng := startEngine(t, engine.Config{})
 	conn := inspect(t)
-	el := election.New(eng, electionPath(t))
+	path := electionPath(t)
+	el := election.New(eng, path)
 	leader, err := el.Campaign(ctx, []byte("leader")).Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +150,7 @@ func TestCancelLeavesNoNode(t *testing.T) {
 
 	waitCtx, cancelWaiting := context.WithCancel(ctx)
 	waiting := el.Campaign(waitCtx, []byte("waiting"))
-	eventually(t, "the candidate queued", func() bool { return len(children(t, conn, el.Path())) == 2 })
+	eventually(t, "the candidate queued", func() bool { return len(children(t, conn, path)) == 2 })
 	var early []*engine.Future[*election.Leadership]
 	for range 20 {
 		c, cancel := context.WithCancel(ctx)
@@ -161,9 +163,9 @@ func TestCancelLeavesNoNode(t *testing.T) {
 			t.Fatalf("cancelled campaign: %v, want context.Canceled", err)
 		}
 	}
-	eventually(t, "only the leader's node", func() bool { return len(children(t, conn, el.Path())) == 1 })
+	eventually(t, "only the leader's node", func() bool { return len(children(t, conn, path)) == 1 })
 	if err := leader.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no node", func() bool { return len(children(t, conn, el.Path())) == 0 })
+	eventually(t, "no node", func() bool { return len(children(t, conn, path)) == 0 })
 }

@@ -142,3 +142,63 @@ func ExampleElection_Observe() {
 	// observed scheduler-1
 	// observed scheduler-2
 }
+
+// A leader announces a new value (where it serves, say) without a new
+// election; observers receive the same leader again with it.
+func ExampleLeadership_Proclaim() {
+	ctx := context.Background()
+	eng, err := engine.Start(ctx, engine.Config{Servers: zkServers()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close()
+
+	el := election.New(eng, "/examples/election-proclaim")
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	leaders := el.Observe(octx)
+	l, err := el.Campaign(ctx, []byte("10.0.0.1:8080")).Wait(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("observed %s\n", (<-leaders).Value)
+	fmt.Println("proclaim:", l.Proclaim(ctx, []byte("10.0.0.1:9090")))
+	fmt.Printf("observed %s\n", (<-leaders).Value)
+	fmt.Println("resign:", l.Resign(ctx))
+	// Output:
+	// observed 10.0.0.1:8080
+	// proclaim: <nil>
+	// observed 10.0.0.1:9090
+	// resign: <nil>
+}
+
+// Candidates take turns: each leads while its function runs, then goes to
+// the back of the election. Here one candidate takes two turns and stops.
+func ExampleElection_Lead() {
+	ctx := context.Background()
+	eng, err := engine.Start(ctx, engine.Config{Servers: zkServers()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close()
+
+	el := election.New(eng, "/examples/election-lead")
+	lctx, stop := context.WithCancel(ctx)
+	turns := 0
+	err = el.Lead(lctx, []byte("worker-1"), func(ctx context.Context, l *election.Leadership) error {
+		turns++
+		fmt.Printf("turn %d: %s leads\n", turns, l.Value())
+		if turns == 2 {
+			stop()
+		}
+		return nil // resign and queue again
+	})
+	fmt.Println("lead:", err)
+	// Output:
+	// turn 1: worker-1 leads
+	// turn 2: worker-1 leads
+	// lead: context canceled
+}

@@ -1,9 +1,14 @@
 package election
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/seam"
 )
 
 // Leadership is one term of a candidate that was elected: proof, while it
@@ -20,15 +25,91 @@ import (
 // late writes; Node is the candidate's node; Context ends with the term.
 type Leadership struct {
 	*engine.Lease
-	value []byte
+	el *Election
+
+	// proclaiming lets one Proclaim write at a time, so that the last to
+	// return wrote the node's value, and Value is that value.
+	proclaiming sync.Mutex
+	mu          sync.Mutex
+	value       []byte
 }
 
-// Value is the value the leader campaigned with. It must not be modified.
-func (l *Leadership) Value() []byte { return l.value }
+// Value is the leader's value: the one it campaigned with, or the last one
+// Proclaim wrote. It must not be modified.
+func (l *Leadership) Value() []byte {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.value
+}
+
+// Proclaim makes value the leader's value without a new election: it is
+// written as the data of the leader's node, where Leader and every
+// observer (Observe) read it, and observers are told the leader again with
+// it. It returns once the node is written, or with context.Cause(ctx) when
+// ctx ends first (the write may still happen).
+//
+// The node is this term's own (its sequence number is never used again),
+// and the write requires it to exist: once the term is over its node is
+// gone, so a deposed leader's late Proclaim changes nothing. A term known
+// to be over fails before writing: with its loss (engine.ErrLost), or
+// engine.ErrNotHeld after Resign; a node found gone fails with
+// engine.ErrLost. A value over engine.MaxDataLen fails with
+// engine.ErrInvalidRequest.
+func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
+	if l == nil || l.Lease == nil {
+		return fmt.Errorf("%w: Proclaim of a nil *election.Leadership", engine.ErrInvalidRequest)
+	}
+	if len(value) > engine.MaxDataLen {
+		return fmt.Errorf("%w: a value of %d bytes, over %d", engine.ErrInvalidRequest, len(value), engine.MaxDataLen)
+	}
+	value = bytes.Clone(value)
+	l.proclaiming.Lock()
+	defer l.proclaiming.Unlock()
+	if err := l.ended(); err != nil {
+		return err
+	}
+	node := l.Node()
+	err := seam.SetData(l.Engine(), ctx, node, value)
+	if errors.Is(err, engine.ErrNoNode) {
+		if ended := l.ended(); ended != nil {
+			return ended
+		}
+		return fmt.Errorf("%w: the leader's node %s is gone", engine.ErrLost, node)
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.value = value
+	l.mu.Unlock()
+	if l.el != nil {
+		l.el.obs.changed(node)
+	}
+	return nil
+}
+
+// ended reports why the term is over, or nil while it is held.
+func (l *Leadership) ended() error {
+	if l.Held() {
+		return nil
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	return engine.ErrNotHeld
+}
 
 // Resign ends the term and deletes the leader's node, so the next candidate
 // is elected: the lease's Release. It returns once the node is deleted, or
 // with context.Cause(ctx) when ctx ends first (the deletion goes on
 // regardless). A lost leadership reports its loss (engine.ErrLost); a
 // second call returns engine.ErrNotHeld.
-func (l *Leadership) Resign(ctx context.Context) error { return l.Release(ctx) }
+func (l *Leadership) Resign(ctx context.Context) error {
+	if l == nil {
+		return fmt.Errorf("%w: Resign of a nil *election.Leadership", engine.ErrInvalidRequest)
+	}
+	return l.Release(ctx)
+}

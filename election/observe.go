@@ -1,9 +1,13 @@
 package election
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"path"
 	"sync"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/queue"
@@ -11,20 +15,35 @@ import (
 
 // Observe returns a channel that receives the election's leaders, each
 // change in the order it happened, starting with the current leader if
-// there is one. It is closed when ctx ends or the engine closes.
+// there is one; a leader that proclaims a new value (Leadership.Proclaim)
+// is received again, with it. It is closed when ctx ends or the engine
+// closes.
 //
 // The channel holds one leader: an observer that falls behind finds the
 // latest when it reads again, never one older than a leader it has already
 // received. A leader whose term began and ended between two looks at the
 // election, or whose node is gone before its value could be read, is not
-// reported; every leader that is reported is reported once, in order.
+// reported; every leader that is reported is reported once per value, in
+// order.
 //
 // Every observer of one Election shares one watch, kept by the engine like
-// a waiting contender: it costs no goroutine, one node of the engine under
-// the election path ("_c_<uuid>-observer-<seq>", which no candidate, Go or
-// Java, counts), and, per change of leader, one listing, one watch and one
-// read of the new leader's value. The watch ends with its last observer.
+// a waiting contender: one node of the engine under the election path
+// ("_c_<uuid>-observer-<seq>", which no candidate, Go or Java, counts);
+// per change of leader or of its value, one listing, one watch and one
+// read of the leader's value, which sets a data watch on the leader's node
+// in the same request (so no Proclaim is missed); and one goroutine that
+// waits for that data watch while the leader leads. The watch ends with
+// its last observer.
+//
+// Observe panics, naming what was nil, on a nil Election or ctx: it has no
+// error to return, and a channel closed at once would hide the mistake.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	switch {
+	case e == nil:
+		panic("election: Observe on a nil *election.Election")
+	case ctx == nil:
+		panic("election: Observe with a nil context.Context")
+	}
 	return e.obs.subscribe(ctx)
 }
 
@@ -51,9 +70,10 @@ type watch struct {
 	ctx  context.Context
 	stop context.CancelFunc // removes the contender and its node
 
-	seen     string   // the last leader the contender saw
-	pending  []string // leaders seen and not yet read, oldest first
-	fetching bool     // a goroutine is reading pending
+	seen     string          // the last leader the contender saw
+	pending  []string        // leaders seen and not yet read (or read again), oldest first
+	fetching bool            // a goroutine is reading pending
+	armed    map[string]bool // leaders whose data watch a goroutine follows
 }
 
 type subscriber struct {
@@ -122,7 +142,7 @@ func (o *observers) drop(s *subscriber) {
 // never holds, whose Decider learns each listing's leader.
 func (o *observers) start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &watch{ctx: ctx, stop: cancel}
+	w := &watch{ctx: ctx, stop: cancel, armed: make(map[string]bool)}
 	o.watch = w
 	req := engine.Request{
 		Path: o.el.path, Kind: queue.KindObserver,
@@ -161,14 +181,45 @@ func (o *observers) ended(w *watch, l *engine.Lease, err error) {
 
 // saw is told, on the engine's loop, the leader of each listing the watch
 // is given. Listings come in the order the server answered them, so a
-// leader seen is newer than every leader seen before.
+// leader seen is newer than every leader seen before. A listing with the
+// same leader follows its node's watch, which fires on the node's data
+// changing (a Proclaim) as well as on its deletion: its value is read
+// again.
 func (o *observers) saw(w *watch, leader string) {
 	o.mu.Lock()
-	if o.watch != w || leader == "" || leader == w.seen {
+	if o.watch != w || leader == "" || leader == w.seen && w.armed[leader] {
+		// A change of the leader's value is followed by its own data
+		// watch (see follow).
 		o.mu.Unlock()
 		return
 	}
 	w.seen = leader
+	o.read(w, leader)
+}
+
+// changed is told that this engine proclaimed a new value for node, the
+// node (its full path) of one of its Leaderships. An observer on the same
+// engine watches that node without a watch on the server (the engine tells
+// it only of the node's deletion), so the new value is read from here.
+func (o *observers) changed(node string) {
+	leader := path.Base(node)
+	o.mu.Lock()
+	if w := o.watch; w != nil && w.seen == leader && path.Dir(node) == o.el.path {
+		o.read(w, leader)
+		return
+	}
+	o.mu.Unlock()
+}
+
+// read queues leader's value to be read and published; called with o.mu
+// held, which it releases. Every read of one watch is made by one
+// goroutine at a time, in order, so a value published is never older than
+// one published before.
+func (o *observers) read(w *watch, leader string) {
+	if n := len(w.pending); n > 0 && w.pending[n-1] == leader {
+		o.mu.Unlock()
+		return // a read of it is queued already, and will see the latest
+	}
 	if len(w.pending) == maxPending {
 		w.pending = append(w.pending[:0], w.pending[1:]...)
 	}
@@ -182,6 +233,36 @@ func (o *observers) saw(w *watch, leader string) {
 		// runs it at once, on this goroutine.
 		o.el.opts.rt.Go(func() { o.fetch(w) })
 	}
+}
+
+// readValue reads node's value and, where the runtime can, sets a watch
+// on it in the same request: then a change after the read cannot be
+// missed, as it could be between a read and a watch set apart.
+func (o *observers) readValue(w *watch, node string) ([]byte, <-chan zk.Event, error) {
+	if dataW := o.el.opts.rt.DataW; dataW != nil {
+		return dataW(w.ctx, node)
+	}
+	value, err := o.el.opts.rt.Data(w.ctx, node)
+	return value, nil, err
+}
+
+// follow waits for the data watch on the leader name to fire, then has its
+// value read again (which sets the next watch), while name still leads.
+// One goroutine per watched node; it ends when the watch fires, which it
+// does on the node's deletion and when the session or the client ends,
+// or when the watch stops.
+func (o *observers) follow(w *watch, name string, changed <-chan zk.Event) {
+	select {
+	case <-changed:
+	case <-w.ctx.Done():
+	}
+	o.mu.Lock()
+	delete(w.armed, name)
+	if o.watch == w && w.seen == name && w.ctx.Err() == nil {
+		o.read(w, name)
+		return
+	}
+	o.mu.Unlock()
 }
 
 // fetch reads the value of each pending leader, oldest first, and
@@ -199,18 +280,23 @@ func (o *observers) fetch(w *watch) {
 		o.mu.Unlock()
 
 		node := o.el.path + "/" + name
-		value, err := o.el.opts.rt.Data(w.ctx, node)
+		value, changed, err := o.readValue(w, node)
 
 		o.mu.Lock()
+		if changed != nil && o.watch == w && !w.armed[name] {
+			w.armed[name] = true
+			go o.follow(w, name, changed)
+		}
 		switch {
 		case o.watch != w:
-		case err == nil && node != o.last.Node:
+		case err == nil && (node != o.last.Node || !bytes.Equal(value, o.last.Value)):
 			o.last = Leader{Node: node, Value: value}
 			for s := range o.subs {
 				s.offer(o.last)
 			}
 		case err == nil:
-			// Published already, before the watch started again.
+			// Published already, with this value: before the watch
+			// started again, or a listing that followed no change.
 		case errors.Is(err, engine.ErrNoNode):
 			// Its term ended before it could be read: there is a newer
 			// leader, or none, and the watch will see which.

@@ -3,6 +3,8 @@ package election
 import (
 	"context"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/seam"
 )
@@ -10,7 +12,7 @@ import (
 // runtimeOf is what an election on eng runs off the engine's loop: the
 // simulator's seam (internal/seam) where it set one, and otherwise, field
 // by field, a goroutine, context.AfterFunc, and the engine's Children and
-// Data.
+// Data (and DataW, a read that sets a watch, beside the engine's Data).
 func runtimeOf(eng *engine.Engine) seam.ElectionRuntime {
 	rt := seam.ElectionRuntimeOf(eng)
 	if rt.Go == nil {
@@ -24,6 +26,9 @@ func runtimeOf(eng *engine.Engine) seam.ElectionRuntime {
 	}
 	if rt.Data == nil {
 		rt.Data = func(ctx context.Context, path string) ([]byte, error) { return seam.Data(eng, ctx, path) }
+		rt.DataW = func(ctx context.Context, path string) ([]byte, <-chan zk.Event, error) {
+			return seam.DataW(eng, ctx, path)
+		}
 	}
 	return rt
 }

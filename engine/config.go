@@ -99,6 +99,17 @@ type Config struct {
 	// acquisition (or the release) with an error wrapping ErrNoAuth; it is
 	// never retried.
 	ACL []zk.ACL
+	// ACLFor, when set, chooses the ACL of each node the engine creates
+	// by its path (Curator's ACLProvider): path is the node's full path on
+	// the server, Root included, so the containers of Root can be told from
+	// those of lock paths; a sequential lock node's is the path it is
+	// created with, before the server appends its sequence number. A nil
+	// or empty result means ACL. It is called
+	// for every lock node and container the engine creates, from the
+	// engine's goroutines: it must be quick and safe for concurrent use.
+	// The ACLs it returns are not checked at Start; one the server refuses
+	// fails the acquisition.
+	ACLFor func(path string) []zk.ACL
 	// Root is a namespace, like a chroot: every path the engine is given
 	// (a Request's, Children's, Data's, SetData's) lives under it, and every
 	// path it hands back (Lease.Path, Lease.Node, the paths of
@@ -203,6 +214,16 @@ func (c *Config) validateSecurity() error {
 	}
 	c.ACL = slices.Clone(c.ACL)
 	return nil
+}
+
+// aclOf is the ACL of a node the engine creates at path, a server path.
+func (c *Config) aclOf(path string) []zk.ACL {
+	if c.ACLFor != nil {
+		if acl := c.ACLFor(path); len(acl) > 0 {
+			return acl
+		}
+	}
+	return c.ACL
 }
 
 // presentsCertificate reports whether the session can present a TLS client

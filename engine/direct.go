@@ -44,6 +44,23 @@ func (e *Engine) data(ctx context.Context, path string) ([]byte, error) {
 	})
 }
 
+// dataW reads a node's data and sets a data watch on it, in one request.
+func (e *Engine) dataW(ctx context.Context, path string) ([]byte, <-chan zk.Event, error) {
+	path, err := e.serverPath(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	type read struct {
+		data []byte
+		ch   <-chan zk.Event
+	}
+	r, err := direct(ctx, e, func() (read, error) {
+		data, _, ch, err := e.conn.GetW(path)
+		return read{data, ch}, zkErr(err)
+	})
+	return r.data, r.ch, err
+}
+
 // setData writes a node's data on the engine's session, whatever its version.
 func (e *Engine) setData(ctx context.Context, path string, data []byte) error {
 	path, err := e.serverPath(path)
@@ -77,6 +94,9 @@ func zkErr(err error) error {
 // bounds) when ctx ends.
 func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, error) {
 	var zero T
+	if err := checkCall(e, ctx); err != nil {
+		return zero, err
+	}
 	if ctx.Err() != nil {
 		return zero, context.Cause(ctx)
 	}
@@ -113,6 +133,9 @@ func init() {
 	}
 	seam.Data = func(eng any, ctx context.Context, path string) ([]byte, error) {
 		return eng.(*Engine).data(ctx, path)
+	}
+	seam.DataW = func(eng any, ctx context.Context, path string) ([]byte, <-chan zk.Event, error) {
+		return eng.(*Engine).dataW(ctx, path)
 	}
 	seam.SetData = func(eng any, ctx context.Context, path string, data []byte) error {
 		return eng.(*Engine).setData(ctx, path, data)

@@ -212,7 +212,7 @@ func newEngine(cfg Config) *Engine {
 	e.core = core.New(core.Config{
 		CloseTimeout: cfg.CloseTimeout,
 		MaxInFlight:  cfg.MaxInFlight,
-		ACLBytes:     aclSize(cfg.ACL),
+		ACLBytes:     func(p string) int { return aclSize(cfg.aclOf(p)) },
 		FailOnExpiry: cfg.FailOnExpiry,
 		NoPin:        cfg.NoPin,
 		PinIdle:      core.DefaultPinIdle,
@@ -239,8 +239,12 @@ func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 // context.DeadlineExceeded) and removes the
 // contender's node; after the grant it has no effect on the lease. A
 // request that cannot work resolves the future at once, before anything is
-// sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest.
+// sent, with an error wrapping ErrInvalidPath or ErrInvalidRequest (a nil
+// engine or ctx included).
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
+	if err := checkCall(e, ctx); err != nil {
+		return resolvedFuture[*Lease](nil, err)
+	}
 	cohort := e.cohorts.admits(e, req)
 	if cohort && req.Decide != nil && ctx.Err() == nil {
 		if f := e.cohorts.acquire(e, ctx, req.Path, req, false); f != nil {

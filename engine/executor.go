@@ -139,7 +139,7 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 		e.count.n[o.Kind].Add(1)
 		switch o.Kind {
 		case input.OpCreate:
-			reqs[i] = &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: e.cfg.ACL, Flags: createFlags(o)}
+			reqs[i] = &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: e.cfg.aclOf(o.Path), Flags: createFlags(o)}
 		case input.OpDelete:
 			reqs[i] = &zk.DeleteRequest{Path: o.Path, Version: -1}
 		}
@@ -186,7 +186,7 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 	e.count.n[o.Kind].Add(1)
 	switch o.Kind {
 	case input.OpCreate:
-		created, err := e.conn.Create(o.Path, o.Data, createFlags(o), e.cfg.ACL)
+		created, err := e.conn.Create(o.Path, o.Data, createFlags(o), e.cfg.aclOf(o.Path))
 		done.Name, done.Err = path.Base(created), err
 		// Read after the reply: at least the create's zxid (the token of a
 		// grant made without a listing; see internal/core/prediction.go).
@@ -214,7 +214,7 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 	case input.OpRecover:
 		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.Path, o.Find)
 	case input.OpPin:
-		_, done.Err = e.conn.Create(o.Path, nil, zk.FlagEphemeral, e.cfg.ACL)
+		_, done.Err = e.conn.Create(o.Path, nil, zk.FlagEphemeral, e.cfg.aclOf(o.Path))
 	case input.OpUnpin:
 		done.Err = e.conn.Delete(o.Path, -1)
 	case input.OpDelete:
@@ -270,7 +270,7 @@ func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int6
 // the server removes once they are empty. It works bottom-up, so an existing
 // parent costs one request.
 func (e *Engine) ensurePath(p string) error {
-	_, err := e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.ACL)
+	_, err := e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNodeExists):
 		return nil
@@ -281,7 +281,7 @@ func (e *Engine) ensurePath(p string) error {
 			}
 		}
 		e.count.n[input.OpCreateParents].Add(1)
-		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.ACL)
+		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
 			return nil
 		}

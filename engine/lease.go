@@ -182,6 +182,9 @@ func (l *Lease) Held() bool { return !l.releasing.Load() && l.Err() == nil }
 // ReleaseAsync starts releasing and returns a future of the outcome, for
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
+	if l == nil {
+		return resolvedFuture(struct{}{}, errNilLease)
+	}
 	if !l.releasing.CompareAndSwap(false, true) {
 		return resolvedFuture(struct{}{}, ErrNotHeld)
 	}

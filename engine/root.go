@@ -16,6 +16,9 @@ import (
 // p must be valid on its own (ValidatePath); under the root it may still
 // be too long.
 func (e *Engine) serverPath(p string) (string, error) {
+	if e == nil {
+		return "", errNilEngine
+	}
 	if err := ValidatePath(p); err != nil {
 		return "", err
 	}

@@ -3,6 +3,8 @@
 // its lease.
 package events
 
+import "github.com/turnstile-go/turnstile/queue"
+
 // ReportKind names something an observer is told about.
 type ReportKind int
 
@@ -39,6 +41,12 @@ type Report struct {
 	ID   uint64
 	Path string // the lock path
 	Node string // the contender's node name, when it has one
+	// NodeKind, for Acquiring, is the kind of node the acquisition makes
+	// (engine.Request.Kind): what its recipe asks for. It tells an
+	// acquisition that may wait for good, such as an election candidate
+	// (queue.KindLatch) or an election's observer (queue.KindObserver,
+	// which is never granted), from a lock's waiter before it has a node.
+	NodeKind queue.Kind
 	// Token, for Granted, Released and Lost, is the zxid of the node's
 	// grant: the lease's fencing token (engine.Lease.Token) is that zxid
 	// shifted left by 12 bits, and a lease passed among one

@@ -11,6 +11,7 @@ package lock
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/turnstile-go/turnstile/engine"
@@ -96,7 +97,9 @@ func wait[T any](f *engine.Future[T]) (T, error) {
 	return v, err
 }
 
-// blockingAcquire is the shared body of every recipe's Lock and TryAcquire.
-func blockingAcquire(ctx context.Context, eng *engine.Engine, req engine.Request) (*Lease, error) {
-	return wait(eng.Acquire(ctx, req))
+// errNil is what a call on a nil recipe returns: a pointer no constructor
+// made, which names no lock to acquire. (A nil engine or context is
+// reported by the engine the same way.)
+func errNil(recipe string) error {
+	return fmt.Errorf("%w: nil *lock.%s", engine.ErrInvalidRequest, recipe)
 }

@@ -64,6 +64,10 @@ func (m *MultiLock) Paths() []string {
 // released.
 func (m *MultiLock) Acquire(ctx context.Context) *engine.Future[*MultiLease] {
 	f, resolve := engine.NewPromise[*MultiLease]()
+	if m == nil {
+		resolve(nil, errNil("MultiLock"))
+		return f
+	}
 	m.next(ctx, nil, func(p Acquirer) *engine.Future[*Lease] { return p.Acquire(ctx) }, resolve)
 	return f
 }
@@ -80,6 +84,9 @@ type tryAcquirer interface {
 // TryAcquire takes every part with its TryAcquire, or none: it fails with
 // engine.ErrWouldBlock if any part would have to wait.
 func (m *MultiLock) TryAcquire(ctx context.Context) (*MultiLease, error) {
+	if m == nil {
+		return nil, errNil("MultiLock")
+	}
 	for _, p := range m.parts {
 		if _, ok := p.(tryAcquirer); !ok {
 			return nil, fmt.Errorf("%w: %T on %s", ErrNoTry, p, p.Path())
@@ -114,7 +121,8 @@ func (m *MultiLock) next(ctx context.Context, taken []*Lease, get func(Acquirer)
 	})
 }
 
-// MultiLease is every part of a MultiLock, held.
+// MultiLease is every part of a MultiLock, held; or the leases of one
+// Semaphore.AcquireN.
 type MultiLease struct {
 	leases []*Lease
 
@@ -124,7 +132,8 @@ type MultiLease struct {
 	stop     sync.Once
 }
 
-// Leases are the parts' leases, in the order they were acquired.
+// Leases are the parts' leases (or a semaphore's), in the order they were
+// acquired.
 func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
 
 // Release releases every part, last acquired first, and returns every

@@ -36,16 +36,23 @@ func (m *Mutex) request(try bool) engine.Request {
 // lease when the lock is granted. Cancelling ctx before that resolves it
 // with context.Cause(ctx) and removes this contender's node.
 func (m *Mutex) Acquire(ctx context.Context) *engine.Future[*Lease] {
-	return m.eng.Acquire(ctx, m.request(false))
+	return m.acquire(ctx, false)
 }
 
 // Lock blocks until the lock is granted or ctx ends.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
-	return blockingAcquire(ctx, m.eng, m.request(false))
+	return wait(m.acquire(ctx, false))
 }
 
 // TryAcquire takes the lock only if no other contender holds it or waits
 // ahead; otherwise it fails with engine.ErrWouldBlock, leaving no node behind.
 func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
-	return blockingAcquire(ctx, m.eng, m.request(true))
+	return wait(m.acquire(ctx, true))
+}
+
+func (m *Mutex) acquire(ctx context.Context, try bool) *engine.Future[*Lease] {
+	if m == nil {
+		return failed(errNil("Mutex"))
+	}
+	return m.eng.Acquire(ctx, m.request(try))
 }

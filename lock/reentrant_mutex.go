@@ -68,6 +68,9 @@ func (r *ReentrantMutex) TryAcquire(ctx context.Context, owner any) (*Lease, err
 }
 
 func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engine.Future[*Lease] {
+	if r == nil {
+		return failed(errNil("ReentrantMutex"))
+	}
 	if err := checkOwner(owner); err != nil {
 		return failed(err)
 	}
@@ -128,6 +131,9 @@ func (r *ReentrantMutex) join(ctx context.Context, owner any, h *hold) *engine.F
 // lock. Releasing more often than acquired, or before the grant, returns
 // engine.ErrNotHeld. A lost lease reports its loss, and the count is dropped.
 func (r *ReentrantMutex) Release(ctx context.Context, owner any) error {
+	if r == nil {
+		return errNil("ReentrantMutex")
+	}
 	if err := checkOwner(owner); err != nil {
 		return err
 	}
@@ -166,7 +172,7 @@ func (r *ReentrantMutex) Release(ctx context.Context, owner any) error {
 
 // Count is how many times owner holds the lock now (0 if not at all).
 func (r *ReentrantMutex) Count(owner any) int {
-	if checkOwner(owner) != nil {
+	if r == nil || checkOwner(owner) != nil {
 		return 0
 	}
 	r.mu.Lock()

@@ -58,6 +58,9 @@ func (rw *RWMutex) Path() string { return rw.path }
 // Owner returns another owner of the same lock, with the same options: a
 // handle of its own for the upgrade rule, at no cost.
 func (rw *RWMutex) Owner() *RWMutex {
+	if rw == nil {
+		return nil
+	}
 	return &RWMutex{eng: rw.eng, path: rw.path, opts: rw.opts, data: rw.data}
 }
 
@@ -83,7 +86,7 @@ func (r *ReadLock) Path() string { return r.rw.path }
 
 // Acquire asks for a read lease and returns at once.
 func (r *ReadLock) Acquire(ctx context.Context) *engine.Future[*Lease] {
-	return r.rw.acquireRead(ctx, r.rw.opts.request(r.rw.path, queue.KindRead, decideRead, r.rw.data, false))
+	return r.acquire(ctx, false)
 }
 
 // Lock blocks until a read lease is granted or ctx ends.
@@ -91,7 +94,14 @@ func (r *ReadLock) Lock(ctx context.Context) (*Lease, error) { return wait(r.Acq
 
 // TryAcquire takes a read lease only if no writer holds or waits ahead.
 func (r *ReadLock) TryAcquire(ctx context.Context) (*Lease, error) {
-	return wait(r.rw.acquireRead(ctx, r.rw.opts.request(r.rw.path, queue.KindRead, decideRead, r.rw.data, true)))
+	return wait(r.acquire(ctx, true))
+}
+
+func (r *ReadLock) acquire(ctx context.Context, try bool) *engine.Future[*Lease] {
+	if r == nil || r.rw == nil {
+		return failed(errNil("ReadLock"))
+	}
+	return r.rw.acquireRead(ctx, r.rw.opts.request(r.rw.path, queue.KindRead, decideRead, r.rw.data, try))
 }
 
 // Path is the lock path.
@@ -99,7 +109,7 @@ func (w *WriteLock) Path() string { return w.rw.path }
 
 // Acquire asks for the write lease and returns at once.
 func (w *WriteLock) Acquire(ctx context.Context) *engine.Future[*Lease] {
-	return w.rw.acquireWrite(ctx, false)
+	return w.acquire(ctx, false)
 }
 
 // Lock blocks until the write lease is granted or ctx ends.
@@ -107,10 +117,20 @@ func (w *WriteLock) Lock(ctx context.Context) (*Lease, error) { return wait(w.Ac
 
 // TryAcquire takes the write lease only if nobody holds or waits ahead.
 func (w *WriteLock) TryAcquire(ctx context.Context) (*Lease, error) {
-	return wait(w.rw.acquireWrite(ctx, true))
+	return wait(w.acquire(ctx, true))
+}
+
+func (w *WriteLock) acquire(ctx context.Context, try bool) *engine.Future[*Lease] {
+	if w == nil {
+		return failed(errNil("WriteLock"))
+	}
+	return w.rw.acquireWrite(ctx, try)
 }
 
 func (rw *RWMutex) acquireWrite(ctx context.Context, try bool) *engine.Future[*Lease] {
+	if rw == nil {
+		return failed(errNil("WriteLock"))
+	}
 	if rw.holdsRead() {
 		return failed(fmt.Errorf("%w (lock %s)", ErrUpgrade, rw.path))
 	}
@@ -147,6 +167,9 @@ func released(l *Lease) bool { return !l.Held() }
 // queued behind still wait for the read lease. The caller must release w
 // once the read lease is granted; until then both are held.
 func (rw *RWMutex) Downgrade(ctx context.Context, w *Lease) *engine.Future[*Lease] {
+	if rw == nil {
+		return failed(errNil("RWMutex"))
+	}
 	if w == nil || !w.Held() || w.Path() != rw.path || w.Engine() != rw.eng {
 		// Another engine's lease lives in another session, which may
 		// expire on its own and leave the read node without its place.

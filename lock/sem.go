@@ -10,7 +10,8 @@ import (
 	"github.com/turnstile-go/turnstile/queue"
 )
 
-// ErrInvalidLeases is returned by NewSemaphore for fewer than one lease.
+// ErrInvalidLeases is returned by NewSemaphore for fewer than one lease,
+// and by AcquireN for fewer than one or more than the semaphore has.
 var ErrInvalidLeases = errors.New("turnstile: a semaphore needs at least one lease")
 
 // Semaphore hands out at most N leases on one path, on Curator's
@@ -81,12 +82,55 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 }
 
 func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease] {
+	if s == nil {
+		return failed(errNil("Semaphore"))
+	}
 	f, resolve := engine.NewPromise[*Lease]()
-	s.attempt(ctx, try, resolve)
+	s.attempt(ctx, try, 1, func(leases []*Lease, err error) {
+		if err != nil {
+			resolve(nil, err)
+			return
+		}
+		resolve(leases[0], nil)
+	})
 	return f
 }
 
-// attempt takes the guard, then a lease, and resolves with the lease.
+// AcquireN asks for n leases at once, all or none (Curator's
+// acquire(qty)), and returns at once; Wait on the future to block. It
+// resolves with the n leases held together once there is room for all of
+// them; on a failure, or when ctx ends first, it takes none (a lease
+// already made is given back). n must be between 1 and Leases(), or it
+// fails with ErrInvalidLeases.
+//
+// The acquirer holds the semaphore's mutex from the first lease to the
+// last, so no other acquirer takes a lease in between: two acquirers that
+// each want more than half the leases are served one after the other,
+// never each holding some and waiting for the rest. While it waits it
+// holds no lease: its first lease node is admitted only once it is among
+// the first Leases()-n+1, and the others are made then, each admitted at
+// once.
+func (s *Semaphore) AcquireN(ctx context.Context, n int) *engine.Future[*MultiLease] {
+	f, resolve := engine.NewPromise[*MultiLease]()
+	switch {
+	case s == nil:
+		resolve(nil, errNil("Semaphore"))
+		return f
+	case n < 1 || n > s.n:
+		resolve(nil, fmt.Errorf("%w: %d at once of %d", ErrInvalidLeases, n, s.n))
+		return f
+	}
+	s.attempt(ctx, false, n, func(leases []*Lease, err error) {
+		if err != nil {
+			resolve(nil, err)
+			return
+		}
+		resolve(&MultiLease{leases: leases, released: make(chan struct{})}, nil)
+	})
+	return f
+}
+
+// attempt takes the guard, then k leases, and resolves with the leases.
 //
 // A lease node may only be made while the guard is held: Curator admits a
 // lease node when at most N exist, turnstile when it is among the first N,
@@ -102,7 +146,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 // acquisition then abandons its node at its next listing (see
 // underGuard), which follows every creation of it, and the attempt starts
 // over from the guard in the same way.
-func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, error) bool) {
+func (s *Semaphore) attempt(ctx context.Context, try bool, k int, resolve func([]*Lease, error)) {
 	guardReq := s.opts.request(s.locks, queue.KindMutex, decideMutex, s.data, try)
 	guardReq.Revocable = false
 	s.eng.Acquire(ctx, guardReq).Then(func(guard *Lease, err error) {
@@ -110,19 +154,46 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, 
 			resolve(nil, err)
 			return
 		}
-		leaseCtx, abandon := context.WithCancelCause(ctx)
-		leaseReq := s.opts.request(s.lease, queue.KindLease, s.underGuard(guard, abandon), s.data, try)
-		leaseReq.FailOnExpiry = true
-		s.eng.Acquire(leaseCtx, leaseReq).Then(func(l *Lease, err error) {
-			abandon(nil)
-			guard.ReleaseAsync() // its outcome does not change the lease's
+		s.leases(ctx, try, k, guard, nil, func(leases []*Lease, err error) {
+			guard.ReleaseAsync() // its outcome does not change the leases'
 			expired := errors.Is(err, engine.ErrSessionExpired) && !seam.FailsOnExpiry(s.eng)
 			if expired || errors.Is(err, errGuardLost) && ctx.Err() == nil {
-				s.attempt(ctx, try, resolve)
+				s.attempt(ctx, try, k, resolve)
 				return
 			}
-			resolve(l, err)
+			resolve(leases, err)
 		})
+	})
+}
+
+// leases takes lease len(taken)+1 of k under guard, then the rest, and
+// calls done with all k; on a failure it gives back those taken and calls
+// done with the error. The first lease is admitted only with room for all
+// k (among the first N-k+1 lease nodes); since no one else makes a lease
+// node while the guard is held, each later one is then among the first N
+// as soon as it is made.
+func (s *Semaphore) leases(ctx context.Context, try bool, k int, guard *Lease, taken []*Lease, done func([]*Lease, error)) {
+	if len(taken) == k {
+		done(taken, nil)
+		return
+	}
+	room := s.n
+	if len(taken) == 0 {
+		room = s.n - k + 1
+	}
+	leaseCtx, abandon := context.WithCancelCause(ctx)
+	leaseReq := s.opts.request(s.lease, queue.KindLease, s.underGuard(guard, abandon, room), s.data, try)
+	leaseReq.FailOnExpiry = true
+	s.eng.Acquire(leaseCtx, leaseReq).Then(func(l *Lease, err error) {
+		abandon(nil)
+		if err != nil {
+			for _, t := range taken {
+				t.ReleaseAsync()
+			}
+			done(nil, err)
+			return
+		}
+		s.leases(ctx, try, k, guard, append(taken, l), done)
 	})
 }
 
@@ -131,7 +202,7 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, 
 // over from the guard.
 var errGuardLost = errors.New("turnstile: the semaphore's guard was lost before the lease was granted")
 
-// underGuard decides for a lease acquisition under guard: as decide while
+// underGuard decides for a lease acquisition under guard: as decideLease while
 // the guard is held; once it is lost, never holds and abandons the
 // acquisition (its node is deleted, the attempt starts over). A lease node
 // made without the guard may queue behind the one the next guard holder
@@ -141,23 +212,24 @@ var errGuardLost = errors.New("turnstile: the semaphore's guard was lost before 
 //
 // Abandoning from here, on the engine's loop, is cancelling a context: it
 // returns at once, and the engine hears of it like any cancellation.
-func (s *Semaphore) underGuard(guard *Lease, abandon context.CancelCauseFunc) engine.Decider {
+func (s *Semaphore) underGuard(guard *Lease, abandon context.CancelCauseFunc, room int) engine.Decider {
 	return func(l *queue.Listing, self string) queue.Decision {
 		if guard.Err() != nil {
 			abandon(errGuardLost)
 			return queue.Decision{WatchChildren: true}
 		}
-		return s.decide(l, self)
+		return decideLease(l, self, room)
 	}
 }
 
-// decide admits self while the lease path has at most N lease nodes. Every
-// other lease node was granted before self was created (acquirers are
-// serialised by the mutex), so self is the newest, and that is self being
-// among the first N. Otherwise any holder's release may free a slot: watch
-// the children.
-func (s *Semaphore) decide(l *queue.Listing, self string) queue.Decision {
-	d := l.Semaphore(self, s.n)
+// decideLease admits self while the lease path has at most room lease
+// nodes (N, or fewer for the first of several leases taken at once).
+// Every other lease node was granted before self was created (acquirers
+// are serialised by the mutex), so self is the newest, and that is self
+// being among the first room. Otherwise any holder's release may free a
+// slot: watch the children.
+func decideLease(l *queue.Listing, self string, room int) queue.Decision {
+	d := l.Semaphore(self, room)
 	if d.Holds || d.Missing {
 		return d
 	}

@@ -1,13 +1,15 @@
 // Package metrics exports a turnstile engine's figures as Prometheus
 // metrics: how long acquisitions wait and leases are held, per recipe; how
-// many leases are held and how many acquisitions wait; the ZooKeeper
+// many leases are held, how many acquisitions wait, how many election
+// candidates stand and how many elections the engine leads; the ZooKeeper
 // requests the engine sent, by operation and in multi requests; its
-// session's disconnections, reconnections and expiries; and the leases
-// lost.
+// session's state, disconnections, reconnections and expiries; and the
+// leases lost.
 //
 // A Collector learns of acquisitions and leases as the engine's observer
 // (engine.Config.Observer) and reads the engine's counters (Stats,
-// Sessions, InFlight) when scraped. Both are safe while the engine runs:
+// Sessions, InFlight, State) when scraped. Both are safe while the engine
+// runs:
 //
 //	m := metrics.New()
 //	eng, err := engine.Start(ctx, engine.Config{Servers: servers, Observer: m.Observe})
@@ -20,11 +22,79 @@
 // One Collector serves one engine. To export several engines from one
 // registry, tell them apart with prometheus.WrapRegistererWith and a label.
 //
+// # Metrics
+//
+// Every name starts with "turnstile_". The recipe label is mutex (Mutex,
+// ReentrantMutex, and the mutex a Semaphore takes while it acquires a
+// lease), read and write (RWMutex), semaphore (a Semaphore's lease),
+// election (an election candidate) or other (a Request of one's own).
+//
+// Fed by the observer:
+//
+//	acquire_duration_seconds{recipe}        histogram: start to grant
+//	hold_duration_seconds{recipe}           histogram: grant to release or loss
+//	acquisitions_total{recipe,outcome}      counter: ended, by outcome granted,
+//	                                        would_block (a try found the lock
+//	                                        taken), cancelled (context ended,
+//	                                        engine closed) or failed (any other
+//	                                        error)
+//	acquisitions_pending{recipe}            gauge: started, not yet ended
+//	election_candidates                     gauge: candidates standing, not elected
+//	elections_led                           gauge: terms held now
+//	leases_held{recipe}                     gauge: granted, not yet ended
+//	leases_suspended                        gauge: held, connection down
+//	leases_ended_total{recipe,how}          counter: how is released or lost
+//	revocations_total{recipe}               counter: revocation requests seen
+//
+// Read from the engine at each scrape (after Attach):
+//
+//	requests_total{op}                      counter: ZooKeeper operations sent
+//	multi_requests_total, multi_ops_total   counters: multi requests, ops in them
+//	local_waits_total                       counter: waits that cost no request
+//	listings_predicted_total                counter: listings made unnecessary
+//	requests_in_flight                      gauge: sent, not yet answered
+//	session_state{state}                    gauge: 1 for the engine's state
+//	                                        (connected, suspended, expired,
+//	                                        closed), 0 for the others
+//	session_disconnects_total               counter
+//	session_reconnects_total                counter
+//	session_untrusted_total                 counter: disconnections that lost
+//	                                        every lease
+//	session_expirations_total               counter
+//	cohort_grants_total, cohort_passes_total, cohort_given_back_total{why}
+//	cohort_waiting                          gauge
+//
+// An election's observer (Election.Observe) is a contender of the engine
+// that is never granted: it is in none of these figures. A standby
+// candidate waits as long as it stands, which may be for good: it counts
+// in election_candidates, not in acquisitions_pending, so that an alert on
+// waiters that pile up is not set off by a healthy election.
+//
+// # Changes
+//
+// Since the first version of this package:
+//
+//   - turnstile_sessions_expired_total is renamed
+//     turnstile_session_expirations_total, like the other session_*
+//     counters.
+//   - turnstile_acquisitions_total and turnstile_acquisitions_pending have a
+//     recipe label.
+//   - A TryAcquire that finds the lock taken ends with outcome="would_block",
+//     no longer "failed"; "failed" is left to errors.
+//   - Election candidates are labelled recipe="election", no longer "other";
+//     a candidate not elected counts in the new turnstile_election_candidates
+//     gauge instead of turnstile_acquisitions_pending, and an election's
+//     observer counts nowhere (each used to pend for good).
+//   - New gauges: turnstile_elections_led and turnstile_session_state.
+//   - WithAcquireBuckets and WithHoldBuckets are one option, WithBuckets;
+//     DefaultBuckets is no longer exported (WithBuckets says what it is).
+//
 // This package is a module of its own, so that a program that uses the
 // library without it does not depend on the Prometheus client.
 package metrics
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,15 +103,16 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 const namespace = "turnstile"
 
-// DefaultBuckets are the bounds, in seconds, of the acquire and hold
+// defaultBuckets are the bounds, in seconds, of the acquire and hold
 // histograms: 1ms to about 4.4 minutes, each four times the last. Locks are
 // granted in a few round trips when free and held for as long as work
 // takes, so the range is wide and coarse.
-var DefaultBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
+var defaultBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
 
 // Option configures a Collector.
 type Option func(*config)
@@ -50,13 +121,20 @@ type config struct {
 	acquireBuckets, holdBuckets []float64
 }
 
-// WithAcquireBuckets sets the bounds, in seconds, of the acquire-duration
-// histogram (default DefaultBuckets).
-func WithAcquireBuckets(b []float64) Option { return func(c *config) { c.acquireBuckets = b } }
-
-// WithHoldBuckets sets the bounds, in seconds, of the hold-duration
-// histogram (default DefaultBuckets).
-func WithHoldBuckets(b []float64) Option { return func(c *config) { c.holdBuckets = b } }
+// WithBuckets sets the bounds, in seconds, of the acquire-duration and the
+// hold-duration histograms; a nil slice keeps that histogram's default,
+// 1ms to about 4.4 minutes, each bound four times the last
+// (prometheus.ExponentialBuckets(0.001, 4, 10)).
+func WithBuckets(acquire, hold []float64) Option {
+	return func(c *config) {
+		if acquire != nil {
+			c.acquireBuckets = acquire
+		}
+		if hold != nil {
+			c.holdBuckets = hold
+		}
+	}
+}
 
 // Collector is a prometheus.Collector of one engine's metrics. Its Observe
 // method is the engine's observer; Attach gives it the engine's counters.
@@ -66,19 +144,22 @@ type Collector struct {
 	// Fed by Observe, on the engine's loop goroutine.
 	acquire      *prometheus.HistogramVec // recipe
 	hold         *prometheus.HistogramVec // recipe
-	acquisitions *prometheus.CounterVec   // outcome
-	pending      prometheus.Gauge
-	held         *prometheus.GaugeVec   // recipe
-	suspended    prometheus.Gauge       // held leases whose connection is down
-	ended        *prometheus.CounterVec // recipe, how: released or lost
-	revocations  *prometheus.CounterVec // recipe
+	acquisitions *prometheus.CounterVec   // recipe, outcome
+	pending      *prometheus.GaugeVec     // recipe
+	candidates   prometheus.Gauge         // election candidates standing
+	led          prometheus.Gauge         // election terms held
+	held         *prometheus.GaugeVec     // recipe
+	suspended    prometheus.Gauge         // held leases whose connection is down
+	ended        *prometheus.CounterVec   // recipe, how: released or lost
+	revocations  *prometheus.CounterVec   // recipe
 
 	mu sync.Mutex
-	// started holds when each pending acquisition began, and leases each
-	// held lease's recipe and grant; both are keyed by the contender's ID
-	// and hold live contenders only.
-	started map[uint64]time.Time
-	leases  map[uint64]*leaseRecord
+	// started holds each pending acquisition, leases each held lease, and
+	// observers the election observers, which are counted nowhere; all are
+	// keyed by the contender's ID and hold live contenders only.
+	started   map[uint64]pendingRecord
+	leases    map[uint64]*leaseRecord
+	observers map[uint64]struct{}
 
 	// Read from the engine at each scrape.
 	requests    *prometheus.Desc // op
@@ -87,6 +168,7 @@ type Collector struct {
 	localWaits  *prometheus.Desc
 	predicted   *prometheus.Desc
 	inFlight    *prometheus.Desc
+	state       *prometheus.Desc // state
 	disconnects *prometheus.Desc
 	reconnects  *prometheus.Desc
 	untrusted   *prometheus.Desc
@@ -100,11 +182,19 @@ type Collector struct {
 	observerOnly  []prometheus.Collector
 }
 
+// pendingRecord is what the collector remembers of a pending acquisition.
+type pendingRecord struct {
+	recipe    string
+	since     time.Time
+	candidate bool // an election candidate: standing, not pending
+}
+
 // leaseRecord is what the collector remembers of a held lease.
 type leaseRecord struct {
 	recipe    string
 	since     time.Time
 	suspended bool
+	leads     bool // an election's term
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -113,7 +203,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 // method as the engine's Config.Observer, and Attach it to the engine once
 // started.
 func New(opts ...Option) *Collector {
-	cfg := config{acquireBuckets: DefaultBuckets, holdBuckets: DefaultBuckets}
+	cfg := config{acquireBuckets: defaultBuckets, holdBuckets: defaultBuckets}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -130,11 +220,19 @@ func New(opts ...Option) *Collector {
 		}, []string{"recipe"}),
 		acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "acquisitions_total",
-			Help: "Acquisitions ended, by outcome: granted, failed (e.g. a try that would block), cancelled (context ended, engine closed).",
-		}, []string{"outcome"}),
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Help: "Acquisitions ended, by recipe and outcome: granted, would_block (a try found the lock taken), cancelled (context ended, engine closed), failed (any other error).",
+		}, []string{"recipe", "outcome"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "acquisitions_pending",
-			Help: "Acquisitions started and not yet granted, failed or cancelled: the waiters queued.",
+			Help: "Acquisitions started and not yet granted, failed or cancelled: the waiters queued, by recipe. Election candidates are counted in election_candidates instead.",
+		}, []string{"recipe"}),
+		candidates: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "election_candidates",
+			Help: "Election candidates campaigning and not elected: standbys, which wait as long as they stand.",
+		}),
+		led: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "elections_led",
+			Help: "Election terms held: elections a candidate of this engine leads now.",
 		}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "leases_held",
@@ -153,8 +251,9 @@ func New(opts ...Option) *Collector {
 			Help: "Revocation requests seen by revocable holders, by recipe.",
 		}, []string{"recipe"}),
 
-		started: make(map[uint64]time.Time),
-		leases:  make(map[uint64]*leaseRecord),
+		started:   make(map[uint64]pendingRecord),
+		leases:    make(map[uint64]*leaseRecord),
+		observers: make(map[uint64]struct{}),
 
 		requests: desc("requests_total",
 			"ZooKeeper operations sent, by op; creates and deletes sent inside a multi request count here too (see multi_ops_total).", "op"),
@@ -164,13 +263,15 @@ func New(opts ...Option) *Collector {
 		predicted: desc("listings_predicted_total",
 			"Listings a create's own sequence number made unnecessary, on a path the engine pins (the listing-free cycle); no request was sent."),
 		inFlight: desc("requests_in_flight", "ZooKeeper requests sent and not yet answered (a multi counts once)."),
+		state: desc("session_state",
+			"The engine's standing with ZooKeeper: 1 for its state now (connected, suspended, expired, closed), 0 for the others.", "state"),
 		disconnects: desc("session_disconnects_total",
 			"Connections to ZooKeeper that dropped while the session was in use."),
 		reconnects: desc("session_reconnects_total",
 			"Connections made again after a disconnection, to the same session or a new one."),
 		untrusted: desc("session_untrusted_total",
 			"Disconnections that outlasted the session's trust: every lease held then was lost."),
-		expirations: desc("sessions_expired_total",
+		expirations: desc("session_expirations_total",
 			"Sessions the server expired under the engine; their leases were lost."),
 		cohortGrants: desc("cohort_grants_total",
 			"Lock nodes granted to a cohort: acquisitions of one engine that pass the lock among themselves."),
@@ -181,7 +282,8 @@ func New(opts ...Option) *Collector {
 		cohortWaiting: desc("cohort_waiting",
 			"Acquisitions queued in cohorts behind a node of the engine, without one of their own."),
 	}
-	c.observerOnly = []prometheus.Collector{c.acquire, c.hold, c.acquisitions, c.pending, c.held, c.suspended, c.ended, c.revocations}
+	c.observerOnly = []prometheus.Collector{c.acquire, c.hold, c.acquisitions, c.pending, c.candidates, c.led,
+		c.held, c.suspended, c.ended, c.revocations}
 	return c
 }
 
@@ -199,7 +301,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		m.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{c.requests, c.multis, c.batched, c.localWaits, c.predicted, c.inFlight,
-		c.disconnects, c.reconnects, c.untrusted, c.expirations,
+		c.state, c.disconnects, c.reconnects, c.untrusted, c.expirations,
 		c.cohortGrants, c.cohortPasses, c.cohortBack, c.cohortWaiting} {
 		ch <- d
 	}
@@ -232,6 +334,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.localWaits, s.LocalWatches)
 	counter(c.predicted, s.Predicted)
 	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(eng.InFlight()))
+	now := eng.State()
+	for _, st := range sessionStates {
+		v := 0.0
+		if st == now {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, st.String())
+	}
 	ss := eng.Sessions()
 	counter(c.disconnects, ss.Disconnects)
 	counter(c.reconnects, ss.Reconnects)
@@ -245,6 +355,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.cohortWaiting, prometheus.GaugeValue, float64(cs.Waiting))
 }
 
+// sessionStates are the states session_state exports, each every time, so
+// that a query for one state finds a 0 rather than no series.
+var sessionStates = []engine.State{engine.StateConnected, engine.StateSuspended, engine.StateExpired, engine.StateClosed}
+
 // Observe is the engine's observer (engine.Config.Observer). It runs on the
 // engine's loop goroutine and returns at once. To have several observers,
 // call Observe from one of your own.
@@ -252,21 +366,48 @@ func (c *Collector) Observe(r events.Report) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.observers[r.ID]; ok {
+		// An election's observer: a contender that only watches, never
+		// granted (should it be, its recipe gives the lease straight back).
+		if r.Kind == events.Failed || r.Kind == events.Cancelled || r.Kind == events.Released || r.Kind == events.Lost {
+			delete(c.observers, r.ID)
+		}
+		return
+	}
 	switch r.Kind {
 	case events.Acquiring:
-		c.started[r.ID] = now
-		c.pending.Inc()
-	case events.Granted:
-		recipe := recipeOf(r.Node)
-		if since, ok := c.stopWaiting(r.ID); ok {
-			c.acquire.WithLabelValues(recipe).Observe(now.Sub(since).Seconds())
+		if r.NodeKind == queue.KindObserver {
+			c.observers[r.ID] = struct{}{}
+			return
 		}
-		c.acquisitions.WithLabelValues("granted").Inc()
-		c.leases[r.ID] = &leaseRecord{recipe: recipe, since: now}
-		c.held.WithLabelValues(recipe).Inc()
+		p := pendingRecord{recipe: recipeOfKind(r.NodeKind), since: now, candidate: r.NodeKind == queue.KindLatch}
+		c.started[r.ID] = p
+		if p.candidate {
+			c.candidates.Inc()
+		} else {
+			c.pending.WithLabelValues(p.recipe).Inc()
+		}
+	case events.Granted:
+		p, ok := c.stopWaiting(r.ID)
+		if !ok {
+			// Acquiring came before the collector was the observer.
+			p = pendingRecord{recipe: recipeOf(r.Node)}
+			p.candidate = p.recipe == recipeElection
+		} else {
+			c.acquire.WithLabelValues(p.recipe).Observe(now.Sub(p.since).Seconds())
+		}
+		c.acquisitions.WithLabelValues(p.recipe, "granted").Inc()
+		c.leases[r.ID] = &leaseRecord{recipe: p.recipe, since: now, leads: p.candidate}
+		c.held.WithLabelValues(p.recipe).Inc()
+		if p.candidate {
+			c.led.Inc()
+		}
 	case events.Failed, events.Cancelled:
-		c.stopWaiting(r.ID)
-		c.acquisitions.WithLabelValues(r.Kind.String()).Inc()
+		p, ok := c.stopWaiting(r.ID)
+		if !ok {
+			return
+		}
+		c.acquisitions.WithLabelValues(p.recipe, outcome(r)).Inc()
 	case events.Released, events.Lost:
 		l := c.leases[r.ID]
 		if l == nil {
@@ -275,6 +416,9 @@ func (c *Collector) Observe(r events.Report) {
 		delete(c.leases, r.ID)
 		if l.suspended {
 			c.suspended.Dec()
+		}
+		if l.leads {
+			c.led.Dec()
 		}
 		c.held.WithLabelValues(l.recipe).Dec()
 		c.hold.WithLabelValues(l.recipe).Observe(now.Sub(l.since).Seconds())
@@ -290,16 +434,37 @@ func (c *Collector) Observe(r events.Report) {
 			}
 		}
 	case events.Revoked:
-		c.revocations.WithLabelValues(recipeOf(r.Node)).Inc()
+		recipe := recipeOf(r.Node)
+		if l := c.leases[r.ID]; l != nil {
+			recipe = l.recipe
+		}
+		c.revocations.WithLabelValues(recipe).Inc()
 	}
 }
 
-// stopWaiting forgets a pending acquisition and reports when it began.
-func (c *Collector) stopWaiting(id uint64) (time.Time, bool) {
-	since, ok := c.started[id]
-	if ok {
-		delete(c.started, id)
-		c.pending.Dec()
+// outcome is the acquisitions_total outcome of a Failed or Cancelled report.
+func outcome(r events.Report) string {
+	switch {
+	case r.Kind == events.Cancelled:
+		return "cancelled"
+	case errors.Is(r.Err, engine.ErrWouldBlock):
+		return "would_block"
 	}
-	return since, ok
+	return "failed"
+}
+
+// stopWaiting forgets a pending acquisition (or a standing candidate) and
+// returns what was remembered of it.
+func (c *Collector) stopWaiting(id uint64) (pendingRecord, bool) {
+	p, ok := c.started[id]
+	if !ok {
+		return p, false
+	}
+	delete(c.started, id)
+	if p.candidate {
+		c.candidates.Dec()
+	} else {
+		c.pending.WithLabelValues(p.recipe).Dec()
+	}
+	return p, true
 }

@@ -185,13 +185,13 @@ func TestKnownWorkload(t *testing.T) {
 		}
 	}
 	expect(t, reg, map[string]float64{
-		`turnstile_acquisitions_total{outcome="granted"}`:             n,
-		`turnstile_acquire_duration_seconds_count{recipe="mutex"}`:    n,
-		`turnstile_hold_duration_seconds_count{recipe="mutex"}`:       n,
-		`turnstile_leases_ended_total{how="released",recipe="mutex"}`: n,
-		`turnstile_leases_held{recipe="mutex"}`:                       0,
-		`turnstile_acquisitions_pending`:                              0,
-		`turnstile_requests_total{op="delete"}`:                       n,
+		`turnstile_acquisitions_total{outcome="granted",recipe="mutex"}`: n,
+		`turnstile_acquire_duration_seconds_count{recipe="mutex"}`:       n,
+		`turnstile_hold_duration_seconds_count{recipe="mutex"}`:          n,
+		`turnstile_leases_ended_total{how="released",recipe="mutex"}`:    n,
+		`turnstile_leases_held{recipe="mutex"}`:                          0,
+		`turnstile_acquisitions_pending{recipe="mutex"}`:                 0,
+		`turnstile_requests_total{op="delete"}`:                          n,
 	})
 	// Each acquisition lists its path, or (once the engine pinned the path,
 	// at the second grant) decides without listing on its create's number.
@@ -211,17 +211,17 @@ func TestKnownWorkload(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	waiting := m.Acquire(wctx)
-	wait.Until(t, "one waiter pending", func() bool { return scrape(t, reg)[`turnstile_acquisitions_pending`] == 1 })
+	wait.Until(t, "one waiter pending", func() bool { return scrape(t, reg)[`turnstile_acquisitions_pending{recipe="mutex"}`] == 1 })
 	cancel()
 	if _, err := waiting.Wait(ctx); err == nil {
 		t.Fatal("the cancelled waiter was granted")
 	}
 	expect(t, reg, map[string]float64{
-		`turnstile_acquisitions_total{outcome="granted"}`:   n,
-		`turnstile_acquisitions_total{outcome="failed"}`:    1,
-		`turnstile_acquisitions_total{outcome="cancelled"}`: 1,
-		`turnstile_acquisitions_pending`:                    0,
-		`turnstile_leases_held{recipe="mutex"}`:             0,
+		`turnstile_acquisitions_total{outcome="granted",recipe="mutex"}`:     n,
+		`turnstile_acquisitions_total{outcome="would_block",recipe="mutex"}`: 1,
+		`turnstile_acquisitions_total{outcome="cancelled",recipe="mutex"}`:   1,
+		`turnstile_acquisitions_pending{recipe="mutex"}`:                     0,
+		`turnstile_leases_held{recipe="mutex"}`:                              0,
 	})
 	expectRequests(t, reg, eng)
 }
@@ -271,7 +271,7 @@ func TestGaugesWhileContended(t *testing.T) {
 	}
 	wait.Until(t, "three waiters pending", func() bool {
 		got := scrape(t, reg)
-		return got[`turnstile_acquisitions_pending`] == 3 && got[`turnstile_leases_held{recipe="mutex"}`] == 1
+		return got[`turnstile_acquisitions_pending{recipe="mutex"}`] == 3 && got[`turnstile_leases_held{recipe="mutex"}`] == 1
 	})
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -286,10 +286,10 @@ func TestGaugesWhileContended(t *testing.T) {
 		}
 	}
 	expect(t, reg, map[string]float64{
-		`turnstile_acquisitions_pending`:                              0,
-		`turnstile_leases_held{recipe="mutex"}`:                       0,
-		`turnstile_acquisitions_total{outcome="granted"}`:             4,
-		`turnstile_leases_ended_total{how="released",recipe="mutex"}`: 4,
+		`turnstile_acquisitions_pending{recipe="mutex"}`:                 0,
+		`turnstile_leases_held{recipe="mutex"}`:                          0,
+		`turnstile_acquisitions_total{outcome="granted",recipe="mutex"}`: 4,
+		`turnstile_leases_ended_total{how="released",recipe="mutex"}`:    4,
 	})
 	wait.Until(t, "no request in flight", func() bool { return scrape(t, reg)[`turnstile_requests_in_flight`] == 0 })
 }
@@ -328,7 +328,7 @@ func TestLossAndSessions(t *testing.T) {
 	p.Heal()
 	wait.Until(t, "reconnected under a new session", func() bool {
 		got := scrape(t, reg)
-		return got[`turnstile_session_reconnects_total`] == 1 && got[`turnstile_sessions_expired_total`] == 1
+		return got[`turnstile_session_reconnects_total`] == 1 && got[`turnstile_session_expirations_total`] == 1
 	})
 }
 
@@ -375,11 +375,11 @@ func TestScrapeWhileLoopRuns(t *testing.T) {
 	close(stop)
 	scrapes.Wait()
 	expect(t, reg, map[string]float64{
-		`turnstile_acquisitions_total{outcome="granted"}`:             paths * perPath,
-		`turnstile_leases_ended_total{how="released",recipe="mutex"}`: paths * perPath,
-		`turnstile_acquire_duration_seconds_count{recipe="mutex"}`:    paths * perPath,
-		`turnstile_acquisitions_pending`:                              0,
-		`turnstile_leases_held{recipe="mutex"}`:                       0,
+		`turnstile_acquisitions_total{outcome="granted",recipe="mutex"}`: paths * perPath,
+		`turnstile_leases_ended_total{how="released",recipe="mutex"}`:    paths * perPath,
+		`turnstile_acquire_duration_seconds_count{recipe="mutex"}`:       paths * perPath,
+		`turnstile_acquisitions_pending{recipe="mutex"}`:                 0,
+		`turnstile_leases_held{recipe="mutex"}`:                          0,
 	})
 	expectRequests(t, reg, eng)
 }
@@ -399,8 +399,8 @@ func TestLintAndUnattached(t *testing.T) {
 	if err := reg.Register(metrics.New()); err != nil {
 		t.Fatal(err)
 	}
-	if got := scrape(t, reg); got[`turnstile_acquisitions_pending`] != 0 || len(got) != 2 {
-		t.Fatalf("unattached collector: %v, want the two unlabelled gauges at 0", got)
+	if got := scrape(t, reg); got[`turnstile_leases_suspended`] != 0 || len(got) != 3 {
+		t.Fatalf("unattached collector: %v, want the three unlabelled gauges (leases_suspended, election_candidates, elections_led) at 0", got)
 	}
 }
 
@@ -432,11 +432,11 @@ func TestCohortMetrics(t *testing.T) {
 	}
 	got := scrape(t, reg)
 	for k, want := range map[string]float64{
-		"turnstile_cohort_grants_total":                           1,
-		"turnstile_cohort_passes_total":                           2,
-		"turnstile_cohort_waiting":                                0,
-		`turnstile_cohort_given_back_total{why="another_client"}`: 0,
-		`turnstile_acquisitions_total{outcome="granted"}`:         1,
+		"turnstile_cohort_grants_total":                                  1,
+		"turnstile_cohort_passes_total":                                  2,
+		"turnstile_cohort_waiting":                                       0,
+		`turnstile_cohort_given_back_total{why="another_client"}`:        0,
+		`turnstile_acquisitions_total{outcome="granted",recipe="mutex"}`: 1,
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %v, want %v", k, got[k], want)

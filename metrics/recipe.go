@@ -10,6 +10,7 @@ const (
 	recipeRead      = "read"      // "__READ__": RWMutex's reader
 	recipeWrite     = "write"     // "__WRIT__": RWMutex's writer
 	recipeSemaphore = "semaphore" // "lease-": a Semaphore's lease
+	recipeElection  = "election"  // "latch-": an election candidate
 	recipeOther     = "other"     // a node named by a Request of one's own
 )
 
@@ -21,7 +22,13 @@ func recipeOf(node string) string {
 	if !ok {
 		return recipeOther
 	}
-	switch n.Kind {
+	return recipeOfKind(n.Kind)
+}
+
+// recipeOfKind tells an acquisition's recipe by the kind of node it makes
+// (events.Report.NodeKind), before it has a node.
+func recipeOfKind(k queue.Kind) string {
+	switch k {
 	case queue.KindMutex:
 		return recipeMutex
 	case queue.KindRead:
@@ -30,6 +37,8 @@ func recipeOf(node string) string {
 		return recipeWrite
 	case queue.KindLease:
 		return recipeSemaphore
+	case queue.KindLatch:
+		return recipeElection
 	}
 	return recipeOther
 }

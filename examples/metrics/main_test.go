@@ -46,18 +46,18 @@ func TestScrapeAfterKnownWorkload(t *testing.T) {
 	}()
 
 	want := fmt.Sprintf(`
-# HELP turnstile_acquisitions_total Acquisitions ended, by outcome: granted, failed (e.g. a try that would block), cancelled (context ended, engine closed).
+# HELP turnstile_acquisitions_total Acquisitions ended, by recipe and outcome: granted, would_block (a try found the lock taken), cancelled (context ended, engine closed), failed (any other error).
 # TYPE turnstile_acquisitions_total counter
-turnstile_acquisitions_total{outcome="granted"} %[1]d
+turnstile_acquisitions_total{outcome="granted",recipe="mutex"} %[1]d
 # HELP turnstile_leases_ended_total Leases ended, by recipe and how: released, or lost (each lost one closed its Lost() channel).
 # TYPE turnstile_leases_ended_total counter
 turnstile_leases_ended_total{how="released",recipe="mutex"} %[1]d
 # HELP turnstile_leases_held Leases granted and not yet released or lost, by recipe.
 # TYPE turnstile_leases_held gauge
 turnstile_leases_held{recipe="mutex"} 0
-# HELP turnstile_acquisitions_pending Acquisitions started and not yet granted, failed or cancelled: the waiters queued.
+# HELP turnstile_acquisitions_pending Acquisitions started and not yet granted, failed or cancelled: the waiters queued, by recipe. Election candidates are counted in election_candidates instead.
 # TYPE turnstile_acquisitions_pending gauge
-turnstile_acquisitions_pending 0
+turnstile_acquisitions_pending{recipe="mutex"} 0
 `, n)
 	names := []string{"turnstile_acquisitions_total", "turnstile_leases_ended_total", "turnstile_leases_held", "turnstile_acquisitions_pending"}
 	// The engine tells its observer of a release just after the release

@@ -13,6 +13,8 @@ package seam
 import (
 	"context"
 	"sync"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // ElectionRuntime is what an election does off the engine's loop: the
@@ -25,6 +27,12 @@ type ElectionRuntime struct {
 	AfterFunc func(ctx context.Context, f func()) (stop func() bool)
 	Children  func(ctx context.Context, path string) ([]string, error)
 	Data      func(ctx context.Context, path string) ([]byte, error)
+	// DataW reads a node's data and sets a watch on it in the same
+	// request, so that no change after the read is missed: the channel
+	// receives the next event on the node (or its end, when the session
+	// or the client does). Nil where Data is not the engine's: the
+	// simulator's elections do without.
+	DataW func(ctx context.Context, path string) ([]byte, <-chan zk.Event, error)
 }
 
 // electionRuntimes maps an engine (its *engine.Engine, as any: this
@@ -56,6 +64,8 @@ var (
 	Children func(eng any, ctx context.Context, path string) ([]string, error)
 	Data     func(eng any, ctx context.Context, path string) ([]byte, error)
 	SetData  func(eng any, ctx context.Context, path string, data []byte) error
+	// DataW is Data with a watch set by the same request (GetW).
+	DataW func(eng any, ctx context.Context, path string) ([]byte, <-chan zk.Event, error)
 	// FailsOnExpiry reports the engine's Config.FailOnExpiry: whether
 	// acquisitions not yet granted fail when the session expires, rather
 	// than queue again. A recipe made of several acquisitions (a

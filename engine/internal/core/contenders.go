@@ -89,7 +89,7 @@ func (c *Core) acquire(cmd *Acquire) {
 		c.borrowed[cmd.Path]++
 	}
 	c.contenders[en.id] = en
-	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.Path})
+	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.Path, NodeKind: cmd.Kind})
 	c.attach(en, cmd.Cancel)
 	c.stepContender(en, contender.Input{Kind: contender.Start})
 }

@@ -107,8 +107,10 @@ type Config struct {
 	CloseTimeout time.Duration
 	// MaxInFlight bounds the requests outstanding at once.
 	MaxInFlight int
-	// ACLBytes is the encoded size of the ACL every create carries.
-	ACLBytes int
+	// ACLBytes is the encoded size of the ACL a create at path carries
+	// (Config.ACL, or Config.ACLFor's choice for the path); nil counts
+	// none, as the scripts do.
+	ACLBytes func(path string) int
 	// FailOnExpiry fails every waiter when the session expires.
 	FailOnExpiry bool
 	// NoPin turns the listing-free cycle off (see prediction.go).
@@ -187,6 +189,9 @@ func (en *entry) leased() bool { return en.node != "" }
 func New(cfg Config, trust Admitter) *Core {
 	if cfg.PinIdle == 0 {
 		cfg.PinIdle = DefaultPinIdle
+	}
+	if cfg.ACLBytes == nil {
+		cfg.ACLBytes = func(string) int { return 0 }
 	}
 	return &Core{
 		cfg:        cfg,

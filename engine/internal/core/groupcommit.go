@@ -68,11 +68,11 @@ const (
 // path inside one multi keep their order.
 type groupCommit struct {
 	maxInFlight int
-	aclBytes    int  // Config.ACLBytes: the encoded size of the ACL, in every create
-	inFlight    int  // requests sent and not done
-	writing     int  // write requests in flight
-	writes      []Op // creates and deletes waiting to be sent
-	backlog     []Op // requests held back by the in-flight bound
+	aclBytes    func(path string) int // the encoded size of the ACL of a create at path
+	inFlight    int                   // requests sent and not done
+	writing     int                   // write requests in flight
+	writes      []Op                  // creates and deletes waiting to be sent
+	backlog     []Op                  // requests held back by the in-flight bound
 	// creating counts, per lock path, the creates sent (or held back by
 	// the in-flight bound) and not answered.
 	creating map[string]int
@@ -209,11 +209,11 @@ const (
 	multiEnvelopeSize = 4 + 4 + multiHeaderSize
 )
 
-// multiOpSize is the encoded size of a create (with an ACL of aclBytes)
-// or a delete inside a multi.
-func multiOpSize(o Op, aclBytes int) int {
+// multiOpSize is the encoded size of a create (with an ACL of
+// aclBytes(path) bytes) or a delete inside a multi.
+func multiOpSize(o Op, aclBytes func(path string) int) int {
 	if o.Kind == input.OpCreate {
-		return multiHeaderSize + 4 + len(o.Path) + 4 + len(o.Data) + aclBytes + 4 // path, data, acl, flags
+		return multiHeaderSize + 4 + len(o.Path) + 4 + len(o.Data) + aclBytes(o.Path) + 4 // path, data, acl, flags
 	}
 	return multiHeaderSize + 4 + len(o.Path) + 4 // path, version
 }

@@ -1,0 +1,111 @@
+package election_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/turnstile-go/turnstile/election"
+	"github.com/turnstile-go/turnstile/engine"
+)
+
+// receiveValue reads ch until it receives a leader with value want, and
+// fails if any leader it receives meanwhile is not node.
+func receiveValue(t *testing.T, ch <-chan election.Leader, node, want string) {
+	t.Helper()
+	ctx := bounded(t)
+	for {
+		l := receive(t, ctx, ch)
+		if l.Node != node {
+			t.Fatalf("observed leader %s (%q), want %s", l.Node, l.Value, node)
+		}
+		if string(l.Value) == want {
+			return
+		}
+	}
+}
+
+// A leader proclaims new values without a new election: Value, Leader and
+// observers see each, an observer on another engine (told by the
+// node's data watch) as well as one on the leader's own Election (whose
+// engine tells it nothing of its own node's data). The term and its token
+// stay the same. (Failing first, with observe.go as before: the observers
+// never receive "second".)
+func TestProclaim(t *testing.T) {
+	ctx := bounded(t)
+	a := startEngine(t, engine.Config{})
+	o := startEngine(t, engine.Config{})
+	path := electionPath(t)
+	el := election.New(a, path)
+	remote := election.New(o, path).Observe(ctx)
+	local := el.Observe(ctx)
+
+	l, err := el.Campaign(ctx, []byte("first")).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := l.Node()
+	receiveValue(t, remote, node, "first")
+	receiveValue(t, local, node, "first")
+	token := l.Token()
+	for _, v := range []string{"second", "third"} {
+		if err := l.Proclaim(ctx, []byte(v)); err != nil {
+			t.Fatalf("Proclaim(%q): %v", v, err)
+		}
+		if string(l.Value()) != v {
+			t.Errorf("Value() = %q after Proclaim(%q)", l.Value(), v)
+		}
+		receiveValue(t, remote, node, v)
+		receiveValue(t, local, node, v)
+		got, err := el.Leader(ctx)
+		if err != nil || got.Node != node || string(got.Value) != v {
+			t.Errorf("Leader() = %s %q, %v; want %s %q", got.Node, got.Value, err, node, v)
+		}
+	}
+	if !l.Held() || l.Token() != token {
+		t.Errorf("after Proclaim: held %v, token %d (was %d)", l.Held(), l.Token(), token)
+	}
+	if err := l.Proclaim(ctx, make([]byte, engine.MaxDataLen+1)); !errors.Is(err, engine.ErrInvalidRequest) {
+		t.Errorf("Proclaim of an oversized value: %v, want ErrInvalidRequest", err)
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Proclaim(ctx, []byte("late")); !errors.Is(err, engine.ErrNotHeld) {
+		t.Errorf("Proclaim after Resign: %v, want ErrNotHeld", err)
+	}
+}
+
+// A deposed leader cannot overwrite: its node deleted behind its back (as
+// the server does when its session expires), the next candidate leads,
+// and the old leader's Proclaim fails with ErrLost, leaving the new
+// leader's value as it was.
+func TestProclaimDeposed(t *testing.T) {
+	ctx := bounded(t)
+	a := startEngine(t, engine.Config{})
+	b := startEngine(t, engine.Config{})
+	conn := inspect(t)
+	path := electionPath(t)
+	old, err := election.New(a, path).Campaign(ctx, []byte("old")).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := election.New(b, path).Campaign(ctx, []byte("new"))
+	eventually(t, "the standby queued", func() bool { return len(children(t, conn, path)) == 2 })
+	if err := conn.Delete(old.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+	next, err := standby.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Proclaim(ctx, []byte("overwritten")); !errors.Is(err, engine.ErrLost) {
+		t.Errorf("the deposed leader's Proclaim: %v, want ErrLost", err)
+	}
+	got, err := election.New(b, path).Leader(ctx)
+	if err != nil || got.Node != next.Node() || string(got.Value) != "new" {
+		t.Errorf("Leader() = %s %q, %v; want %s \"new\"", got.Node, got.Value, err, next.Node())
+	}
+	if err := next.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
