@@ -16,11 +16,13 @@ GO ?= go
 # Each is checked with `dpkg -s`; only the missing ones are installed, after
 # at most one `apt-get update`. Curator (Java) and kazoo (Python) are the
 # peers of the interop tests (internal/interop) and the benchmark;
-# redis-server is the Redis lock the benchmark measures turnstile against.
+# redis-server is the Redis lock the benchmark measures turnstile against;
+# nftables gives nft, with which internal/partition cuts links between the
+# network namespaces of its ensemble.
 # (Where an init system runs, Debian's redis-server package starts a
 # service of its own on port 6379; the harness never uses it: it starts its
 # own server on a free port.)
-DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server
+DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server nftables
 # Java 17 with javac: ZooKeeper runs on it and the interop tests compile
 # their Curator peer with it. Skipped if the release has none.
 JAVA_DEB := openjdk-17-jdk-headless
