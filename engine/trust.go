@@ -191,6 +191,27 @@ func (t *sessionTrust) grantedTimeout(ms int32) time.Duration {
 	return d
 }
 
+// lifetimeNow is how long after heard the session is trusted: from the
+// granted timeout once a handshake was read, else from the one asked.
+func (t *sessionTrust) lifetimeNow() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lifetime > 0 {
+		return t.lifetime
+	}
+	return t.asked - t.margin
+}
+
+// marginNow is the margin, scaled to the granted timeout once known.
+func (t *sessionTrust) marginNow() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lifetime > 0 {
+		return t.granted - t.lifetime
+	}
+	return t.margin
+}
+
 // deadline is when the server might expire the session, less the margin,
 // on t.clock. mu is held.
 func (t *sessionTrust) deadline() time.Duration {
