@@ -8,6 +8,8 @@
 #   make bench   the benchmark table of BENCHMARKS.md (about 4 minutes)
 #   make pause   what each lock does when its holder stalls past its lease
 #   make stress  a bounded soak under connection cuts
+#   make partition  Lost() and lease survival under real partitions of a
+#                3-node ensemble in network namespaces (as root; minutes)
 
 GO ?= go
 
@@ -33,7 +35,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench pause simulate
+.PHONY: all deps test vet fmt-check run stress bench pause simulate partition
 
 all: test
 
@@ -128,3 +130,16 @@ SIM_FIRST ?= 1
 simulate: deps
 	$(GO) test ./engine -run 'TestSimulationSoak$$' -count=1 -timeout 0 -v \
 		-sim.soak=$(SIM_DURATION) -sim.first=$(SIM_FIRST)
+
+# Real partitions (internal/partition, as root): a 3-node ensemble and its
+# clients in network namespaces of their own, links cut with nftables or
+# taken down. make test runs the Lost() tests; this adds the survival
+# measurements, SURVIVAL_TRIALS trials each (each prints "survival ...: N
+# of M leases kept").
+SURVIVAL_TRIALS ?= 20
+partition: deps
+	@out=$$(mktemp); status=0; \
+	TURNSTILE_SURVIVAL_TRIALS=$(SURVIVAL_TRIALS) $(GO) test ./internal/partition -count=1 -v -timeout 60m \
+		-run 'TestLostBeforeOtherGrant|TestSurvival' >$$out 2>&1 || status=$$?; \
+	grep -E '^(=== RUN|--- |survival|PASS|FAIL|ok)|(lost|survival)_test.go' $$out; \
+	rm -f $$out; exit $$status

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,11 +126,15 @@ func engineOn(t *testing.T, host *netns.Host, servers []string, session time.Dur
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	level := slog.LevelInfo
+	if os.Getenv("TURNSTILE_PARTITION_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
 	e, err := engine.Start(ctx, engine.Config{
 		Servers:        servers,
 		SessionTimeout: session,
 		Dialer:         host.Dial,
-		Logger:         slog.New(slog.NewTextHandler(&testLog{t: t, prefix: host.Name}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:         slog.New(slog.NewTextHandler(&testLog{t: t, prefix: host.Name}, &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {
 		t.Fatalf("engine on %s: %v", host.Name, err)
