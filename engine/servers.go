@@ -58,13 +58,17 @@ func parseMode(b []byte) serverMode {
 }
 
 // fourLetter sends a four-letter word to addr through the configured
-// dialer, on a connection of its own, and returns the answer.
-func (e *Engine) fourLetter(addr, word string, timeout time.Duration) ([]byte, error) {
+// dialer, on a connection of its own, and returns the answer. reached,
+// if not nil, is called once the connection is made.
+func (e *Engine) fourLetter(addr, word string, timeout time.Duration, reached func()) ([]byte, error) {
 	c, err := e.cfg.Dialer("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
+	if reached != nil {
+		reached()
+	}
 	_ = c.SetDeadline(time.Now().Add(timeout))
 	if _, err := io.WriteString(c, word); err != nil {
 		return nil, err
@@ -73,8 +77,8 @@ func (e *Engine) fourLetter(addr, word string, timeout time.Duration) ([]byte, e
 }
 
 // serverMode asks the server at addr for its role.
-func (e *Engine) serverMode(addr string, timeout time.Duration) serverMode {
-	b, err := e.fourLetter(addr, "srvr", timeout)
+func (e *Engine) serverMode(addr string, timeout time.Duration, reached func()) serverMode {
+	b, err := e.fourLetter(addr, "srvr", timeout, reached)
 	if err != nil && len(b) == 0 {
 		return modeUnknown
 	}
@@ -88,28 +92,38 @@ func (e *Engine) serverMode(addr string, timeout time.Duration) serverMode {
 // replies all move the deadline, a follower's only its handshakes, which
 // the engine must then renew. Asking all at once also passes over
 // unreachable servers in one dial timeout, where the client would give
-// each its own. With no answer at all, asked.
+// each its own. When no role came within the dial timeout: a server that
+// at least accepted the connection (asked if it did), else asked.
 func (e *Engine) pick(asked string) string {
 	type answer struct {
-		addr string
-		mode serverMode
+		addr    string
+		mode    serverMode
+		reached bool // only that: the connection was made, the role is to come
 	}
 	servers := e.cfg.Servers
-	answers := make(chan answer, len(servers))
+	answers := make(chan answer, 2*len(servers))
 	for _, a := range servers {
 		e.bg.Add(1)
 		go func() {
 			defer e.bg.Done()
-			answers <- answer{a, e.serverMode(a, e.cfg.dialTimeout)}
+			mode := e.serverMode(a, e.cfg.dialTimeout, func() { answers <- answer{addr: a, reached: true} })
+			answers <- answer{addr: a, mode: mode}
 		}()
 	}
 	deadline := time.NewTimer(e.cfg.dialTimeout)
 	defer deadline.Stop()
 	var grace <-chan time.Time
-	follower := ""
-	for range servers {
+	follower, reached := "", ""
+	for left := len(servers); left > 0; {
 		select {
 		case a := <-answers:
+			if a.reached {
+				if reached == "" || a.addr == asked {
+					reached = a.addr
+				}
+				continue
+			}
+			left--
 			switch a.mode {
 			case modeLeader:
 				return a.addr
@@ -124,14 +138,14 @@ func (e *Engine) pick(asked string) string {
 		case <-grace:
 			return follower
 		case <-deadline.C:
-			if follower != "" {
-				return follower
-			}
-			return asked
+			left = 0
 		}
 	}
-	if follower != "" {
+	switch {
+	case follower != "":
 		return follower
+	case reached != "":
+		return reached
 	}
 	return asked
 }
@@ -153,13 +167,19 @@ func (e *Engine) probeRole(c *trackedConn) {
 			return
 		default:
 		}
-		mode = e.serverMode(c.addr, timeout)
+		mode = e.serverMode(c.addr, timeout, nil)
 	}
 	if mode == modeLeader {
 		c.confirmLeader(c.trust.clock())
 	}
 	e.log.Debug("server role", slog.String("server", c.addr), slog.String("mode", mode.String()))
 }
+
+// renewShare is, in tenths of the lifetime, how long after its handshake
+// was sent a connection to a server not known to be the leader is closed
+// to renew it: the rest of the lifetime, three fifths, is left to reach a
+// server again if that one is gone.
+const renewShare = 4
 
 // pingRequest is a ping: length 8, xid −2, opcode 11.
 var pingRequest = []byte{0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11}
@@ -169,9 +189,9 @@ var pingRequest = []byte{0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11}
 //   - the server has sent nothing for a quarter of the session's lifetime
 //     while a request (or the handshake) waits for its answer: the client
 //     itself would wait two thirds of the session timeout;
-//   - the server is not known to be the leader and half the lifetime has
-//     passed since the handshake was sent: only a new handshake can move
-//     the deadline then;
+//   - the server is not known to be the leader and two fifths of the
+//     lifetime have passed since the handshake was sent: only a new
+//     handshake can move the deadline then;
 //   - the server said the session expired (the client leaves that
 //     connection open).
 //
@@ -186,7 +206,15 @@ func (c *trackedConn) keep() {
 	defer t.Stop()
 	for {
 		life := c.trust.lifetimeNow()
-		t.Reset(max(life/10, time.Millisecond))
+		renewAfter := life * renewShare / 10
+		wait := life / 10
+		c.mu.Lock()
+		if c.welcomed && !c.leader {
+			// Wake at the renewal itself, not at the next tick after it.
+			wait = min(wait, c.sent.handshake+renewAfter-c.trust.clock())
+		}
+		c.mu.Unlock()
+		t.Reset(max(wait, time.Millisecond))
 		select {
 		case <-c.done:
 			return
@@ -204,7 +232,7 @@ func (c *trackedConn) keep() {
 			why = "session expired"
 		case waiting && silent >= life/4:
 			why = "server silent for " + silent.Round(time.Millisecond).String()
-		case welcomed && !leader && now-hello >= life/2:
+		case welcomed && !leader && now-hello >= renewAfter:
 			why = "renewing the handshake with a server not known to be the leader"
 		case welcomed && !waiting:
 			c.ping()
@@ -331,7 +359,7 @@ func (h *hostList) Connected() {
 // session's timeout from its own start. See DESIGN.md.
 func (e *Engine) checkTick(addr string) {
 	margin := e.trust.marginNow()
-	b, _ := e.fourLetter(addr, "conf", max(e.cfg.dialTimeout, time.Second))
+	b, _ := e.fourLetter(addr, "conf", max(e.cfg.dialTimeout, time.Second), nil)
 	tick := time.Duration(0)
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
