@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/netns"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
@@ -92,6 +94,40 @@ func newLab(t *testing.T, o labOptions) *lab {
 	}
 	return l
 }
+
+// waitServing waits until every member serves a session: a member whose
+// link came back answers ruok and srvr before it has caught up with the
+// leader, and closes every client connection until then.
+func (l *lab) waitServing(t *testing.T) {
+	t.Helper()
+	for _, s := range l.ens.Servers {
+		conn, events, err := zk.Connect([]string{s.Addr()}, 2*time.Second,
+			zk.WithDialer(l.ctl.Dial), zk.WithLogger(quiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(time.Minute)
+	wait:
+		for {
+			select {
+			case ev := <-events:
+				if ev.State == zk.StateHasSession {
+					break wait
+				}
+			case <-deadline:
+				conn.Close()
+				t.Fatalf("member %d serves no session", s.ID())
+			}
+		}
+		conn.Close()
+		for range events {
+		}
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
 
 // roles are the indexes of the leader and of the two followers.
 func (l *lab) roles(t *testing.T) (leader int, followers []int) {

@@ -91,6 +91,7 @@ func survive(t *testing.T, name string, session time.Duration, trial trialFn) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		l.waitServing(t)
 	}
 	fmt.Printf("survival %s (session %v): %d of %d leases kept\n", name, session, kept, trials)
 	t.Logf("survival %s (session %v): %d of %d leases kept", name, session, kept, trials)
