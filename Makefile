@@ -6,8 +6,11 @@
 #                (SIM_DURATION, default 5m; SIM_FIRST, the first seed)
 #   make deps    install what the tests need (Debian/Ubuntu, as root)
 #   make bench   the benchmark table of BENCHMARKS.md (about 4 minutes)
+#   make bench-latency  cold keys and open-loop latency (BENCHMARKS.md, about 5 minutes)
 #   make pause   what each lock does when its holder stalls past its lease
 #   make stress  a bounded soak under connection cuts
+#   make mutate  plant known bugs, one at a time, and report which checker
+#                catches each (MUTATE_RUN: a regexp of mutant names)
 #   make partition  Lost() and lease survival under real partitions of a
 #                3-node ensemble in network namespaces (as root; minutes)
 
@@ -35,7 +38,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench pause simulate partition
+.PHONY: all deps test vet fmt-check run stress bench bench-latency pause simulate mutate partition
 
 all: test
 
@@ -113,6 +116,13 @@ stress: deps
 bench: deps
 	$(GO) run ./stress -bench -warmup 2s -duration 6s
 
+# Cold keys (a lock path never used before, every cycle) for every impl
+# beside its plain program, then open loop on keys and on uncontended at
+# half the best ZooKeeper peer's closed-loop rate (BENCHMARKS.md). A target
+# of its own: with make bench's suite it would take over six minutes.
+bench-latency: deps
+	$(GO) run ./stress -bench-latency -warmup 2s -duration 6s
+
 # A holder process stopped (SIGSTOP) past its session timeout or TTL, for
 # turnstile, go-zookeeper's Lock and the Redis lock: who gets in meanwhile,
 # and whether the stalled holder's write is refused when it goes on.
@@ -130,6 +140,15 @@ SIM_FIRST ?= 1
 simulate: deps
 	$(GO) test ./engine -run 'TestSimulationSoak$$' -count=1 -timeout 0 -v \
 		-sim.soak=$(SIM_DURATION) -sim.first=$(SIM_FIRST)
+
+# Planted bugs (internal/mutate/mutants.go): each is planted in a copy of
+# the work tree and must be caught by the simulator within MUTATE_BUDGET of
+# simulation, or by the named tests of its class. Prints caught or missed
+# per mutant, then `mutants: C caught of M`; fails if any is missed.
+MUTATE_BUDGET ?= 2m
+MUTATE_RUN ?=
+mutate: deps
+	$(GO) run ./internal/mutate -budget $(MUTATE_BUDGET) -run '$(MUTATE_RUN)'
 
 # Real partitions (internal/partition, as root): a 3-node ensemble and its
 # clients in network namespaces of their own, links cut with nftables or

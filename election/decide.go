@@ -1,7 +1,6 @@
 package election
 
 import (
-	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -16,9 +15,9 @@ import (
 // gone, no candidate can be ahead of self (sequence numbers only grow and
 // latch nodes never borrow one), so when this engine deletes it, self may
 // be elected on the deletion's reply.
-func decideCandidate(l *queue.Listing, self string) engine.Decision {
+func decideCandidate(l *queue.Listing, self string) queue.Decision {
 	d := l.Latch(self)
-	out := engine.Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing}
+	out := queue.Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing}
 	if d.Watch != "" {
 		nodes := l.Nodes()
 		out.Next = nodes[l.Index(d.Watch)].Seq < nodes[l.Index(self)].Seq
@@ -35,11 +34,11 @@ func decideCandidate(l *queue.Listing, self string) engine.Decision {
 // An observer never holds and is never Missing: its own node only gives it
 // a place from which to watch, and the watch works as well without it
 // should someone delete it.
-func leaderOf(nodes []queue.Node) (leader string, d engine.Decision) {
+func leaderOf(nodes []queue.Node) (leader string, d queue.Decision) {
 	for _, n := range nodes {
 		if n.Kind == queue.KindLatch {
-			return n.Name, engine.Decision{Watch: n.Name}
+			return n.Name, queue.Decision{Watch: n.Name}
 		}
 	}
-	return "", engine.Decision{WatchChildren: true}
+	return "", queue.Decision{WatchChildren: true}
 }

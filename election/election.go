@@ -17,7 +17,7 @@
 // Suspended, and Lost only when the session may have expired); a session
 // expiry ends a leadership (Lost closes) and puts every candidate that was
 // not yet elected at the back of the election under the new session, or
-// fails it with ErrSessionExpired (WithFailOnExpiry, or the engine's
+// fails it with engine.ErrSessionExpired (WithFailOnExpiry, or the engine's
 // Config.FailOnExpiry). Cancelling a campaign's context before it is elected
 // removes its node.
 package election
@@ -28,21 +28,14 @@ import (
 	"errors"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
-// Errors of the election package. Those of the engine are re-exported for
-// callers that import only this package; errors.Is finds each in a wrapped
-// error.
-var (
-	// ErrNoLeader: the election has no candidate, so no leader.
-	ErrNoLeader = errors.New("turnstile: election has no leader")
-
-	ErrLost           = engine.ErrLost
-	ErrSessionExpired = engine.ErrSessionExpired
-	ErrClosed         = engine.ErrClosed
-	ErrInvalidPath    = engine.ErrInvalidPath
-)
+// ErrNoLeader: the election has no candidate, so no leader. The other
+// errors an election returns are the engine's (engine.ErrLost,
+// engine.ErrClosed, ...), which errors.Is finds in a wrapped error.
+var ErrNoLeader = errors.New("turnstile: election has no leader")
 
 // Election is one leader election: the candidates under one ZooKeeper path.
 // Its methods are safe for concurrent use. Use one Election per path per
@@ -59,22 +52,22 @@ type Option func(*options)
 
 type options struct {
 	failOnExpiry bool
-	rt           Runtime
+	rt           seam.ElectionRuntime
 }
 
 // WithFailOnExpiry makes a candidate that is not yet elected when the
-// session expires fail with ErrSessionExpired, instead of joining the
+// session expires fail with engine.ErrSessionExpired, instead of joining the
 // election again, at the back, under the new session.
 func WithFailOnExpiry() Option { return func(o *options) { o.failOnExpiry = true } }
 
 // New returns the election on path. It does no I/O: an invalid path is
-// reported by the first Campaign or Leader, with ErrInvalidPath.
+// reported by the first Campaign or Leader, with engine.ErrInvalidPath.
 func New(eng *engine.Engine, path string, opts ...Option) *Election {
 	e := &Election{eng: eng, path: path}
 	for _, opt := range opts {
 		opt(&e.opts)
 	}
-	e.opts.rt = e.opts.rt.withDefaults(eng)
+	e.opts.rt = runtimeOf(eng)
 	e.obs.el = e
 	return e
 }
@@ -85,8 +78,8 @@ func (e *Election) Path() string { return e.path }
 // Campaign enters a candidate with value (its participant id, written as
 // its node's data) and returns at once. The future resolves with the
 // Leadership once this candidate leads, or with an error: context.Cause(ctx)
-// when ctx ends first (the candidate's node is then removed), ErrClosed, or
-// ErrSessionExpired (see WithFailOnExpiry). Every Campaign is a candidate
+// when ctx ends first (the candidate's node is then removed), engine.ErrClosed, or
+// engine.ErrSessionExpired (see WithFailOnExpiry). Every Campaign is a candidate
 // of its own, whatever its value, and joins at the back of the election:
 // a leader that resigns and campaigns again waits for every candidate that
 // was there before it.
@@ -94,7 +87,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*L
 	value = bytes.Clone(value)
 	f, resolve := engine.NewPromise[*Leadership]()
 	req := engine.Request{
-		Path: e.path, Prefix: queue.LatchPrefix, Decide: decideCandidate, Data: value,
+		Path: e.path, Kind: queue.KindLatch, Decide: decideCandidate, Data: value,
 		FailOnExpiry: e.opts.failOnExpiry,
 	}
 	e.eng.Acquire(ctx, req).Then(func(l *engine.Lease, err error) {
@@ -102,7 +95,7 @@ func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*L
 			resolve(nil, err)
 			return
 		}
-		resolve(&Leadership{lease: l, value: value}, nil)
+		resolve(&Leadership{Lease: l, value: value}, nil)
 	})
 	return f
 }
@@ -124,7 +117,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		case err != nil:
 			return Leader{}, err
 		}
-		nodes, _ := queue.Nodes(children)
+		nodes := queue.NewListing(children).Nodes()
 		leader, _ := leaderOf(nodes)
 		if leader == "" {
 			return Leader{}, ErrNoLeader

@@ -126,10 +126,10 @@ func TestLeaderNamesTheLeader(t *testing.T) {
 	if _, err := ea.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Fatalf("Leader after the last resign: %v, want ErrNoLeader", err)
 	}
-	if _, err := election.New(a, "no/slash").Leader(ctx); !errors.Is(err, election.ErrInvalidPath) {
+	if _, err := election.New(a, "no/slash").Leader(ctx); !errors.Is(err, engine.ErrInvalidPath) {
 		t.Fatalf("Leader of a relative path: %v, want ErrInvalidPath", err)
 	}
-	if _, err := election.New(a, "no/slash").Campaign(ctx, nil).Wait(ctx); !errors.Is(err, election.ErrInvalidPath) {
+	if _, err := election.New(a, "no/slash").Campaign(ctx, nil).Wait(ctx); !errors.Is(err, engine.ErrInvalidPath) {
 		t.Fatalf("Campaign on a relative path: %v, want ErrInvalidPath", err)
 	}
 }

@@ -50,14 +50,14 @@ func TestLostBeforeTheNextLeaderOnExpiry(t *testing.T) {
 	if !isClosed(la.Lost()) {
 		t.Fatal("the next leader was elected before the old one saw Lost()")
 	}
-	if !errors.Is(la.Err(), election.ErrLost) || la.Leading() {
-		t.Fatalf("the expired leader: Err() = %v, Leading() = %v", la.Err(), la.Leading())
+	if !errors.Is(la.Err(), engine.ErrLost) || la.Held() {
+		t.Fatalf("the expired leader: Err() = %v, Leading() = %v", la.Err(), la.Held())
 	}
 	if lb.Token() <= la.Token() {
 		t.Fatalf("token %d after the expiry, not above the lost leader's %d", lb.Token(), la.Token())
 	}
 	p.Heal()
-	if err := la.Resign(ctx); !errors.Is(err, election.ErrLost) {
+	if err := la.Resign(ctx); !errors.Is(err, engine.ErrLost) {
 		t.Fatalf("resign of a lost leadership: %v, want ErrLost", err)
 	}
 	if err := lb.Resign(ctx); err != nil {
@@ -95,7 +95,7 @@ func TestConnectionLossKeepsTheCandidacy(t *testing.T) {
 	}
 	p.Heal()
 	eventually(t, "a reconnected", func() bool { return !isClosed(leader.Suspended()) })
-	if a.SessionID() != session || isClosed(leader.Lost()) || !leader.Leading() {
+	if a.SessionID() != session || isClosed(leader.Lost()) || !leader.Held() {
 		t.Fatalf("after a short cut: session %x (was %x), lost %v", a.SessionID(), session, isClosed(leader.Lost()))
 	}
 	if after := children(t, conn, path); !slices.Equal(sorted(after), sorted(before)) {
@@ -151,7 +151,7 @@ func TestExpiryRejoinsAtTheBackOrFails(t *testing.T) {
 	p.Cut()
 	eventually(t, "a's nodes removed by the expiry", func() bool { return len(children(t, conn, path)) == 2 })
 	p.Heal()
-	if _, err := failing.Wait(ctx); !errors.Is(err, election.ErrSessionExpired) {
+	if _, err := failing.Wait(ctx); !errors.Is(err, engine.ErrSessionExpired) {
 		t.Fatalf("candidate WithFailOnExpiry: %v, want ErrSessionExpired", err)
 	}
 	eventually(t, "a's candidate joined again", func() bool { return len(children(t, conn, path)) == 3 })
@@ -230,7 +230,7 @@ func campaignLoop(ctx context.Context, t *testing.T, el *election.Election, valu
 		}
 		ts.steppedDown(l)
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := l.Resign(rctx); err != nil && !errors.Is(err, election.ErrLost) {
+		if err := l.Resign(rctx); err != nil && !errors.Is(err, engine.ErrLost) {
 			t.Errorf("%s: resign: %v", value, err)
 		}
 		cancel()

@@ -125,8 +125,8 @@ func (o *observers) start() {
 	w := &watch{ctx: ctx, stop: cancel}
 	o.watch = w
 	req := engine.Request{
-		Path: o.el.path, Prefix: queue.ObserverPrefix,
-		Decide: func(l *queue.Listing, _ string) engine.Decision {
+		Path: o.el.path, Kind: queue.KindObserver,
+		Decide: func(l *queue.Listing, _ string) queue.Decision {
 			leader, d := leaderOf(l.Nodes())
 			o.saw(w, leader)
 			return d

@@ -7,6 +7,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/seam"
 )
 
 // An Election given a Runtime does every off-loop thing through it: the
@@ -24,16 +25,21 @@ func TestRuntimeCarriesObserveAndLeader(t *testing.T) {
 		defer mu.Unlock()
 		calls[what]++
 	}
-	rt := election.Runtime{
+	rt := seam.ElectionRuntime{
 		Go: func(f func()) { count("go"); go f() },
 		AfterFunc: func(ctx context.Context, f func()) func() bool {
 			count("afterfunc")
 			return context.AfterFunc(ctx, f)
 		},
-		Children: func(ctx context.Context, p string) ([]string, error) { count("children"); return eng.Children(ctx, p) },
-		Data:     func(ctx context.Context, p string) ([]byte, error) { count("data"); return eng.Data(ctx, p) },
+		Children: func(ctx context.Context, p string) ([]string, error) {
+			count("children")
+			return seam.Children(eng, ctx, p)
+		},
+		Data: func(ctx context.Context, p string) ([]byte, error) { count("data"); return seam.Data(eng, ctx, p) },
 	}
-	e := election.New(eng, path, election.WithRuntime(rt))
+	seam.SetElectionRuntime(eng, rt)
+	e := election.New(eng, path)
+	seam.ForgetElectionRuntime(eng)
 	ld, err := e.Campaign(ctx, []byte("a")).Wait(ctx)
 	if err != nil {
 		t.Fatal(err)

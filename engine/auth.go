@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // ErrNoAuth: ZooKeeper refused an operation for lack of rights (the node's
@@ -42,7 +42,7 @@ func (e *Engine) authenticate(ctx context.Context) error {
 			switch {
 			case noAuth(err):
 				return fmt.Errorf("%w: credentials of scheme %q: %w", ErrNoAuth, cred.Scheme, err)
-			case classify(err) != events.ConnLoss:
+			case classify(err) != input.ConnLoss:
 				return fmt.Errorf("turnstile: credentials of scheme %q: %w", cred.Scheme, err)
 			}
 			select {

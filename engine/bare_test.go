@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -17,7 +18,7 @@ import (
 // nothing it decides to send is ever sent; settle carries out the rest.
 func bareCore(log *slog.Logger) *core {
 	c := newCore(Config{Logger: log}, nil, &counters{}, &gauges{})
-	c.newID = queue.NewID
+	c.newID = nodename.NewID
 	c.newLease = func(id uint64, path, node string, token int64) *Lease {
 		return &Lease{id: id, path: path, node: node, token: token}
 	}
@@ -38,8 +39,8 @@ func (c *core) settle() {
 // for a listing.
 func listingEntry(id uint64, path, name string) *entry {
 	en := &entry{id: id, acquired: newFuture[*Lease](), c: contender.New(contender.Config{
-		LockPath: path, Prefix: queue.MutexPrefix, Decide: Decider(mutexAtHead).contenderDecider(),
-		NewID: queue.NewID, Connected: true,
+		LockPath: path, Prefix: nodename.Mutex, Decide: contender.Decider(mutexAtHead),
+		NewID: nodename.NewID, Connected: true,
 	})}
 	en.c.Step(contender.Input{Kind: contender.Start})
 	en.c.Step(contender.Input{Kind: contender.Created, Name: name})
@@ -49,7 +50,7 @@ func listingEntry(id uint64, path, name string) *entry {
 // mutexNode is the name of a mutex node of protected id with sequence
 // number seq, as the server formats it (a negative seq: its counter wrapped).
 func mutexNode(id string, seq int64) string {
-	return queue.ProtectedPrefix(id, queue.KindMutex) + queue.FormatSeq(seq)
+	return nodename.Protected(id, queue.KindMutex) + nodename.FormatSeq(seq)
 }
 
 // records is a slog.Handler that keeps every record.
@@ -75,12 +76,12 @@ func TestWrappedListingLoggedOnce(t *testing.T) {
 	c := bareCore(slog.New(&logs))
 	const path = "/locks/a"
 	for round := range 3 {
-		name := mutexNode(queue.NewID(), -2147483648+int64(round))
+		name := mutexNode(nodename.NewID(), -2147483648+int64(round))
 		en := listingEntry(uint64(round+1), path, name)
 		c.contenders[en.id] = en
 		c.listings[path] = &listing{current: []uint64{en.id}}
-		children := []string{mutexNode(queue.NewID(), 2147483647), name}
-		c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
+		children := []string{mutexNode(nodename.NewID(), 2147483647), name}
+		c.listed(input.OpDone{Op: input.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
 		c.settle()
 		if _, done, err := en.acquired.Result(); !done || !errors.Is(err, ErrSequenceWrapped) {
 			t.Fatalf("round %d: acquisition resolved %v with %v, want ErrSequenceWrapped", round, done, err)

@@ -11,28 +11,28 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 func TestClassify(t *testing.T) {
 	reset := &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}
 	cases := []struct {
 		err  error
-		want events.Outcome
+		want input.Outcome
 	}{
-		{nil, events.OK},
-		{zk.ErrNoNode, events.NoNode},
-		{fmt.Errorf("wrapped: %w", zk.ErrNodeExists), events.NodeExists},
-		{zk.ErrConnectionClosed, events.ConnLoss},
-		{zk.ErrSessionExpired, events.ConnLoss},
-		{zk.ErrSessionMoved, events.ConnLoss},
-		{reset, events.ConnLoss},
-		{io.EOF, events.ConnLoss},
-		{syscall.EPIPE, events.ConnLoss},
-		{zk.ErrClosing, events.Closing},
-		{zk.ErrNoAuth, events.NoAuth},
-		{fmt.Errorf("wrapped: %w", zk.ErrAuthFailed), events.NoAuth},
-		{zk.ErrBadArguments, events.Refused},
+		{nil, input.OK},
+		{zk.ErrNoNode, input.NoNode},
+		{fmt.Errorf("wrapped: %w", zk.ErrNodeExists), input.NodeExists},
+		{zk.ErrConnectionClosed, input.ConnLoss},
+		{zk.ErrSessionExpired, input.ConnLoss},
+		{zk.ErrSessionMoved, input.ConnLoss},
+		{reset, input.ConnLoss},
+		{io.EOF, input.ConnLoss},
+		{syscall.EPIPE, input.ConnLoss},
+		{zk.ErrClosing, input.Closing},
+		{zk.ErrNoAuth, input.NoAuth},
+		{fmt.Errorf("wrapped: %w", zk.ErrAuthFailed), input.NoAuth},
+		{zk.ErrBadArguments, input.Refused},
 	}
 	for _, c := range cases {
 		if got := classify(c.err); got != c.want {

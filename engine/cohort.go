@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -52,13 +52,13 @@ import (
 // overtake a client queued since the grant. A grant with no local waiter
 // asks nothing, so an uncontended lock costs what it did.
 
-// TokenPassBits is how many low bits of a fencing token number the local
+// tokenPassBits is how many low bits of a fencing token number the local
 // passes of one grant (see Lease.Token).
-const TokenPassBits = 12
+const tokenPassBits = 12
 
-// MaxCohortPasses is the most local passes one grant of a node may make:
-// the pass numbers that fit in TokenPassBits.
-const MaxCohortPasses = 1<<TokenPassBits - 1
+// maxCohortPasses is the most local passes one grant of a node may make:
+// the pass numbers that fit in tokenPassBits.
+const maxCohortPasses = 1<<tokenPassBits - 1
 
 // CohortConfig bounds lock cohorting (see Request.Cohort): how long a node
 // that this engine holds passes among its own waiters before it goes back
@@ -69,7 +69,7 @@ type CohortConfig struct {
 	// every client, at the cost of a ZooKeeper write for each handoff.
 	StrictFIFO bool
 	// MaxPasses bounds the local passes of one grant of a node (default
-	// 1000, at most MaxCohortPasses).
+	// 1000, at most 4095, the pass numbers a token holds).
 	MaxPasses int
 	// MaxHold bounds the time, from the grant of the node, after which no
 	// local pass starts (default 100ms). With no other client seen
@@ -82,9 +82,11 @@ type CohortConfig struct {
 	MaxHold time.Duration
 }
 
-// The bounds a zero CohortConfig takes.
+// The bounds a zero CohortConfig takes. DefaultCohortHold is exported for
+// what measures a wait against it (a client another engine keeps out waits
+// at most MaxHold and one hold).
 const (
-	DefaultCohortPasses = 1000
+	defaultCohortPasses = 1000
 	DefaultCohortHold   = 100 * time.Millisecond
 )
 
@@ -92,11 +94,11 @@ func (c *CohortConfig) withDefaults() error {
 	switch {
 	case c.MaxPasses < 0 || c.MaxHold < 0:
 		return fmt.Errorf("%w: negative Cohort bound", ErrInvalidConfig)
-	case c.MaxPasses > MaxCohortPasses:
-		return fmt.Errorf("%w: Cohort.MaxPasses %d above MaxCohortPasses (%d)", ErrInvalidConfig, c.MaxPasses, MaxCohortPasses)
+	case c.MaxPasses > maxCohortPasses:
+		return fmt.Errorf("%w: Cohort.MaxPasses %d above the most a token can number (%d)", ErrInvalidConfig, c.MaxPasses, maxCohortPasses)
 	}
 	if c.MaxPasses == 0 {
-		c.MaxPasses = DefaultCohortPasses
+		c.MaxPasses = defaultCohortPasses
 	}
 	if c.MaxHold == 0 {
 		c.MaxHold = DefaultCohortHold
@@ -226,7 +228,7 @@ func (cs *cohorts) admits(e *Engine, req Request) bool {
 // held.
 func (cs *cohorts) find(e *Engine, path string, req Request, create bool) *cohort {
 	for _, c := range cs.byPath[path] {
-		if c.req.Prefix == req.Prefix && bytes.Equal(c.req.Data, req.Data) && c.req.FailOnExpiry == req.FailOnExpiry {
+		if c.req.Kind == req.Kind && bytes.Equal(c.req.Data, req.Data) && c.req.FailOnExpiry == req.FailOnExpiry {
 			return c
 		}
 	}
@@ -439,7 +441,7 @@ func (c *cohort) start(a *carrierAttempt) {
 	a.fut.onResolve(func(l *Lease, err error) { c.granted(a, l, err) })
 	req := c.req
 	decide := req.Decide
-	req.Decide = func(l *queue.Listing, self string) Decision {
+	req.Decide = func(l *queue.Listing, self string) queue.Decision {
 		d := decide(l, self)
 		if d.Holds {
 			// An exclusive holder's listing: every other lock node waits
@@ -707,7 +709,7 @@ func (c *cohort) askWatch(carrier *Lease) {
 		c.watched(carrier, self, children, ch, err)
 	})
 	if ok {
-		e.count.n[events.OpWatchChildren].Add(1)
+		e.count.n[input.OpWatchChildren].Add(1)
 	}
 }
 

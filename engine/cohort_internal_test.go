@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -52,7 +52,7 @@ func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEngine(cfg) // never started: Acquire only queues its command
-	c := e.cohorts.find(e, "/p", Request{Path: "/p", Prefix: queue.WritePrefix, Cohort: true}, true)
+	c := e.cohorts.find(e, "/p", Request{Path: "/p", Kind: queue.KindWrite, Cohort: true}, true)
 	carrier := &Lease{eng: e, path: "/p", node: "/p/_c_x-__WRIT__0000000001"}
 	c.carrier, c.holder, c.watchKnown = carrier, c.view(carrier, 0), true
 	c.push(&waiter{fut: newFuture[*Lease]()})
@@ -62,8 +62,8 @@ func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
 	c.holder = c.view(carrier, c.passes)
 	c.push(&waiter{fut: newFuture[*Lease]()})
 
-	read := Request{Path: "/p", Prefix: queue.ReadPrefix, Seq: "0000000001",
-		Decide: func(*queue.Listing, string) Decision { return Decision{Holds: true} }}
+	read := Request{Path: "/p", Kind: queue.KindRead, Seq: "0000000001",
+		Decide: func(*queue.Listing, string) queue.Decision { return queue.Decision{Holds: true} }}
 	e.Acquire(context.Background(), read)
 	c.holder = nil
 	tr := c.next(true, 0)
@@ -88,7 +88,7 @@ func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
 	e := newEngine(cfg) // never started: the test plays the loop's part
 	defer e.trust.stop()
 	e.trust.handshake(e.trust.clock(), 0x10, hourMs)
-	c := e.cohorts.find(e, "/p", Request{Path: "/p", Prefix: queue.MutexPrefix, Cohort: true}, true)
+	c := e.cohorts.find(e, "/p", Request{Path: "/p", Kind: queue.KindMutex, Cohort: true}, true)
 	carrier := &Lease{eng: e, id: 1, path: "/p", node: "/p/_c_x-lock-0000000001"}
 	if !e.trust.admit(carrier, 0x10) || !carrier.followLoss(func(cause error) { c.lost(carrier, cause) }) {
 		t.Fatal("the test's carrier was not admitted")
@@ -101,7 +101,7 @@ func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
 	released := held.ReleaseAsync()
 	carrier.markLost(ErrLost) // the loop carrying that step out
 	for _, ev := range e.inbox.Drain(nil) {
-		cmd, ok := ev.(events.Command)
+		cmd, ok := ev.(input.Command)
 		if !ok {
 			continue // the watchdog's news
 		}

@@ -5,8 +5,9 @@ import (
 	"log/slog"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
-	"github.com/turnstile-go/turnstile/queue"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 )
 
 // The core's contenders: the users' commands that make, release and close
@@ -57,8 +58,8 @@ func (c *core) acquire(cmd acquireCmd) {
 	en := &entry{id: c.nextID, data: cmd.req.Data, revocable: cmd.req.Revocable, acquired: cmd.fut,
 		c: contender.New(contender.Config{
 			LockPath:     cmd.req.Path,
-			Prefix:       cmd.req.Prefix,
-			Decide:       cmd.req.Decide.contenderDecider(),
+			Prefix:       nodename.Marker(cmd.req.Kind),
+			Decide:       contender.Decider(cmd.req.Decide),
 			NewID:        c.newID,
 			Seq:          cmd.req.Seq,
 			TryOnly:      cmd.req.TryOnly,
@@ -73,14 +74,6 @@ func (c *core) acquire(cmd acquireCmd) {
 	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.req.Path})
 	c.attach(en, cmd.ctx)
 	c.stepContender(en, contender.Input{Kind: contender.Start})
-}
-
-// contenderDecider is d as the contender machine calls it. The machine
-// has a Decision of its own, with the same fields, so that its package
-// stays sealed while the recipes' types stay the engine's, documented
-// here. It costs the closure, once per acquisition.
-func (d Decider) contenderDecider() contender.Decider {
-	return func(l *queue.Listing, self string) contender.Decision { return contender.Decision(d(l, self)) }
 }
 
 // stepContender feeds one input to a contender and carries out its effects.
@@ -110,22 +103,22 @@ func (c *core) apply(en *entry, ef contender.Effect) {
 	case contender.Create:
 		en.attempts = 0
 		c.sendingCreate(en)
-		c.commit.submit(&c.rd, op{kind: events.OpCreate, id: en.id, path: ef.Path, data: en.data, fixed: en.c.Borrowed()})
+		c.commit.submit(&c.rd, op{kind: input.OpCreate, id: en.id, path: ef.Path, data: en.data, fixed: en.c.Borrowed()})
 	case contender.CreateParents:
 		waiting, inFlight := c.parents[ef.Path]
 		c.parents[ef.Path] = append(waiting, en.id)
 		if !inFlight {
-			c.commit.submit(&c.rd, op{kind: events.OpCreateParents, path: ef.Path})
+			c.commit.submit(&c.rd, op{kind: input.OpCreateParents, path: ef.Path})
 		}
 	case contender.List:
 		c.requestListing(ef.Path, en.id)
 	case contender.Recover:
-		c.commit.submit(&c.rd, op{kind: events.OpRecover, id: en.id, path: ef.Path, find: ef.ID})
+		c.commit.submit(&c.rd, op{kind: input.OpRecover, id: en.id, path: ef.Path, find: ef.ID})
 	case contender.Watch:
 		c.watch(en, ef)
 	case contender.Delete:
 		c.sendingChange(en.c.LockPath())
-		o := op{kind: events.OpDelete, id: en.id, path: ef.Path}
+		o := op{kind: input.OpDelete, id: en.id, path: ef.Path}
 		if en.c.Granted() && c.localWatch[ef.Path] != nil {
 			// A holder lets go and a waiter of ours is next: the lock is
 			// idle until this delete is answered, so it waits for nothing.

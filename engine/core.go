@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // core is the engine's deterministic heart: every contender, every watch,
@@ -42,7 +42,7 @@ type core struct {
 	count  *counters
 	gauges *gauges
 
-	rd Ready // what the core decided since the runtime last took it
+	rd ready // what the core decided since the runtime last took it
 
 	nextID     uint64
 	contenders map[uint64]*entry
@@ -164,21 +164,21 @@ func newCore(cfg Config, trust admitter, count *counters, gauges *gauges) *core 
 }
 
 // step handles one event.
-func (c *core) step(ev events.Event) {
+func (c *core) step(ev input.Event) {
 	switch ev := ev.(type) {
-	case events.Command:
+	case input.Command:
 		c.handleCommand(ev.Payload)
-	case events.OpDone:
+	case input.OpDone:
 		c.handleOpDone(ev)
-	case events.RequestDone:
+	case input.RequestDone:
 		c.commit.done(ev.Write)
-	case events.WatchFired:
+	case input.WatchFired:
 		c.watchFired(ev)
-	case events.SessionChanged:
+	case input.SessionChanged:
 		c.handleSession(ev)
-	case events.TrustChanged:
+	case input.TrustChanged:
 		c.handleTrust(ev)
-	case events.TimerFired:
+	case input.TimerFired:
 		c.handleTimer(ev.ID)
 	}
 }
@@ -197,9 +197,9 @@ func (c *core) endTurn() {
 }
 
 // ready hands over what the core decided since the last call.
-func (c *core) ready() Ready {
+func (c *core) ready() ready {
 	rd := c.rd
-	c.rd = Ready{}
+	c.rd = ready{}
 	return rd
 }
 

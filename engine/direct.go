@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/turnstile-go/turnstile/internal/seam"
 )
 
 // NewPromise returns an unresolved future and the function that resolves
@@ -16,11 +17,11 @@ func NewPromise[T any]() (*Future[T], func(T, error) bool) {
 	return f, f.resolve
 }
 
-// Children lists path's children on the engine's session; path is under
+// children lists path's children on the engine's session; path is under
 // Config.Root, as for every method of the engine. Recipes and
 // tools use it for one-off reads (who holds, who waits); acquisitions never
 // do, they go through the loop.
-func (e *Engine) Children(ctx context.Context, path string) ([]string, error) {
+func (e *Engine) children(ctx context.Context, path string) ([]string, error) {
 	path, err := e.serverPath(path)
 	if err != nil {
 		return nil, err
@@ -31,8 +32,8 @@ func (e *Engine) Children(ctx context.Context, path string) ([]string, error) {
 	})
 }
 
-// Data reads a node's data on the engine's session.
-func (e *Engine) Data(ctx context.Context, path string) ([]byte, error) {
+// data reads a node's data on the engine's session.
+func (e *Engine) data(ctx context.Context, path string) ([]byte, error) {
 	path, err := e.serverPath(path)
 	if err != nil {
 		return nil, err
@@ -43,8 +44,8 @@ func (e *Engine) Data(ctx context.Context, path string) ([]byte, error) {
 	})
 }
 
-// SetData writes a node's data on the engine's session, whatever its version.
-func (e *Engine) SetData(ctx context.Context, path string, data []byte) error {
+// setData writes a node's data on the engine's session, whatever its version.
+func (e *Engine) setData(ctx context.Context, path string, data []byte) error {
 	path, err := e.serverPath(path)
 	if err != nil {
 		return err
@@ -102,4 +103,19 @@ func direct[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, e
 	case <-ctx.Done():
 		return zero, context.Cause(ctx)
 	}
+}
+
+// The recipes' packages reach the engine's one-off reads and writes
+// through internal/seam, which keeps them out of the public API.
+func init() {
+	seam.Children = func(eng any, ctx context.Context, path string) ([]string, error) {
+		return eng.(*Engine).children(ctx, path)
+	}
+	seam.Data = func(eng any, ctx context.Context, path string) ([]byte, error) {
+		return eng.(*Engine).data(ctx, path)
+	}
+	seam.SetData = func(eng any, ctx context.Context, path string, data []byte) error {
+		return eng.(*Engine).setData(ctx, path, data)
+	}
+	seam.FailsOnExpiry = func(eng any) bool { return eng.(*Engine).cfg.FailOnExpiry }
 }

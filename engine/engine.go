@@ -18,42 +18,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
-
-// Decision is a recipe's verdict on one listing of the lock path.
-type Decision struct {
-	Holds   bool   // self holds the lock
-	Watch   string // when !Holds: the one child whose departure may let self in
-	Missing bool   // self is not among the children
-	// Next: when !Holds, self holds as soon as Watch, having held the lock,
-	// is gone: Watch is exclusive, so whatever was ahead of it was gone
-	// when it was granted, and every node of this listing between Watch
-	// and self lets self by (see queue.Decision.Next). When Watch is a
-	// holder of this same engine releasing its lock, self is then granted
-	// on the deletion's reply, without listing again: the local handoff.
-	//
-	// The engine hands over only when, besides Next, two things hold, and
-	// lists again otherwise (listing again is always safe):
-	//   - the departing node is of an exclusive kind by its name (a mutex
-	//     or write node, kazoo's "__lock__" included), never a read node,
-	//     whose fellow readers may still hold;
-	//   - no contender of this engine with a borrowed sequence number
-	//     (Request.Seq: a downgrade's read node) is alive on the path. Such
-	//     a node takes a number at or below its writer's, so it can sit
-	//     ahead of self without self's listing showing it: its create may
-	//     have been queued, in flight, or sent after that listing.
-	// A Decider sets Next only if it knows that, by its recipe and the
-	// departing node's, nothing else can keep self out; when in doubt it
-	// leaves it false.
-	Next bool
-	// WatchChildren: when !Holds, any child's departure may let self in, so
-	// watch the lock path's children instead of one node. Only for recipes
-	// where a single waiter watches at a time (a semaphore's lease path,
-	// guarded by its mutex), or it would wake a herd.
-	WatchChildren bool
-}
 
 // Decider is a recipe: from one listing of the lock path, does self hold,
 // and if not, which one child must it wait for. self is the contender's own
@@ -63,21 +31,21 @@ type Decision struct {
 // l to every contender that waited for it: thousands on a busy path. A
 // Decider runs on the loop goroutine, so it must be quick, O(log n) at most
 // (l's predicates are), and must neither change l nor keep it.
-type Decider func(l *queue.Listing, self string) Decision
+type Decider func(l *queue.Listing, self string) queue.Decision
 
 // Request describes one acquisition.
 type Request struct {
-	Path    string  // the lock path; its children are the contenders
-	Prefix  string  // node name after the protected id, e.g. "lock-"
-	Decide  Decider // the recipe
-	Data    []byte  // the node's data, e.g. who the holder is
-	TryOnly bool    // fail with ErrWouldBlock instead of waiting
+	Path    string     // the lock path; its children are the contenders
+	Kind    queue.Kind // the kind of node to make: what Decide sees it as
+	Decide  Decider    // the recipe
+	Data    []byte     // the node's data, e.g. who the holder is
+	TryOnly bool       // fail with ErrWouldBlock instead of waiting
 	// Seq, when not empty, makes the node non-sequential with this
-	// ten-digit number after the prefix: a downgraded read lock takes its
-	// writer's place in the queue this way.
+	// ten-digit number after the kind's marker: a downgraded read lock
+	// takes its writer's place in the queue this way.
 	Seq string
 	// Revocable: while held, watch the node's data for a revocation request
-	// (RevokeData) and close the lease's Revoked channel when one comes.
+	// (lock.Revoke writes it) and close the lease's Revoked channel when one comes.
 	Revocable bool
 	// FailOnExpiry: fail with ErrSessionExpired, rather than queue again
 	// under the new session, when the session expires before the grant,
@@ -87,20 +55,15 @@ type Request struct {
 	FailOnExpiry bool
 	// Cohort lets the lease pass, without a request, among acquisitions of
 	// this engine that wait for the same lock: those with Cohort set and
-	// the same Path, Prefix, Data and FailOnExpiry (lock cohorting; see
+	// the same Path, Kind, Data and FailOnExpiry (lock cohorting; see
 	// CohortConfig). Passing an exclusive lease from one holder to the next
 	// keeps one holder, whatever the recipe, so it is allowed for exclusive
 	// kinds of node only (a mutex's, a writer's), and every Request with
-	// Cohort set and a given Path and Prefix must be of one recipe. It is
+	// Cohort set and a given Path and Kind must be of one recipe. It is
 	// ignored for TryOnly, Seq, Revocable requests, and when the engine's
 	// Config.Cohort.StrictFIFO is set.
 	Cohort bool
 }
-
-// RevokeData is what a revoker writes into a holder's node to ask it to
-// let go: the same bytes Curator's Revoker writes, so Java and Go holders
-// and revokers understand each other.
-var RevokeData = []byte("__REVOKE__")
 
 // Engine runs acquisitions on one ZooKeeper session. It is the runtime
 // around a deterministic core (core.go): the runtime owns the ZooKeeper
@@ -111,7 +74,7 @@ type Engine struct {
 	log   *slog.Logger
 	conn  zkConn
 	rt    runtime
-	inbox *events.Inbox
+	inbox *inbox
 	count counters
 	// cohorts are the acquisitions that pass leases among themselves
 	// (cohort.go); not the loop's: it never touches them.
@@ -169,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.conn = conn
 	e.rt = runtime{
-		newID:     queue.NewID,
+		newID:     nodename.NewID,
 		goroutine: func(f func()) { e.wg.Add(1); go func() { defer e.wg.Done(); f() }() },
 		afterFunc: realAfterFunc,
 		afterDone: context.AfterFunc,
@@ -208,7 +171,7 @@ func newEngine(cfg Config) *Engine {
 	e := &Engine{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		inbox:    events.NewInbox(),
+		inbox:    newInbox(),
 		states:   newStateWatch(),
 		loopDone: make(chan struct{}),
 		ready:    make(chan struct{}),
@@ -216,13 +179,13 @@ func newEngine(cfg Config) *Engine {
 		contexts: make(map[<-chan struct{}]func() bool),
 	}
 	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
-		e.inbox.Put(events.TrustChanged{Lapsed: lapsed})
+		e.inbox.Put(input.TrustChanged{Lapsed: lapsed})
 	})
 	e.core = newCore(cfg, e.trust, &e.count, &e.gauges)
 	e.core.newLease = func(id uint64, path, node string, token int64) *Lease {
 		return newLease(e, id, path, node, token)
 	}
-	e.rt.newID = queue.NewID
+	e.rt.newID = nodename.NewID
 	e.core.newID = func() string { return e.rt.newID() }
 	return e
 }
@@ -232,11 +195,6 @@ func (e *Engine) Stats() Stats { return e.count.snapshot() }
 
 // SessionID is the current ZooKeeper session's id.
 func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
-
-// FailsOnExpiry reports Config.FailOnExpiry: whether acquisitions not yet
-// granted fail when the session expires, rather than queue again. Recipes
-// made of several acquisitions read it to do the same as a whole.
-func (e *Engine) FailsOnExpiry() bool { return e.cfg.FailOnExpiry }
 
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. req.Path
@@ -302,7 +260,7 @@ func (e *Engine) post(cmd any) bool {
 	if e.closed {
 		return false
 	}
-	e.inbox.Put(events.Command{Payload: cmd})
+	e.inbox.Put(input.Command{Payload: cmd})
 	return true
 }
 

@@ -64,8 +64,8 @@ func TestCloseIsIdempotentAndAcquireAfterCloseFails(t *testing.T) {
 	if err := eng.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f := eng.Acquire(context.Background(), engine.Request{Path: "/x", Prefix: "lock-",
-		Decide: func(*queue.Listing, string) engine.Decision { return engine.Decision{Holds: true} }})
+	f := eng.Acquire(context.Background(), engine.Request{Path: "/x", Kind: queue.KindMutex,
+		Decide: func(*queue.Listing, string) queue.Decision { return queue.Decision{Holds: true} }})
 	if _, err := f.Wait(context.Background()); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("acquire after close: %v, want ErrClosed", err)
 	}
@@ -93,7 +93,7 @@ func TestFirstInLineIgnoresForeignChildren(t *testing.T) {
 		{self, "config", ahead, "lock-"},
 		{"", "x", ahead, self},
 	} {
-		if d := firstInLine(queue.NewListing(children), self); d != (engine.Decision{Watch: ahead}) {
+		if d := firstInLine(queue.NewListing(children), self); d != (queue.Decision{Watch: ahead}) {
 			t.Fatalf("%q: decision %+v, want to watch %s", children, d, ahead)
 		}
 	}

@@ -16,15 +16,15 @@ import (
 // queue order: Index finds the contender's own node by binary search, and
 // children that are not lock nodes are left out of Nodes. The same listing
 // goes to every contender of the path, so a Decider only reads it.
-func firstInLine(l *queue.Listing, self string) engine.Decision {
+func firstInLine(l *queue.Listing, self string) queue.Decision {
 	i := l.Index(self)
 	switch {
 	case i < 0:
-		return engine.Decision{Missing: true} // our node is gone: the engine creates another
+		return queue.Decision{Missing: true} // our node is gone: the engine creates another
 	case i == 0:
-		return engine.Decision{Holds: true}
+		return queue.Decision{Holds: true}
 	}
-	return engine.Decision{Watch: l.Nodes()[i-1].Name}
+	return queue.Decision{Watch: l.Nodes()[i-1].Name}
 }
 
 // An engine serves every lock of a process on one session. Recipes (package
@@ -39,7 +39,7 @@ func ExampleEngine_Acquire() {
 	}
 	defer eng.Close()
 
-	req := engine.Request{Path: "/examples/engine", Prefix: queue.MutexPrefix, Decide: firstInLine}
+	req := engine.Request{Path: "/examples/engine", Kind: queue.KindMutex, Decide: firstInLine}
 	lease, err := eng.Acquire(ctx, req).Wait(ctx)
 	if err != nil {
 		fmt.Println(err)

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -18,8 +18,8 @@ import (
 // the requests the core decided (see groupcommit.go). Each runs on a
 // short-lived goroutine, at most MaxInFlight at once by the core's count
 // (the client pipelines them on the one session and matches replies by
-// xid), and comes back to the loop as exactly one events.OpDone per op,
-// classified into the core's outcomes, then one events.RequestDone.
+// xid), and comes back to the loop as exactly one input.OpDone per op,
+// classified into the core's outcomes, then one input.RequestDone.
 
 // createFlags: lock nodes are ephemeral and sequential, but for a node
 // with a borrowed number.
@@ -64,7 +64,7 @@ func (s Stats) Requests() uint64 {
 }
 
 type counters struct {
-	n            [events.NumOpKinds]atomic.Uint64
+	n            [input.NumOpKinds]atomic.Uint64
 	localWatches atomic.Uint64
 	multis       atomic.Uint64 // multi requests sent
 	batched      atomic.Uint64 // creates and deletes sent inside them
@@ -74,18 +74,18 @@ type counters struct {
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Creates:       c.n[events.OpCreate].Load(),
-		ParentCreates: c.n[events.OpCreateParents].Load(),
-		Lists:         c.n[events.OpList].Load(),
-		Watches:       c.n[events.OpWatch].Load() + c.n[events.OpWatchChildren].Load(),
-		RevokeWatches: c.n[events.OpRevokeWatch].Load(),
+		Creates:       c.n[input.OpCreate].Load(),
+		ParentCreates: c.n[input.OpCreateParents].Load(),
+		Lists:         c.n[input.OpList].Load(),
+		Watches:       c.n[input.OpWatch].Load() + c.n[input.OpWatchChildren].Load(),
+		RevokeWatches: c.n[input.OpRevokeWatch].Load(),
 		LocalWatches:  c.localWatches.Load(),
-		Deletes:       c.n[events.OpDelete].Load(),
+		Deletes:       c.n[input.OpDelete].Load(),
 		Multis:        c.multis.Load(),
 		Batched:       c.batched.Load(),
-		Recoveries:    c.n[events.OpRecover].Load(),
+		Recoveries:    c.n[input.OpRecover].Load(),
 		OwnerChecks:   c.ownerChecks.Load(),
-		Pins:          c.n[events.OpPin].Load() + c.n[events.OpUnpin].Load(),
+		Pins:          c.n[input.OpPin].Load() + c.n[input.OpUnpin].Load(),
 		Predicted:     c.predicted.Load(),
 	}
 }
@@ -111,17 +111,17 @@ func (e *Engine) start(o op) {
 
 // run carries out one request on its own goroutine and posts its outcome.
 func (e *Engine) run(o op) {
-	var dones []events.OpDone
+	var dones []input.OpDone
 	if o.batch != nil {
 		dones = e.execBatch(o.batch)
 	} else {
-		dones = []events.OpDone{e.exec(o)}
+		dones = []input.OpDone{e.exec(o)}
 	}
 	e.gauges.inFlight.Add(-1)
 	for _, d := range dones {
 		e.inbox.Put(d)
 	}
-	e.inbox.Put(events.RequestDone{Write: o.write})
+	e.inbox.Put(input.RequestDone{Write: o.write})
 }
 
 // execBatch sends creates and deletes as one multi request and reports
@@ -132,14 +132,14 @@ func (e *Engine) run(o op) {
 // that one op's failure is not every op's. After a lost connection the
 // multi's fate is unknown, and every op reports the loss: the contenders
 // recover from it.
-func (e *Engine) execBatch(batch []op) []events.OpDone {
+func (e *Engine) execBatch(batch []op) []input.OpDone {
 	reqs := make([]any, len(batch))
 	for i, o := range batch {
 		e.count.n[o.kind].Add(1)
 		switch o.kind {
-		case events.OpCreate:
+		case input.OpCreate:
 			reqs[i] = &zk.CreateRequest{Path: o.path, Data: o.data, Acl: e.cfg.ACL, Flags: o.createFlags()}
-		case events.OpDelete:
+		case input.OpDelete:
 			reqs[i] = &zk.DeleteRequest{Path: o.path, Version: -1}
 		}
 	}
@@ -147,17 +147,17 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 	e.count.batched.Add(uint64(len(batch)))
 	res, err := e.conn.Multi(reqs...)
 	zxid := e.lastZxid.Load() // at least the multi's, read after its reply
-	dones := make([]events.OpDone, len(batch))
+	dones := make([]input.OpDone, len(batch))
 	switch {
 	case err == nil && len(res) == len(batch):
 		for i, o := range batch {
-			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(res[i].Error), Err: res[i].Error}
-			if o.kind == events.OpCreate {
+			dones[i] = input.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(res[i].Error), Err: res[i].Error}
+			if o.kind == input.OpCreate {
 				dones[i].Name = path.Base(res[i].String)
 			}
 			dones[i].Zxid = zxid
 		}
-	case err != nil && classify(err) != events.ConnLoss && classify(err) != events.Closing:
+	case err != nil && classify(err) != input.ConnLoss && classify(err) != input.Closing:
 		// Refused as a whole: send each on its own, one after another on
 		// this goroutine. It holds the multi's slot, so the requests stay
 		// within MaxInFlight; and one at a time, the creates keep the
@@ -172,51 +172,51 @@ func (e *Engine) execBatch(batch []op) []events.OpDone {
 			err = zk.ErrConnectionClosed // a reply that does not match the request
 		}
 		for i, o := range batch {
-			dones[i] = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(err), Err: err}
+			dones[i] = input.OpDone{Op: o.kind, Contender: o.id, Path: o.path, Outcome: classify(err), Err: err}
 		}
 	}
 	return dones
 }
 
 // exec sends one request and waits for its reply.
-func (e *Engine) exec(o op) (done events.OpDone) {
-	done = events.OpDone{Op: o.kind, Contender: o.id, Path: o.path}
+func (e *Engine) exec(o op) (done input.OpDone) {
+	done = input.OpDone{Op: o.kind, Contender: o.id, Path: o.path}
 	defer func() { done.Outcome = classify(done.Err) }()
 	e.count.n[o.kind].Add(1)
 	switch o.kind {
-	case events.OpCreate:
+	case input.OpCreate:
 		created, err := e.conn.Create(o.path, o.data, o.createFlags(), e.cfg.ACL)
 		done.Name, done.Err = path.Base(created), err
 		// Read after the reply: at least the create's zxid (the token of a
 		// grant made without a listing; see prediction.go).
 		done.Zxid = e.lastZxid.Load()
-	case events.OpCreateParents:
+	case input.OpCreateParents:
 		done.Err = e.ensurePath(o.path)
-	case events.OpList:
+	case input.OpList:
 		children, stat, err := e.conn.Children(o.path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
 			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
 		}
-	case events.OpWatch:
+	case input.OpWatch:
 		// A data watch, not an exists watch: on a node already gone it
 		// fails with no-node and leaves no watch behind.
 		_, _, _, done.Err = e.conn.GetW(o.path)
-	case events.OpWatchChildren:
+	case input.OpWatchChildren:
 		children, stat, _, err := e.conn.ChildrenW(o.path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
 			done.Pzxid, done.Cversion = stat.Pzxid, stat.Cversion
 		}
-	case events.OpRevokeWatch:
+	case input.OpRevokeWatch:
 		done.Data, _, _, done.Err = e.conn.GetW(o.path)
-	case events.OpRecover:
+	case input.OpRecover:
 		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.path, o.find)
-	case events.OpPin:
+	case input.OpPin:
 		_, done.Err = e.conn.Create(o.path, nil, zk.FlagEphemeral, e.cfg.ACL)
-	case events.OpUnpin:
+	case input.OpUnpin:
 		done.Err = e.conn.Delete(o.path, -1)
-	case events.OpDelete:
+	case input.OpDelete:
 		done.Err = e.conn.Delete(o.path, -1)
 		// Read after the reply: at least the deletion's zxid (see handOff).
 		done.Zxid = e.lastZxid.Load()
@@ -279,7 +279,7 @@ func (e *Engine) ensurePath(p string) error {
 				return err
 			}
 		}
-		e.count.n[events.OpCreateParents].Add(1)
+		e.count.n[input.OpCreateParents].Add(1)
 		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.ACL)
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
 			return nil
@@ -289,27 +289,27 @@ func (e *Engine) ensurePath(p string) error {
 }
 
 // classify maps the client's errors to the core's outcomes.
-func classify(err error) events.Outcome {
+func classify(err error) input.Outcome {
 	switch {
 	case err == nil:
-		return events.OK
+		return input.OK
 	case errors.Is(err, zk.ErrNoNode):
-		return events.NoNode
+		return input.NoNode
 	case errors.Is(err, zk.ErrNodeExists):
-		return events.NodeExists
+		return input.NodeExists
 	case errors.Is(err, zk.ErrClosing):
-		return events.Closing
+		return input.Closing
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionExpired),
 		errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrNoServer):
-		return events.ConnLoss
+		return input.ConnLoss
 	case isNetworkError(err):
 		// The client hands a request the raw error of the socket write that
 		// failed; whether the server saw the request is unknown.
-		return events.ConnLoss
+		return input.ConnLoss
 	case noAuth(err):
-		return events.NoAuth
+		return input.NoAuth
 	}
-	return events.Refused
+	return input.Refused
 }
 
 func isNetworkError(err error) bool {

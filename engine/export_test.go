@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // What the simulator (sim_test.go, package engine_test) needs of the
@@ -55,7 +55,7 @@ func (e *Engine) Turn() (events int, exited bool) {
 func (e *Engine) Queued() int { return e.inbox.Len() }
 
 // Post queues an event for the loop, as the client's callbacks do.
-func (e *Engine) Post(ev events.Event) { e.inbox.Put(ev) }
+func (e *Engine) Post(ev input.Event) { e.inbox.Put(ev) }
 
 // BeginClose starts Close without waiting for the loop.
 func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(closeCmd{}) }) }
@@ -91,3 +91,9 @@ func RunCallbacksInPlace() (restore func()) {
 	callbackRunner.Store(&inPlace)
 	return func() { callbackRunner.Store(nil) }
 }
+
+// The token's encoding, for the tests that take a token apart.
+const (
+	TokenPassBits   = tokenPassBits
+	MaxCohortPasses = maxCohortPasses
+)

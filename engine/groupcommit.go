@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // Group commit and the in-flight bound: which requests the core sends, when,
@@ -13,7 +13,7 @@ import (
 // op is one request to send.
 type op struct {
 	batch []op // creates and deletes sent as one multi request; nothing else set
-	kind  events.OpKind
+	kind  input.OpKind
 	id    uint64 // the contender; 0 for shared listings
 	path  string
 	data  []byte
@@ -80,8 +80,8 @@ type groupCommit struct {
 
 // submit queues a create or a delete for the end of the turn, and sends
 // anything else now if the in-flight bound allows.
-func (g *groupCommit) submit(rd *Ready, o op) {
-	if o.kind == events.OpCreate || o.kind == events.OpDelete {
+func (g *groupCommit) submit(rd *ready, o op) {
+	if o.kind == input.OpCreate || o.kind == input.OpDelete {
 		g.writes = append(g.writes, o)
 		return
 	}
@@ -89,7 +89,7 @@ func (g *groupCommit) submit(rd *Ready, o op) {
 }
 
 // send sends o now if the bound allows and nothing waits before it.
-func (g *groupCommit) send(rd *Ready, o op) {
+func (g *groupCommit) send(rd *ready, o op) {
 	if len(g.backlog) == 0 && g.inFlight < g.maxInFlight {
 		g.inFlight++
 		rd.Requests = append(rd.Requests, o)
@@ -109,7 +109,7 @@ func (g *groupCommit) done(write bool) {
 // flush sends the queued creates and deletes, in order, as batches bounded
 // by count and encoded size, then the requests held back while the bound
 // allows.
-func (g *groupCommit) flush(rd *Ready) {
+func (g *groupCommit) flush(rd *ready) {
 	for len(g.writes) > 0 && g.writing < maxWrites {
 		batch := g.takeBatch()
 		if len(batch) == 0 {
@@ -155,13 +155,13 @@ func (g *groupCommit) takeBatch() []op {
 	)
 	for i, o := range g.writes {
 		lockPath := ""
-		if o.kind == events.OpCreate {
+		if o.kind == input.OpCreate {
 			lockPath = o.path[:strings.LastIndexByte(o.path, '/')]
 		}
 		s := multiOpSize(o, g.aclBytes)
 		full := len(batch) == maxBatch || (started && size+s > maxBatchBytes)
 		if full || held[lockPath] || (lockPath != "" && g.creating[lockPath] > 0 && !slices.ContainsFunc(batch, func(b op) bool {
-			return b.kind == events.OpCreate && strings.HasPrefix(b.path, lockPath+"/")
+			return b.kind == input.OpCreate && strings.HasPrefix(b.path, lockPath+"/")
 		})) {
 			if lockPath != "" {
 				if held == nil {
@@ -212,7 +212,7 @@ const (
 // multiOpSize is the encoded size of a create (with an ACL of aclBytes)
 // or a delete inside a multi.
 func multiOpSize(o op, aclBytes int) int {
-	if o.kind == events.OpCreate {
+	if o.kind == input.OpCreate {
 		return multiHeaderSize + 4 + len(o.path) + 4 + len(o.data) + aclBytes + 4 // path, data, acl, flags
 	}
 	return multiHeaderSize + 4 + len(o.path) + 4 // path, version

@@ -13,7 +13,9 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -115,21 +117,21 @@ func newCoreScript() *coreScript {
 }
 
 func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
-	var ev events.Event
+	var ev input.Event
 	switch d.Cmd {
 	case "connect":
 		var id int64
 		d.ScanArgs(t, "session", &id)
 		s.trust.session = id
-		ev = events.SessionChanged{State: events.Connected, SessionID: id}
+		ev = input.SessionChanged{State: input.Connected, SessionID: id}
 	case "disconnect":
-		ev = events.SessionChanged{State: events.Disconnected}
+		ev = input.SessionChanged{State: input.Disconnected}
 	case "expire":
 		s.trust.session = 0
-		ev = events.SessionChanged{State: events.Expired}
+		ev = input.SessionChanged{State: input.Expired}
 	case "lapse", "trust":
 		s.trust.lapsed = d.Cmd == "lapse"
-		ev = events.TrustChanged{Lapsed: s.trust.lapsed}
+		ev = input.TrustChanged{Lapsed: s.trust.lapsed}
 	case "acquire":
 		ev = s.acquire(t, d)
 	case "created":
@@ -137,53 +139,53 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		var seq int64
 		d.ScanArgs(t, "seq", &seq)
 		en := s.entry(t, name)
-		node := strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/") + queue.FormatSeq(seq)
+		node := strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/") + nodename.FormatSeq(seq)
 		if en.c.Borrowed() {
 			node = strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/")
 		}
-		ev = events.OpDone{Op: events.OpCreate, Contender: en.id, Path: en.c.CreatePath(), Name: node, Outcome: outcomeArg(t, d),
+		ev = input.OpDone{Op: input.OpCreate, Contender: en.id, Path: en.c.CreatePath(), Name: node, Outcome: outcomeArg(t, d),
 			Zxid: int64Arg(t, d, "zxid")}
 	case "listed":
 		path := pathArg(t, d)
-		ev = events.OpDone{Op: events.OpList, Path: path, Children: s.children(t, d), Pzxid: int64Arg(t, d, "pzxid"),
+		ev = input.OpDone{Op: input.OpList, Path: path, Children: s.children(t, d), Pzxid: int64Arg(t, d, "pzxid"),
 			Cversion: int32(int64Arg(t, d, "cversion")), Outcome: outcomeArg(t, d)}
 	case "pinned", "unpinned":
-		op := events.OpPin
+		op := input.OpPin
 		if d.Cmd == "unpinned" {
-			op = events.OpUnpin
+			op = input.OpUnpin
 		}
-		ev = events.OpDone{Op: op, Path: pathArg(t, d) + "/" + s.pinOf(t, pathArg(t, d)), Outcome: outcomeArg(t, d)}
+		ev = input.OpDone{Op: op, Path: pathArg(t, d) + "/" + s.pinOf(t, pathArg(t, d)), Outcome: outcomeArg(t, d)}
 	case "watch-set":
 		en := s.entry(t, d.CmdArgs[0].Key)
-		done := events.OpDone{Op: events.OpWatch, Contender: en.id, Path: en.watching, Outcome: outcomeArg(t, d)}
+		done := input.OpDone{Op: input.OpWatch, Contender: en.id, Path: en.watching, Outcome: outcomeArg(t, d)}
 		if d.HasArg("children") {
-			done.Op, done.Children = events.OpWatchChildren, s.children(t, d)
+			done.Op, done.Children = input.OpWatchChildren, s.children(t, d)
 		}
 		ev = done
 	case "fired":
-		typ := events.NodeDeleted
+		typ := input.NodeDeleted
 		if d.HasArg("type") {
 			var v string
 			d.ScanArgs(t, "type", &v)
-			typ = map[string]events.WatchType{"deleted": events.NodeDeleted, "data-changed": events.NodeDataChanged,
-				"children-changed": events.NodeChildrenChanged}[v]
+			typ = map[string]input.WatchType{"deleted": input.NodeDeleted, "data-changed": input.NodeDataChanged,
+				"children-changed": input.NodeChildrenChanged}[v]
 		}
 		target := d.CmdArgs[0].Key
 		path := pathArg(t, d) + "/" + s.nodeName(t, target)
-		if typ == events.NodeChildrenChanged {
+		if typ == input.NodeChildrenChanged {
 			path = pathArg(t, d)
 		}
-		ev = events.WatchFired{Type: typ, Path: path}
+		ev = input.WatchFired{Type: typ, Path: path}
 	case "deleted":
 		en := s.entry(t, d.CmdArgs[0].Key)
-		ev = events.OpDone{Op: events.OpDelete, Contender: en.id, Path: en.c.NodePath(), Zxid: int64Arg(t, d, "zxid"), Outcome: outcomeArg(t, d)}
+		ev = input.OpDone{Op: input.OpDelete, Contender: en.id, Path: en.c.NodePath(), Zxid: int64Arg(t, d, "zxid"), Outcome: outcomeArg(t, d)}
 	case "revoke-read":
 		en := s.entry(t, d.CmdArgs[0].Key)
 		var data string
 		if d.HasArg("data") {
 			d.ScanArgs(t, "data", &data)
 		}
-		ev = events.OpDone{Op: events.OpRevokeWatch, Contender: en.id, Path: en.c.NodePath(), Data: []byte(data), Outcome: outcomeArg(t, d)}
+		ev = input.OpDone{Op: input.OpRevokeWatch, Contender: en.id, Path: en.c.NodePath(), Data: []byte(data), Outcome: outcomeArg(t, d)}
 	case "release":
 		name := d.CmdArgs[0].Key
 		l := s.leases[name]
@@ -192,14 +194,14 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		fut := newFuture[struct{}]()
 		s.rels[fut] = name
-		ev = events.Command{Payload: releaseCmd{lease: l, fut: fut}}
+		ev = input.Command{Payload: releaseCmd{lease: l, fut: fut}}
 	case "cancel":
 		var g string
 		d.ScanArgs(t, "ctx", &g)
 		s.stops[g]()
-		ev = events.Command{Payload: cancelCmd{done: s.ctxs[g].Done(), cause: context.Cause(s.ctxs[g])}}
+		ev = input.Command{Payload: cancelCmd{done: s.ctxs[g].Done(), cause: context.Cause(s.ctxs[g])}}
 	case "close":
-		ev = events.Command{Payload: closeCmd{}}
+		ev = input.Command{Payload: closeCmd{}}
 	case "contenders":
 		return s.contenders()
 	case "timer":
@@ -207,12 +209,12 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		if err != nil {
 			t.Fatalf("%s: %v", d.Pos, err)
 		}
-		ev = events.TimerFired{ID: id}
+		ev = input.TimerFired{ID: id}
 	default:
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
 	s.c.step(ev)
-	if d, ok := ev.(events.OpDone); ok {
+	if d, ok := ev.(input.OpDone); ok {
 		if done, answered := s.answer(d); answered {
 			s.c.step(done)
 		}
@@ -223,7 +225,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 	// A listing answered from what the core knows is its own event, which
 	// the runtime queues at once: the script hands it over too.
 	for _, ev := range rd.Loopback {
-		if d, ok := ev.(events.OpDone); ok && d.Op == events.OpList {
+		if d, ok := ev.(input.OpDone); ok && d.Op == input.OpList {
 			s.c.step(ev)
 			s.c.endTurn()
 			out = strings.TrimSuffix(out, "ok") + s.print(s.c.ready())
@@ -234,41 +236,41 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 
 // answer strikes the op that d answers off the requests sent; when it was
 // the request's last, the request is done.
-func (s *coreScript) answer(d events.OpDone) (events.RequestDone, bool) {
+func (s *coreScript) answer(d input.OpDone) (input.RequestDone, bool) {
 	for i, r := range s.sent {
 		for j, o := range r.ops {
 			if o.kind == d.Op && o.id == d.Contender && o.path == d.Path {
 				r.ops = slices.Delete(r.ops, j, j+1)
 				s.sent[i] = r
 				if len(r.ops) > 0 {
-					return events.RequestDone{}, false
+					return input.RequestDone{}, false
 				}
 				s.sent = slices.Delete(s.sent, i, i+1)
-				return events.RequestDone{Write: r.write}, true
+				return input.RequestDone{Write: r.write}, true
 			}
 		}
 	}
-	return events.RequestDone{}, false
+	return input.RequestDone{}, false
 }
 
-func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) events.Event {
+func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 	name := d.CmdArgs[0].Key
 	s.pending = name
-	req := Request{Path: pathArg(t, d), Prefix: queue.MutexPrefix, Decide: coreScriptDecide(queue.KindMutex)}
+	req := Request{Path: pathArg(t, d), Kind: queue.KindMutex, Decide: coreScriptDecide(queue.KindMutex)}
 	if d.HasArg("recipe") {
 		var r string
 		d.ScanArgs(t, "recipe", &r)
 		switch r {
 		case "read":
-			req.Prefix, req.Decide = queue.ReadPrefix, coreScriptDecide(queue.KindRead)
+			req.Kind, req.Decide = queue.KindRead, coreScriptDecide(queue.KindRead)
 		case "write":
-			req.Prefix, req.Decide = queue.WritePrefix, coreScriptDecide(queue.KindWrite)
+			req.Kind, req.Decide = queue.KindWrite, coreScriptDecide(queue.KindWrite)
 		}
 	}
 	if d.HasArg("seq") {
 		var seq int64
 		d.ScanArgs(t, "seq", &seq)
-		req.Seq = queue.FormatSeq(seq)
+		req.Seq = nodename.FormatSeq(seq)
 	}
 	req.TryOnly, req.Revocable = d.HasArg("try"), d.HasArg("revocable")
 	ctx := context.Background()
@@ -284,12 +286,12 @@ func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) events.Event 
 	s.futs[fut] = name
 	s.en[name] = s.c.nextID + 1
 	s.who[s.c.nextID+1] = name
-	return events.Command{Payload: acquireCmd{ctx: ctx, req: req, fut: fut}}
+	return input.Command{Payload: acquireCmd{ctx: ctx, req: req, fut: fut}}
 }
 
 // coreScriptDecide is the recipe of kind k, as package lock makes it.
 func coreScriptDecide(k queue.Kind) Decider {
-	return func(l *queue.Listing, self string) Decision {
+	return func(l *queue.Listing, self string) queue.Decision {
 		var d queue.Decision
 		switch k {
 		case queue.KindRead:
@@ -299,7 +301,7 @@ func coreScriptDecide(k queue.Kind) Decider {
 		default:
 			d = l.Mutex(self)
 		}
-		return Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing, Next: d.Next}
+		return queue.Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing, Next: d.Next}
 	}
 }
 
@@ -335,7 +337,7 @@ func (s *coreScript) nodeName(t *testing.T, token string) string {
 		if kind == "w" {
 			k = queue.KindWrite
 		}
-		return queue.ProtectedPrefix("ffffffff-ffff-4fff-8fff-ffffffffffff", k) + queue.FormatSeq(seq)
+		return nodename.Protected("ffffffff-ffff-4fff-8fff-ffffffffffff", k) + nodename.FormatSeq(seq)
 	}
 	en := s.entry(t, token)
 	if en.c.Node() == "" {
@@ -356,13 +358,13 @@ func (s *coreScript) children(t *testing.T, d *datadriven.TestData) []string {
 	return out
 }
 
-func outcomeArg(t *testing.T, d *datadriven.TestData) events.Outcome {
+func outcomeArg(t *testing.T, d *datadriven.TestData) input.Outcome {
 	if !d.HasArg("outcome") {
-		return events.OK
+		return input.OK
 	}
 	var v string
 	d.ScanArgs(t, "outcome", &v)
-	for o := events.OK; o.String() != "unknown"; o++ {
+	for o := input.OK; o.String() != "unknown"; o++ {
 		if o.String() == v {
 			return o
 		}
@@ -412,11 +414,11 @@ func (s *coreScript) contenders() string {
 
 // print writes what the core decided, one action a line, with contenders'
 // names for their ids.
-func (s *coreScript) print(rd Ready) string {
+func (s *coreScript) print(rd ready) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	for _, o := range rd.Requests {
-		if o.kind == events.OpPin {
+		if o.kind == input.OpPin {
 			s.pins = append(s.pins, o.path)
 		}
 		line("send %s", s.op(o))
@@ -446,9 +448,9 @@ func (s *coreScript) print(rd Ready) string {
 		line("%s", s.notice(n))
 	}
 	for _, ev := range rd.Loopback {
-		if d, ok := ev.(events.OpDone); ok {
+		if d, ok := ev.(input.OpDone); ok {
 			line("loopback %v reply to %s", d.Op, s.who[d.Contender])
-			if d.Op == events.OpList {
+			if d.Op == input.OpList {
 				line("  children %s token=%d", strings.Join(d.Children, " "), d.Pzxid)
 			}
 		}

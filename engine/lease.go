@@ -63,10 +63,10 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 // server restarts, so a resource guarded by the lock can refuse a writer
 // whose token is older than one it has seen.
 //
-// It costs no request: it is a zxid shifted left by TokenPassBits, with a
+// It costs no request: it is a zxid shifted left by 12 bits, with a
 // pass number in the low bits,
 //
-//	token = zxid<<TokenPassBits | pass
+//	token = zxid<<12 | pass
 //
 // The zxid is that of the node's grant. A grant decided by a listing takes
 // the lock node's pzxid from that listing's reply: the listing that grants
@@ -80,12 +80,12 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 //
 // pass is 0 for a grant of the node. A lease passed locally inside a
 // cohort (see CohortConfig) keeps the node, and its zxid, and takes the
-// next pass number, 1 to MaxCohortPasses: above every earlier holder of
+// next pass number, 1 to 4095: above every earlier holder of
 // the node, and below any later grant, whose zxid is at least that of the
-// node's deletion. The encoding holds zxids below 2^(63-TokenPassBits):
+// node's deletion. The encoding holds zxids below 2^51:
 // a ZooKeeper epoch (the zxid's high 32 bits, one more at each leader
-// election) below 2^(31-TokenPassBits), 524,288.
-func (l *Lease) Token() int64 { return l.token<<TokenPassBits | int64(l.pass) }
+// election) below 2^19, 524,288.
+func (l *Lease) Token() int64 { return l.token<<tokenPassBits | int64(l.pass) }
 
 // Lost is closed when the lease can no longer be trusted: the session
 // expired, or the server may expire it before the engine hears from it

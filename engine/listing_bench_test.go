@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 			const path = "/bench/listed"
 			children := make([]string, n)
 			for i := range children {
-				children[i] = queue.ProtectedPrefix(queue.NewID(), queue.KindMutex) + queue.FormatSeq(int64(i))
+				children[i] = nodename.Protected(nodename.NewID(), queue.KindMutex) + nodename.FormatSeq(int64(i))
 			}
 			waiters := slices.Clone(children[1:])
 			// ZooKeeper lists children in no particular order.
@@ -53,11 +54,11 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 				}
 				clear(c.watchers)
 				c.commit.backlog = nil
-				c.rd = Ready{}
+				c.rd = ready{}
 				c.listings[path] = &listing{current: ids}
 				b.StartTimer()
 
-				c.listed(events.OpDone{Op: events.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
+				c.listed(input.OpDone{Op: input.OpList, Path: path, Children: children, Pzxid: 1}, contender.Input{})
 				delivered += len(ids)
 			}
 			for _, en := range c.contenders {
@@ -71,7 +72,7 @@ func BenchmarkListedToAllWaiters(b *testing.B) {
 }
 
 // mutexAtHead is the mutex recipe, as package lock has it.
-func mutexAtHead(l *queue.Listing, self string) Decision {
+func mutexAtHead(l *queue.Listing, self string) queue.Decision {
 	d := l.Mutex(self)
-	return Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing, Next: d.Next}
+	return queue.Decision{Holds: d.Holds, Watch: d.Watch, Missing: d.Missing, Next: d.Next}
 }

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -25,7 +25,7 @@ func (c *core) requestListing(path string, id uint64) {
 	l := c.listings[path]
 	if l == nil {
 		c.listings[path] = &listing{current: []uint64{id}, unordered: c.changing[path] > 0}
-		c.commit.submit(&c.rd, op{kind: events.OpList, path: path})
+		c.commit.submit(&c.rd, op{kind: input.OpList, path: path})
 		return
 	}
 	l.next = append(l.next, id)
@@ -34,7 +34,7 @@ func (c *core) requestListing(path string, id uint64) {
 // listed hands one listing to every contender that waited for it, then
 // sends the next listing if more contenders asked meanwhile. The listing is
 // parsed and sorted here, once, for all of them.
-func (c *core) listed(d events.OpDone, in contender.Input) {
+func (c *core) listed(d input.OpDone, in contender.Input) {
 	l := c.listings[d.Path]
 	if l == nil {
 		return
@@ -46,7 +46,7 @@ func (c *core) listed(d events.OpDone, in contender.Input) {
 	l.current, l.next = l.next, nil
 	if len(l.current) > 0 {
 		l.unordered = c.changing[d.Path] > 0
-		c.commit.submit(&c.rd, op{kind: events.OpList, path: d.Path})
+		c.commit.submit(&c.rd, op{kind: input.OpList, path: d.Path})
 	} else {
 		delete(c.listings, d.Path)
 	}

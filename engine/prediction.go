@@ -7,7 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -31,7 +32,7 @@ import (
 //   - A container lock path that empties may be removed by the server and
 //     made again, its count starting from zero, which could meet the
 //     prediction by chance. So the core predicts only on a path it has
-//     pinned: an ephemeral child of its own session (queue.PinName) that
+//     pinned: an ephemeral child of its own session (nodename.PinName) that
 //     keeps the path from emptying. What is known must come from a listing
 //     that shows the pin, answered while it was alive, and the pin is
 //     deleted only once the path is idle.
@@ -106,7 +107,7 @@ type pathView struct {
 // a child it cannot parse. Never a semaphore's lease path (Curator counts
 // its children as leases) nor an election's.
 func pinnable(prefix string) bool {
-	return prefix == queue.MutexPrefix || prefix == queue.ReadPrefix || prefix == queue.WritePrefix
+	return prefix == nodename.Mutex || prefix == nodename.Read || prefix == nodename.Write
 }
 
 // viewFor is the view of a lock path a contender of prefix works on,
@@ -152,7 +153,7 @@ func (c *core) changeAnswered(path string) {
 
 // createAnswered updates the view with a create's reply, before the
 // contender steps on it.
-func (c *core) createAnswered(d events.OpDone, lockPath string) {
+func (c *core) createAnswered(d input.OpDone, lockPath string) {
 	c.changeAnswered(lockPath)
 	v := c.views[lockPath]
 	if v == nil {
@@ -160,7 +161,7 @@ func (c *core) createAnswered(d events.OpDone, lockPath string) {
 	}
 	predicted := v.expect == d.Contender
 	v.expect = 0
-	if d.Outcome != events.OK || !predicted || !v.known {
+	if d.Outcome != input.OK || !predicted || !v.known {
 		v.known = false
 		return
 	}
@@ -185,13 +186,13 @@ func (c *core) unverify(lockPath string, id uint64) {
 
 // deleteAnswered updates the view with the reply to the delete of one of
 // this engine's nodes: gone, it is no longer among the children.
-func (c *core) deleteAnswered(d events.OpDone, lockPath string) {
+func (c *core) deleteAnswered(d input.OpDone, lockPath string) {
 	c.changeAnswered(lockPath)
 	v := c.views[lockPath]
 	if v == nil {
 		return
 	}
-	if d.Outcome != events.OK {
+	if d.Outcome != input.OK {
 		v.known = false
 		return
 	}
@@ -204,12 +205,12 @@ func (c *core) deleteAnswered(d events.OpDone, lockPath string) {
 // listingAnswered takes the reply to listing l as known when no create or
 // delete of this engine on the path was in flight or sent while it was,
 // and the pin shows in it.
-func (c *core) listingAnswered(d events.OpDone, l *listing) {
+func (c *core) listingAnswered(d input.OpDone, l *listing) {
 	v := c.views[d.Path]
 	if v == nil {
 		return
 	}
-	v.known = d.Outcome == events.OK && !l.unordered && c.changing[d.Path] == 0 && v.pin == pinAlive &&
+	v.known = d.Outcome == input.OK && !l.unordered && c.changing[d.Path] == 0 && v.pin == pinAlive &&
 		slices.Contains(d.Children, v.pinName) && (int64(d.Cversion)+int64(len(d.Children)))%2 == 0
 	if v.known {
 		v.children = slices.Clone(d.Children)
@@ -227,8 +228,8 @@ func (c *core) predictedListing(path string, id uint64) bool {
 	}
 	v.verified = 0
 	c.count.predicted.Add(1)
-	c.rd.Loopback = append(c.rd.Loopback, events.OpDone{Op: events.OpList, Contender: id, Path: path,
-		Children: slices.Clone(v.children), Pzxid: v.verifiedZxid, Outcome: events.OK})
+	c.rd.Loopback = append(c.rd.Loopback, input.OpDone{Op: input.OpList, Contender: id, Path: path,
+		Children: slices.Clone(v.children), Pzxid: v.verifiedZxid, Outcome: input.OK})
 	return true
 }
 
@@ -240,14 +241,14 @@ func (c *core) granted(en *entry) {
 	}
 	v.grants++
 	if v.grants >= 2 && v.pin == pinNone && c.connected && !c.closing && c.session != 0 {
-		v.pin, v.pinName = pinCreating, queue.PinName(c.newID())
+		v.pin, v.pinName = pinCreating, nodename.PinName(c.newID())
 		c.sendingChange(en.c.LockPath())
-		c.commit.submit(&c.rd, op{kind: events.OpPin, path: en.c.LockPath() + "/" + v.pinName})
+		c.commit.submit(&c.rd, op{kind: input.OpPin, path: en.c.LockPath() + "/" + v.pinName})
 	}
 }
 
 // pinAnswered takes the reply to a pin's create or delete.
-func (c *core) pinAnswered(d events.OpDone, path string) {
+func (c *core) pinAnswered(d input.OpDone, path string) {
 	c.changeAnswered(path)
 	v := c.views[path]
 	if v == nil || v.pin == pinNone || d.Path != path+"/"+v.pinName {
@@ -256,18 +257,18 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 	}
 	v.known = false // its place among other clients' changes is unknown
 	switch {
-	case d.Op == events.OpUnpin && d.Outcome != events.OK && d.Outcome != events.NoNode:
+	case d.Op == input.OpUnpin && d.Outcome != input.OK && d.Outcome != input.NoNode:
 		// Not known to be deleted (the connection dropped with the delete
 		// in flight): the next sweep deletes it again.
 		v.pin = pinUncertain
-	case d.Op == events.OpUnpin:
+	case d.Op == input.OpUnpin:
 		v.pin, v.pinName = pinNone, ""
 		if !v.used {
 			delete(c.views, path)
 		}
-	case d.Outcome == events.OK, d.Outcome == events.NodeExists:
+	case d.Outcome == input.OK, d.Outcome == input.NodeExists:
 		v.pin = pinAlive
-	case d.Outcome == events.ConnLoss:
+	case d.Outcome == input.ConnLoss:
 		v.pin = pinUncertain
 	default:
 		v.pin, v.pinName = pinNone, ""
@@ -279,14 +280,14 @@ func (c *core) pinAnswered(d events.OpDone, path string) {
 // reply was lost), under the next session, it is deleted, not kept, and
 // deleted again until a delete is answered: nothing else would ever
 // remove it while the session lives.
-func (c *core) strayAnswered(d events.OpDone) {
+func (c *core) strayAnswered(d input.OpDone) {
 	switch {
-	case d.Op == events.OpPin && (d.Outcome == events.OK || d.Outcome == events.NodeExists || d.Outcome == events.ConnLoss):
+	case d.Op == input.OpPin && (d.Outcome == input.OK || d.Outcome == input.NodeExists || d.Outcome == input.ConnLoss):
 		c.strayPins[d.Path] = false
 		c.unpinStray(d.Path)
-	case d.Op == events.OpUnpin && (d.Outcome == events.OK || d.Outcome == events.NoNode):
+	case d.Op == input.OpUnpin && (d.Outcome == input.OK || d.Outcome == input.NoNode):
 		delete(c.strayPins, d.Path)
-	case d.Op == events.OpUnpin:
+	case d.Op == input.OpUnpin:
 		if _, ok := c.strayPins[d.Path]; ok {
 			c.strayPins[d.Path] = false // the sweep asks again
 		}
@@ -302,7 +303,7 @@ func (c *core) unpinStray(pin string) {
 	}
 	c.strayPins[pin] = true
 	c.sendingChange(path.Dir(pin))
-	c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: pin})
+	c.commit.submit(&c.rd, op{kind: input.OpUnpin, path: pin})
 }
 
 // armPinTimer has the sweep run while there is something to sweep.
@@ -329,7 +330,7 @@ func (c *core) sweepPins() {
 			v.pin = pinDeleting
 			v.known = false
 			c.sendingChange(path)
-			c.commit.submit(&c.rd, op{kind: events.OpUnpin, path: path + "/" + v.pinName})
+			c.commit.submit(&c.rd, op{kind: input.OpUnpin, path: path + "/" + v.pinName})
 		case v.pin == pinNone:
 			delete(c.views, path)
 		}

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/internal/zktest"
 	"github.com/turnstile-go/turnstile/lock"
-	"github.com/turnstile-go/turnstile/queue"
 )
 
 // cycle takes and releases m once and returns the grant's token.
@@ -53,7 +53,7 @@ func TestListingFreeCycle(t *testing.T) {
 	}
 	conn := rawConn(t)
 	children, _, err := conn.Children(path)
-	if err != nil || !slices.ContainsFunc(children, queue.IsPin) {
+	if err != nil || !slices.ContainsFunc(children, nodename.IsPin) {
 		t.Fatalf("children of %s: %v (%v), want the engine's pin", path, children, err)
 	}
 
@@ -88,7 +88,7 @@ func TestListingFreeCycle(t *testing.T) {
 	f2 := m2.Acquire(ctx)
 	eventually(t, "e2's node is queued behind e1's", func() bool {
 		children, _, _ := conn.Children(path)
-		return len(slices.DeleteFunc(children, queue.IsPin)) == 2
+		return len(slices.DeleteFunc(children, nodename.IsPin)) == 2
 	})
 	if _, done, _ := f2.Result(); done {
 		t.Fatal("e2 was granted while e1 held")

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
 )
 
-// Ready is what the core decided while stepping the events since the
+// ready is what the core decided while stepping the events since the
 // runtime last took it: the runtime carries it out, each list in order,
 // before it steps the next event.
-type Ready struct {
+type ready struct {
 	Requests []op            // to send
 	Timers   []timerAction   // to arm or stop
 	Contexts []contextAction // acquisition contexts to follow or let go
@@ -22,7 +23,7 @@ type Ready struct {
 	// Loopback are events the core addresses to itself, such as the reply
 	// to a watch on one of its own nodes, which needs no request: the
 	// runtime queues them behind the events already waiting.
-	Loopback []events.Event
+	Loopback []input.Event
 	// State is the engine's state, when StateChanged.
 	State        State
 	StateChanged bool

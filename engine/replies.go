@@ -4,15 +4,15 @@ import (
 	"path"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // handleOpDone hands a request's reply to the contender, or contenders,
 // that wait for it.
-func (c *core) handleOpDone(d events.OpDone) {
+func (c *core) handleOpDone(d input.OpDone) {
 	in := contender.Input{Outcome: d.Outcome, Err: d.Err}
 	switch d.Op {
-	case events.OpList:
+	case input.OpList:
 		if d.Contender != 0 {
 			// Answered from what the core knows (see predictedListing).
 			in.Kind, in.Children, in.Pzxid = contender.Listed, d.Children, d.Pzxid
@@ -21,16 +21,16 @@ func (c *core) handleOpDone(d events.OpDone) {
 		}
 		c.listed(d, in)
 		return
-	case events.OpPin, events.OpUnpin:
+	case input.OpPin, input.OpUnpin:
 		c.pinAnswered(d, path.Dir(d.Path))
 		return
-	case events.OpCreate:
+	case input.OpCreate:
 		in.Kind, in.Name = contender.Created, d.Name
 		lockPath := path.Dir(d.Path)
 		c.commit.createAnswered(lockPath)
 		c.createAnswered(d, lockPath)
 		defer c.unverify(lockPath, d.Contender)
-	case events.OpCreateParents:
+	case input.OpCreateParents:
 		// One creation serves every contender that found the path missing.
 		in.Kind = contender.ParentsCreated
 		waiting := c.parents[d.Path]
@@ -41,23 +41,23 @@ func (c *core) handleOpDone(d events.OpDone) {
 			}
 		}
 		return
-	case events.OpRecover:
+	case input.OpRecover:
 		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
-	case events.OpWatch:
+	case input.OpWatch:
 		in.Kind = contender.WatchSet
-	case events.OpWatchChildren:
+	case input.OpWatchChildren:
 		in.Kind, in.Children, in.Pzxid, in.ChildWatch = contender.WatchSet, d.Children, d.Pzxid, true
 		in.Listing = c.parseListing(d.Path, d.Children)
-	case events.OpRevokeWatch:
+	case input.OpRevokeWatch:
 		c.revokeWatchDone(d)
 		return
-	case events.OpDelete:
+	case input.OpDelete:
 		in.Kind = contender.Deleted
 		c.deleteAnswered(d, path.Dir(d.Path))
 		// A holder's node deleted by our own request: the waiter next in
 		// line behind it, if ours, is granted on this reply (see gone).
 		en := c.contenders[d.Contender]
-		c.deleted = deletion{path: d.Path, ok: in.Outcome == events.OK,
+		c.deleted = deletion{path: d.Path, ok: in.Outcome == input.OK,
 			held: en != nil && en.c.Granted() && en.c.NodePath() == d.Path, zxid: d.Zxid}
 		defer func() { c.deleted = deletion{} }()
 	}

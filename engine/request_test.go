@@ -19,7 +19,7 @@ func TestInvalidRequestsFailAtOnce(t *testing.T) {
 	raw := rawConn(t)
 	root := testRoot(t)
 	mkdirs(t, raw, root)
-	valid := engine.Request{Path: root + "/a", Prefix: "lock-", Decide: firstInLine}
+	valid := engine.Request{Path: root + "/a", Kind: queue.KindMutex, Decide: firstInLine}
 	for _, tc := range []struct {
 		name string
 		edit func(*engine.Request)
@@ -29,12 +29,9 @@ func TestInvalidRequestsFailAtOnce(t *testing.T) {
 		{"relative path", func(r *engine.Request) { r.Path = strings.TrimPrefix(r.Path, "/") }, engine.ErrInvalidPath},
 		{"trailing slash", func(r *engine.Request) { r.Path += "/" }, engine.ErrInvalidPath},
 		{"no decider", func(r *engine.Request) { r.Decide = nil }, engine.ErrInvalidRequest},
-		{"empty prefix", func(r *engine.Request) { r.Prefix = "" }, engine.ErrInvalidRequest},
-		{"prefix with slash", func(r *engine.Request) { r.Prefix = "x/lock-" }, engine.ErrInvalidRequest},
-		{"prefix ending in slash", func(r *engine.Request) { r.Prefix = "lock-/" }, engine.ErrInvalidRequest},
-		{"prefix no recipe reads", func(r *engine.Request) { r.Prefix = "mine-" }, engine.ErrInvalidRequest},
-		{"marker without its dash", func(r *engine.Request) { r.Prefix = "lock" }, engine.ErrInvalidRequest},
-		{"prefix with digits after the marker", func(r *engine.Request) { r.Prefix = "lock-12" }, engine.ErrInvalidRequest},
+		{"no kind", func(r *engine.Request) { r.Kind = 0 }, engine.ErrInvalidRequest},
+		{"a kind queue does not know", func(r *engine.Request) { r.Kind = queue.KindObserver + 1 }, engine.ErrInvalidRequest},
+		{"a shared kind in a cohort", func(r *engine.Request) { r.Kind, r.Cohort = queue.KindRead, true }, engine.ErrInvalidRequest},
 		{"seq too short", func(r *engine.Request) { r.Seq = "5" }, engine.ErrInvalidRequest},
 		{"seq too long", func(r *engine.Request) { r.Seq = "00000000050" }, engine.ErrInvalidRequest},
 		{"seq not digits", func(r *engine.Request) { r.Seq = "00000000x5" }, engine.ErrInvalidRequest},
@@ -82,15 +79,15 @@ func TestRequestAtTheLimitsIsGranted(t *testing.T) {
 	data := bytes.Repeat([]byte("d"), engine.MaxDataLen)
 	// The writer, then a read node borrowing its number (a downgrade,
 	// granted only beside the node it borrows from).
-	w, err := eng.Acquire(ctx, engine.Request{Path: path, Prefix: "__WRIT__", Decide: firstInLine, Data: data}).Wait(ctx)
+	w, err := eng.Acquire(ctx, engine.Request{Path: path, Kind: queue.KindWrite, Decide: firstInLine, Data: data}).Wait(ctx)
 	if err != nil {
 		t.Fatalf("writer: %v", err)
 	}
 	seq := w.Node()[len(w.Node())-10:]
-	shares := func(l *queue.Listing, self string) engine.Decision {
-		return engine.Decision{Holds: l.Has(self), Missing: !l.Has(self)}
+	shares := func(l *queue.Listing, self string) queue.Decision {
+		return queue.Decision{Holds: l.Has(self), Missing: !l.Has(self)}
 	}
-	r, err := eng.Acquire(ctx, engine.Request{Path: path, Prefix: "__READ__", Decide: shares, Data: data, Seq: seq}).Wait(ctx)
+	r, err := eng.Acquire(ctx, engine.Request{Path: path, Kind: queue.KindRead, Decide: shares, Data: data, Seq: seq}).Wait(ctx)
 	if err != nil {
 		t.Fatalf("read node with seq %s: %v", seq, err)
 	}

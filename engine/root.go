@@ -36,7 +36,3 @@ func (cfg *Config) namespacePath(p string) string {
 	}
 	return strings.TrimPrefix(p, cfg.Root)
 }
-
-// Root is Config.Root: the namespace every path given to or returned by
-// the engine is relative to; empty for the server's root.
-func (e *Engine) Root() string { return e.cfg.Root }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
@@ -101,7 +102,7 @@ func TestRootedPathTooLong(t *testing.T) {
 	if _, err := lock.NewMutex(eng, p).TryAcquire(context.Background()); !errors.Is(err, engine.ErrInvalidPath) {
 		t.Errorf("acquire: %v, want ErrInvalidPath", err)
 	}
-	if _, err := eng.Children(context.Background(), p); !errors.Is(err, engine.ErrInvalidPath) {
+	if _, err := seam.Children(eng, context.Background(), p); !errors.Is(err, engine.ErrInvalidPath) {
 		t.Errorf("children: %v, want ErrInvalidPath", err)
 	}
 }

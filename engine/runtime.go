@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // The runtime: the loop goroutine that owns the core (core.go), steps it
@@ -45,7 +45,7 @@ type timer interface {
 
 // runtime is the engine's outside world but for the client itself.
 type runtime struct {
-	// newID makes a contender's protected id (queue.NewID).
+	// newID makes a contender's protected id (nodename.NewID).
 	newID func() string
 	// goroutine runs one request, which blocks on the client, to its end.
 	goroutine func(f func())
@@ -68,29 +68,29 @@ func (e *Engine) onZKEvent(ev zk.Event) {
 	case zk.EventSession:
 		switch ev.State {
 		case zk.StateHasSession:
-			e.inbox.Put(events.SessionChanged{State: events.Connected, SessionID: e.trust.sessionID(), At: now})
+			e.inbox.Put(input.SessionChanged{State: input.Connected, SessionID: e.trust.sessionID(), At: now})
 		case zk.StateDisconnected:
-			e.inbox.Put(events.SessionChanged{State: events.Disconnected, At: now})
+			e.inbox.Put(input.SessionChanged{State: input.Disconnected, At: now})
 		case zk.StateExpired:
-			e.inbox.Put(events.SessionChanged{State: events.Expired, At: now})
+			e.inbox.Put(input.SessionChanged{State: input.Expired, At: now})
 		}
 	case zk.EventNodeDeleted:
-		e.inbox.Put(events.WatchFired{Type: events.NodeDeleted, Path: ev.Path})
+		e.inbox.Put(input.WatchFired{Type: input.NodeDeleted, Path: ev.Path})
 	case zk.EventNodeDataChanged:
-		e.inbox.Put(events.WatchFired{Type: events.NodeDataChanged, Path: ev.Path})
+		e.inbox.Put(input.WatchFired{Type: input.NodeDataChanged, Path: ev.Path})
 	case zk.EventNodeCreated:
-		e.inbox.Put(events.WatchFired{Type: events.NodeCreated, Path: ev.Path})
+		e.inbox.Put(input.WatchFired{Type: input.NodeCreated, Path: ev.Path})
 	case zk.EventNodeChildrenChanged:
-		e.inbox.Put(events.WatchFired{Type: events.NodeChildrenChanged, Path: ev.Path})
+		e.inbox.Put(input.WatchFired{Type: input.NodeChildrenChanged, Path: ev.Path})
 	case zk.EventNotWatching:
-		e.inbox.Put(events.WatchFired{Type: events.NotWatching, Path: ev.Path})
+		e.inbox.Put(input.WatchFired{Type: input.NotWatching, Path: ev.Path})
 	}
 }
 
 // loop is the one goroutine that steps the core.
 func (e *Engine) loop() {
 	defer close(e.loopDone)
-	var batch []events.Event
+	var batch []input.Event
 	for {
 		<-e.inbox.Ready()
 		batch = e.inbox.Drain(batch)
@@ -104,7 +104,7 @@ func (e *Engine) loop() {
 // events, carrying out what it decided after each, then ends the turn
 // (group commit sends the batch's writes) and shuts the engine down once
 // the core exits; true then.
-func (e *Engine) turn(batch []events.Event) (exited bool) {
+func (e *Engine) turn(batch []input.Event) (exited bool) {
 	for _, ev := range batch {
 		e.core.step(ev)
 		e.carryOut(e.core.ready())
@@ -125,7 +125,7 @@ func (e *Engine) turn(batch []events.Event) (exited bool) {
 }
 
 // carryOut does what the core decided, in order within each kind.
-func (e *Engine) carryOut(rd Ready) {
+func (e *Engine) carryOut(rd ready) {
 	for _, o := range rd.Requests {
 		e.start(o)
 	}
@@ -138,7 +138,7 @@ func (e *Engine) carryOut(rd Ready) {
 			continue
 		}
 		id := t.id
-		e.timers[id] = e.rt.afterFunc(t.after, func() { e.inbox.Put(events.TimerFired{ID: id}) })
+		e.timers[id] = e.rt.afterFunc(t.after, func() { e.inbox.Put(input.TimerFired{ID: id}) })
 	}
 	for _, a := range rd.Contexts {
 		if a.stop {
@@ -219,7 +219,7 @@ func (e *Engine) shutdown() {
 	e.states.set(StateClosed)
 	// Commands posted before closed was set still wait in the inbox.
 	for _, ev := range e.inbox.Drain(nil) {
-		cmd, ok := ev.(events.Command)
+		cmd, ok := ev.(input.Command)
 		if !ok {
 			continue
 		}

@@ -4,16 +4,16 @@ import (
 	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // The session as the core sees it: connected or not, the same one or a new
 // one after an expiry, and trusted or not by the watchdog.
 
-func (c *core) handleSession(ev events.SessionChanged) {
+func (c *core) handleSession(ev input.SessionChanged) {
 	defer c.publishState()
 	switch ev.State {
-	case events.Connected:
+	case input.Connected:
 		expired := c.session != 0 && ev.SessionID != c.session
 		c.session = ev.SessionID
 		c.connected = true
@@ -37,7 +37,7 @@ func (c *core) handleSession(ev events.SessionChanged) {
 			}
 		}
 		c.retryRevoke = c.retryRevoke[:0]
-	case events.Disconnected:
+	case input.Disconnected:
 		if !c.connected {
 			return
 		}
@@ -48,7 +48,7 @@ func (c *core) handleSession(ev events.SessionChanged) {
 		for _, en := range c.byID() {
 			c.stepContender(en, contender.Input{Kind: contender.Disconnected})
 		}
-	case events.Expired:
+	case input.Expired:
 		c.connected = false
 		if c.session != 0 {
 			c.expire()
@@ -78,7 +78,7 @@ func (c *core) expire() {
 // it lapsed, held leases are already lost (the watchdog closed their Lost
 // channels) and their machines park the deletion of their nodes; no waiter
 // is granted until answers resume.
-func (c *core) handleTrust(ev events.TrustChanged) {
+func (c *core) handleTrust(ev input.TrustChanged) {
 	defer c.publishState()
 	c.untrusted = ev.Lapsed
 	kind := contender.Trusted

@@ -17,8 +17,8 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
-	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The simulator: N engines, each its own session, run the real recipes of
@@ -436,7 +436,7 @@ func (w *world) pinsLeft() bool { return pinsUnder(w, "/sim") }
 func pinsUnder(w *world, p string) bool {
 	children, _ := w.model.Children(p)
 	for _, ch := range children {
-		if queue.IsPin(ch) || pinsUnder(w, p+"/"+ch) {
+		if nodename.IsPin(ch) || pinsUnder(w, p+"/"+ch) {
 			return true
 		}
 	}

@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // What the simulator's workload and checker (simload_test.go,
@@ -23,13 +23,13 @@ import (
 func (e *Engine) MarkTries(isTry func(context.Context) bool) {
 	batch := e.inbox.Drain(nil)
 	for i, ev := range batch {
-		cmd, ok := ev.(events.Command)
+		cmd, ok := ev.(input.Command)
 		if !ok {
 			continue
 		}
 		if a, ok := cmd.Payload.(acquireCmd); ok && !a.req.TryOnly && isTry(a.ctx) {
 			a.req.TryOnly = true
-			batch[i] = events.Command{Payload: a}
+			batch[i] = input.Command{Payload: a}
 		}
 	}
 	for _, ev := range batch {

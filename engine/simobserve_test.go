@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/election"
+	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The election's observers in the workload, and what the checker holds
 // them to. Each engine's Election runs its observers' reads and Leader's on
-// the world's seams (election.Runtime): a read is a coroutine of the
+// the world's seams (internal/seam): a read is a coroutine of the
 // engine's client, as the engine's own requests are, so observers add no
 // goroutine the simulator does not step; after its reply, a read waits to
 // be scheduled (park), as a goroutine given its reply would, while the
@@ -88,7 +89,7 @@ func newElectionCheck() electionCheck {
 // election is c's one Election, on the world's seams.
 func (w *world) election(c *client) *election.Election {
 	if w.load.elections[c] == nil {
-		rt := election.Runtime{
+		rt := seam.ElectionRuntime{
 			Go:        c.goroutine,
 			AfterFunc: c.afterDone,
 			Children: func(ctx context.Context, p string) ([]string, error) {
@@ -110,7 +111,10 @@ func (w *world) election(c *client) *election.Election {
 				return data, err
 			},
 		}
-		w.load.elections[c] = election.New(c.eng, simElectionPath, election.WithRuntime(rt))
+		// An election reads its seam once, when made.
+		seam.SetElectionRuntime(c.eng, rt)
+		w.load.elections[c] = election.New(c.eng, simElectionPath)
+		seam.ForgetElectionRuntime(c.eng)
 	}
 	return w.load.elections[c]
 }
@@ -313,7 +317,7 @@ func (k *checker) trackLeader() {
 	w, ec := k.w, &k.election
 	var leader string
 	if children, ok := w.model.Children(simElectionPath); ok {
-		nodes, _ := queue.Nodes(children)
+		nodes := queue.NewListing(children).Nodes()
 		for _, n := range nodes {
 			if n.Kind == queue.KindLatch {
 				leader = path.Join(simElectionPath, n.Name)

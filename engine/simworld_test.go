@@ -12,7 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
 )
 
@@ -410,7 +410,7 @@ func (c *client) receive() {
 		case zkmodel.EventNodeDeleted:
 			c.fireChildWatches(msg.Event.Path, zk.Event{Type: zk.EventNodeDeleted, Path: msg.Event.Path})
 		}
-		c.eng.Post(events.WatchFired{Type: watchType(msg.Event.Type), Path: msg.Event.Path})
+		c.eng.Post(input.WatchFired{Type: watchType(msg.Event.Type), Path: msg.Event.Path})
 	case zkmodel.MsgPing:
 		c.eng.SawZxid(msg.Reply.Zxid)
 		sent := c.pings[0]
@@ -422,16 +422,16 @@ func (c *client) receive() {
 	}
 }
 
-func watchType(t zkmodel.EventType) events.WatchType {
+func watchType(t zkmodel.EventType) input.WatchType {
 	switch t {
 	case zkmodel.EventNodeCreated:
-		return events.NodeCreated
+		return input.NodeCreated
 	case zkmodel.EventNodeDeleted:
-		return events.NodeDeleted
+		return input.NodeDeleted
 	case zkmodel.EventNodeDataChanged:
-		return events.NodeDataChanged
+		return input.NodeDataChanged
 	}
-	return events.NodeChildrenChanged
+	return input.NodeChildrenChanged
 }
 
 // lose is the connection failing: every request in flight or unsent fails
@@ -446,7 +446,7 @@ func (c *client) lose() {
 	}
 	c.up = false
 	c.pings = nil
-	c.eng.Post(events.SessionChanged{State: events.Disconnected})
+	c.eng.Post(input.SessionChanged{State: input.Disconnected})
 	c.failAll(zk.ErrConnectionClosed)
 }
 
@@ -474,12 +474,12 @@ func (c *client) connect() {
 			c.up = true
 			c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
 			w.tracef("%s reconnects to session %d", c.name, c.session)
-			c.eng.Post(events.SessionChanged{State: events.Connected, SessionID: int64(c.session)})
+			c.eng.Post(input.SessionChanged{State: input.Connected, SessionID: int64(c.session)})
 			return
 		}
 		w.tracef("%s: session %d expired", c.name, c.session)
 		c.eng.Handshake(w.clock.now, 0, 0)
-		c.eng.Post(events.SessionChanged{State: events.Expired})
+		c.eng.Post(input.SessionChanged{State: input.Expired})
 		c.watches.Expired()
 		c.dropChildWatches()
 		c.failAll(zk.ErrSessionExpired)
@@ -488,7 +488,7 @@ func (c *client) connect() {
 	c.up = true
 	c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
 	w.tracef("%s connects: session %d", c.name, c.session)
-	c.eng.Post(events.SessionChanged{State: events.Connected, SessionID: int64(c.session)})
+	c.eng.Post(input.SessionChanged{State: input.Connected, SessionID: int64(c.session)})
 }
 
 // ping is the client's heartbeat, sent every third of the timeout.

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // Watches: a waiter watches the one node whose departure may let it in.
@@ -29,23 +29,23 @@ func (c *core) watch(en *entry, ef contender.Effect) {
 		en.local = true
 		c.localWatch[ef.Path] = append(c.localWatch[ef.Path], en.id)
 		c.count.localWatches.Add(1)
-		c.rd.Loopback = append(c.rd.Loopback, events.OpDone{Op: events.OpWatch, Contender: en.id, Path: ef.Path})
+		c.rd.Loopback = append(c.rd.Loopback, input.OpDone{Op: input.OpWatch, Contender: en.id, Path: ef.Path})
 		return
 	}
 	c.watchers[ef.Path] = append(c.watchers[ef.Path], en.id)
-	kind := events.OpWatch
+	kind := input.OpWatch
 	if ef.Children {
-		kind = events.OpWatchChildren
+		kind = input.OpWatchChildren
 	}
 	c.commit.submit(&c.rd, op{kind: kind, id: en.id, path: ef.Path})
 }
 
 // watchFired hands a watch notification to the contenders watching its
 // node, and to the revocable holder of that node, if any.
-func (c *core) watchFired(ev events.WatchFired) {
+func (c *core) watchFired(ev input.WatchFired) {
 	if id, ok := c.revokers[ev.Path]; ok {
 		delete(c.revokers, ev.Path)
-		if en := c.contenders[id]; en != nil && ev.Type == events.NodeDataChanged {
+		if en := c.contenders[id]; en != nil && ev.Type == input.NodeDataChanged {
 			c.watchRevoke(en)
 		}
 	}

@@ -105,7 +105,7 @@ func downgradeAfterWriterGone(t *testing.T, trial int) {
 		if err := lr.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-	} else if !errors.Is(rerr, lock.ErrLost) {
+	} else if !errors.Is(rerr, engine.ErrLost) {
 		t.Fatalf("trial %d: read lease: %v, want ErrLost", trial, rerr)
 	}
 	lw2, err = w2.Wait(ctx)

@@ -28,7 +28,7 @@ func ExampleSemaphore() {
 	a, _ := pool.Lock(ctx)
 	b, _ := pool.Lock(ctx)
 	_, err = pool.TryAcquire(ctx)
-	fmt.Println("third lease would block:", errors.Is(err, lock.ErrWouldBlock))
+	fmt.Println("third lease would block:", errors.Is(err, engine.ErrWouldBlock))
 	third := pool.Acquire(ctx)
 	b.Release(ctx) // any holder's release admits the waiter
 	c, err := third.Wait(ctx)

@@ -67,7 +67,7 @@ func ExampleMutex_Lock() {
 }
 
 // TryAcquire never waits: when someone holds the lock it fails at once with
-// ErrWouldBlock and leaves no node behind.
+// engine.ErrWouldBlock and leaves no node behind.
 func ExampleMutex_TryAcquire() {
 	ctx := context.Background()
 	eng, err := engine.Start(ctx, engine.Config{Servers: zkServers()})
@@ -81,7 +81,7 @@ func ExampleMutex_TryAcquire() {
 	held, err := m.TryAcquire(ctx)
 	fmt.Println("first try:", err)
 	_, err = m.TryAcquire(ctx)
-	fmt.Println("second try would block:", errors.Is(err, lock.ErrWouldBlock))
+	fmt.Println("second try would block:", errors.Is(err, engine.ErrWouldBlock))
 	held.Release(ctx)
 	// Output:
 	// first try: <nil>

@@ -43,13 +43,13 @@ func TestLostFiresBeforeSessionTimeoutWhenServerKilled(t *testing.T) {
 	case <-l.Lost():
 		elapsed := time.Since(killed)
 		t.Logf("lost %v after the kill (session timeout %v)", elapsed, timeout)
-		if !errors.Is(l.Err(), lock.ErrLost) {
+		if !errors.Is(l.Err(), engine.ErrLost) {
 			t.Fatalf("Err() = %v, want ErrLost", l.Err())
 		}
 	case <-time.After(timeout):
 		t.Fatalf("Lost() did not fire within the session timeout %v", timeout)
 	}
-	if err := l.Release(ctx); !errors.Is(err, lock.ErrLost) {
+	if err := l.Release(ctx); !errors.Is(err, engine.ErrLost) {
 		t.Fatalf("release of a lost lease: %v, want ErrLost", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestSessionExpiry(t *testing.T) {
 	if bm.Token() <= am.Token() {
 		t.Fatalf("token %d after expiry, not above the lost holder's %d", bm.Token(), am.Token())
 	}
-	if err := am.Release(ctx); !errors.Is(err, lock.ErrLost) {
+	if err := am.Release(ctx); !errors.Is(err, engine.ErrLost) {
 		t.Fatalf("release of the lost lease: %v, want ErrLost", err)
 	}
 
@@ -128,7 +128,7 @@ func TestSessionExpiryFailsWaitersWhenAsked(t *testing.T) {
 	p.Heal()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := waiting.Wait(wctx); !errors.Is(err, lock.ErrSessionExpired) {
+	if _, err := waiting.Wait(wctx); !errors.Is(err, engine.ErrSessionExpired) {
 		t.Fatalf("waiter: %v, want ErrSessionExpired", err)
 	}
 }
@@ -174,14 +174,14 @@ func closeWithManyWaiters(t *testing.T, cfg engine.Config) {
 	t.Logf("Close with 1000 waiters took %v", time.Since(start))
 	for i, f := range futures {
 		_, ok, err := f.Result()
-		if !ok || !errors.Is(err, lock.ErrClosed) {
+		if !ok || !errors.Is(err, engine.ErrClosed) {
 			t.Fatalf("future %d: resolved=%v err=%v, want ErrClosed", i, ok, err)
 		}
 	}
 	if n := lockNodes(t, conn, root); n != 1 {
 		t.Fatalf("%d nodes after Close, want only the other engine's holder", n)
 	}
-	if _, err := m.Lock(ctx); !errors.Is(err, lock.ErrClosed) {
+	if _, err := m.Lock(ctx); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("acquire after Close: %v, want ErrClosed", err)
 	}
 }

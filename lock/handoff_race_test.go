@@ -101,7 +101,7 @@ func closeWhileHandoffPending(t *testing.T, cfg engine.Config) {
 		}
 		if _, ok, err := released.Result(); !ok {
 			t.Fatal("release unresolved after Close")
-		} else if err != nil && !errors.Is(err, lock.ErrLost) {
+		} else if err != nil && !errors.Is(err, engine.ErrLost) {
 			t.Fatalf("release: %v", err)
 		}
 		l, ok, err := w.Result()
@@ -110,7 +110,7 @@ func closeWhileHandoffPending(t *testing.T, cfg engine.Config) {
 			t.Fatal("waiter unresolved after Close")
 		case err == nil && l.Held():
 			t.Fatal("a lease handed over during Close outlives the engine")
-		case err != nil && !errors.Is(err, lock.ErrClosed):
+		case err != nil && !errors.Is(err, engine.ErrClosed):
 			t.Fatalf("waiter: %v, want ErrClosed", err)
 		}
 		if n := lockNodes(t, conn, root); n != 0 {

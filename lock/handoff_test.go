@@ -196,7 +196,7 @@ func handoffCase(t *testing.T, eng *engine.Engine, raw *zk.Conn, p string, h hol
 		}
 	}
 	if b == readerAhead {
-		rawNode(queue.KazooReadPrefix, w != waitReader)
+		rawNode("__rlock__", w != waitReader)
 	}
 
 	// The holder.
@@ -223,9 +223,9 @@ func handoffCase(t *testing.T, eng *engine.Engine, raw *zk.Conn, p string, h hol
 	}
 	switch b {
 	case readerBetween:
-		rawNode(queue.KazooReadPrefix, w != waitReader)
+		rawNode("__rlock__", w != waitReader)
 	case writerBetween:
-		rawNode(queue.KazooLockPrefix, true)
+		rawNode("__lock__", true)
 	}
 
 	// The waiter.
@@ -314,7 +314,8 @@ func watchedBy(t *testing.T, raw *zk.Conn, p string, w waiterKind) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, _ := queue.Nodes(children)
+	l := queue.NewListing(children)
+	nodes := l.Nodes()
 	if len(nodes) == 0 {
 		t.Fatalf("no lock node on %s", p)
 	}
@@ -322,11 +323,11 @@ func watchedBy(t *testing.T, raw *zk.Conn, p string, w waiterKind) string {
 	var d queue.Decision
 	switch w {
 	case waitMutex:
-		d = queue.Mutex(nodes, self)
+		d = l.Mutex(self)
 	case waitWriter:
-		d = queue.Write(nodes, self)
+		d = l.Write(self)
 	case waitReader:
-		d = queue.Read(nodes, self)
+		d = l.Read(self)
 	}
 	return p + "/" + d.Watch
 }
@@ -341,13 +342,13 @@ func checkAdmitted(t *testing.T, raw *zk.Conn, p string, l *lock.Lease, w waiter
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, _ := queue.Nodes(children)
+	nodes := queue.NewListing(children).Nodes()
 	self, ok := queue.Parse(path.Base(l.Node()))
 	if !ok {
 		t.Fatalf("lease node %s does not parse", l.Node())
 	}
 	for _, n := range nodes {
-		if n.Name == self.Name || !queue.Less(n, self) {
+		if n.Name == self.Name || !(n.Seq < self.Seq || n.Seq == self.Seq && n.Name < self.Name) {
 			continue
 		}
 		if w != waitReader || n.Kind != queue.KindRead {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkOneListingAllWaiters(b *testing.B) {
 							k = queue.KindWrite
 						}
 					}
-					children[i] = queue.ProtectedPrefix(queue.NewID(), k) + queue.FormatSeq(int64(i))
+					children[i] = nodename.Protected(nodename.NewID(), k) + nodename.FormatSeq(int64(i))
 				}
 				r := rand.New(rand.NewPCG(1, uint64(n)))
 				r.Shuffle(n, func(i, j int) { children[i], children[j] = children[j], children[i] })

@@ -1,7 +1,7 @@
 // Package lock holds what users of turnstile hold: fair distributed locks on
 // ZooKeeper, served asynchronously by an engine.Engine. Every recipe offers
 // Acquire (a future, returned at once), Lock (blocking, bounded by its
-// context) and TryAcquire (fails at once with ErrWouldBlock when it would
+// context) and TryAcquire (fails at once with engine.ErrWouldBlock when it would
 // have to wait).
 //
 // Node names follow Apache Curator 5, so Curator (Java) and kazoo (Python)
@@ -15,17 +15,6 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/queue"
-)
-
-// Errors of the lock package are the engine's, re-exported for callers that
-// import only this package.
-var (
-	ErrWouldBlock     = engine.ErrWouldBlock
-	ErrNotHeld        = engine.ErrNotHeld
-	ErrLost           = engine.ErrLost
-	ErrClosed         = engine.ErrClosed
-	ErrInvalidPath    = engine.ErrInvalidPath
-	ErrSessionExpired = engine.ErrSessionExpired
 )
 
 // Lease is a granted lock; see engine.Lease.
@@ -78,9 +67,9 @@ type Acquirer interface {
 // request is the engine request of one acquisition of a recipe. The
 // exclusive ones (a mutex, a semaphore's guard, a writer) may pass among
 // the engine's waiters, unless WithStrictFIFO.
-func (o options) request(path, prefix string, decide engine.Decider, data []byte, try bool) engine.Request {
-	exclusive := prefix == queue.MutexPrefix || prefix == queue.WritePrefix
-	return engine.Request{Path: path, Prefix: prefix, Decide: decide, Data: data, TryOnly: try, Revocable: o.revocable,
+func (o options) request(path string, kind queue.Kind, decide engine.Decider, data []byte, try bool) engine.Request {
+	exclusive := kind == queue.KindMutex || kind == queue.KindWrite
+	return engine.Request{Path: path, Kind: kind, Decide: decide, Data: data, TryOnly: try, Revocable: o.revocable,
 		Cohort: exclusive && !o.strictFIFO}
 }
 

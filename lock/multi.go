@@ -78,7 +78,7 @@ type tryAcquirer interface {
 }
 
 // TryAcquire takes every part with its TryAcquire, or none: it fails with
-// ErrWouldBlock if any part would have to wait.
+// engine.ErrWouldBlock if any part would have to wait.
 func (m *MultiLock) TryAcquire(ctx context.Context) (*MultiLease, error) {
 	for _, p := range m.parts {
 		if _, ok := p.(tryAcquirer); !ok {
@@ -128,7 +128,7 @@ type MultiLease struct {
 func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
 
 // Release releases every part, last acquired first, and returns every
-// failure, joined (errors.Is finds each). A second call reports ErrNotHeld
+// failure, joined (errors.Is finds each). A second call reports engine.ErrNotHeld
 // for each part.
 func (ml *MultiLease) Release(ctx context.Context) error {
 	ml.stop.Do(func() { close(ml.released) })

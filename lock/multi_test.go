@@ -91,7 +91,7 @@ func TestMultiLockAllOrNone(t *testing.T) {
 	if got := m.Paths(); !slices.Equal(got, []string{root + "/a", root + "/b", root + "/c"}) {
 		t.Fatalf("acquisition order %v, want sorted by path", got)
 	}
-	if _, err := m.TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := m.TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("try with one part busy: %v, want ErrWouldBlock", err)
 	}
 	eventually(t, "only the other holder's node", func() bool { return lockNodes(t, conn, root) == 1 })
@@ -123,7 +123,7 @@ func TestMultiLockAllOrNone(t *testing.T) {
 	if err := ml.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := ml.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+	if err := ml.Release(ctx); !errors.Is(err, engine.ErrNotHeld) {
 		t.Fatalf("second release: %v, want ErrNotHeld for the parts", err)
 	}
 	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
@@ -159,7 +159,7 @@ func TestMultiLeaseLostOnExpiry(t *testing.T) {
 	lost := ml.Lost()
 	lostBeforeOthersGet(t, p, ml.Leases()[1], func() (*lock.Lease, error) { return lock.NewMutex(b, root+"/m2").Lock(ctx) })
 	waitClosed(t, "the multi-lease's Lost follows its part's", lost)
-	if err := ml.Release(ctx); !errors.Is(err, lock.ErrLost) {
+	if err := ml.Release(ctx); !errors.Is(err, engine.ErrLost) {
 		t.Fatalf("release of a lost multi-lease: %v, want ErrLost", err)
 	}
 }

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"sync"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/queue"
@@ -20,7 +19,7 @@ type Mutex struct {
 }
 
 // NewMutex returns the mutex on path. It does no I/O: an invalid path is
-// reported by the first acquisition, with ErrInvalidPath.
+// reported by the first acquisition, with engine.ErrInvalidPath.
 func NewMutex(eng *engine.Engine, path string, opts ...Option) *Mutex {
 	o := buildOptions(opts)
 	return &Mutex{eng: eng, path: path, opts: o, data: o.data()}
@@ -30,7 +29,7 @@ func NewMutex(eng *engine.Engine, path string, opts ...Option) *Mutex {
 func (m *Mutex) Path() string { return m.path }
 
 func (m *Mutex) request(try bool) engine.Request {
-	return m.opts.request(m.path, queue.MutexPrefix, decideMutex, m.data, try)
+	return m.opts.request(m.path, queue.KindMutex, decideMutex, m.data, try)
 }
 
 // Acquire asks for the lock and returns at once. The future resolves with a
@@ -46,68 +45,7 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 }
 
 // TryAcquire takes the lock only if no other contender holds it or waits
-// ahead; otherwise it fails with ErrWouldBlock, leaving no node behind.
+// ahead; otherwise it fails with engine.ErrWouldBlock, leaving no node behind.
 func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 	return blockingAcquire(ctx, m.eng, m.request(true))
-}
-
-// Locker adapts the mutex to sync.Locker for code that wants one. Lock
-// blocks until the lock is held or ctx ends; since sync.Locker cannot
-// return errors, a failed Lock leaves the Locker unheld and records why in
-// Err, and Unlock of an unheld Locker does nothing but record ErrNotHeld.
-func (m *Mutex) Locker(ctx context.Context) *Locker {
-	return &Locker{ctx: ctx, m: m}
-}
-
-// Locker is a sync.Locker over a Mutex; see Mutex.Locker.
-type Locker struct {
-	ctx context.Context
-	m   *Mutex
-
-	mu    sync.Mutex
-	lease *Lease
-	err   error
-}
-
-var (
-	_ sync.Locker = (*Locker)(nil)
-	_ Acquirer    = (*Mutex)(nil)
-)
-
-// Lock acquires the mutex, blocking until granted or the Locker's context
-// ends.
-func (l *Locker) Lock() {
-	lease, err := l.m.Lock(l.ctx)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lease, l.err = lease, err
-}
-
-// Unlock releases the mutex.
-func (l *Locker) Unlock() {
-	l.mu.Lock()
-	lease := l.lease
-	l.lease = nil
-	l.mu.Unlock()
-	err := ErrNotHeld
-	if lease != nil {
-		err = lease.Release(context.WithoutCancel(l.ctx))
-	}
-	l.mu.Lock()
-	l.err = err
-	l.mu.Unlock()
-}
-
-// Err reports the outcome of the last Lock or Unlock: nil on success.
-func (l *Locker) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
-// Lease is the lease the Locker holds, or nil.
-func (l *Locker) Lease() *Lease {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lease
 }

@@ -305,7 +305,7 @@ func TestTryAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatalf("uncontended try: %v", err)
 	}
-	if _, err := m.TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := m.TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("contended try: %v, want ErrWouldBlock", err)
 	}
 	if n := lockNodes(t, conn, root); n != 1 {
@@ -331,7 +331,7 @@ func TestReleaseTwiceIsNotHeld(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Release(ctx); !errors.Is(err, engine.ErrNotHeld) {
 		t.Fatalf("second release: %v, want ErrNotHeld", err)
 	}
 }
@@ -343,10 +343,10 @@ func TestInvalidPathsRejectedWithoutRequests(t *testing.T) {
 	for _, p := range []string{"", "relative", "/trailing/", "/a//b", "/a/./b", "/a/../b", "/nul\x00", "/ctl\x01x",
 		"/" + strings.Repeat("x", 1024), "/zookeeper/quota", "/"} {
 		_, err := lock.NewMutex(eng, p).Lock(ctx)
-		if !errors.Is(err, lock.ErrInvalidPath) {
+		if !errors.Is(err, engine.ErrInvalidPath) {
 			t.Errorf("path %q: %v, want ErrInvalidPath", p, err)
 		}
-		if _, err := lock.NewMutex(eng, p).TryAcquire(ctx); !errors.Is(err, lock.ErrInvalidPath) {
+		if _, err := lock.NewMutex(eng, p).TryAcquire(ctx); !errors.Is(err, engine.ErrInvalidPath) {
 			t.Errorf("try path %q: %v, want ErrInvalidPath", p, err)
 		}
 	}
@@ -525,36 +525,6 @@ func TestConcurrentWritesGoOutTogether(t *testing.T) {
 		t.Fatalf("%d multi requests carrying %d writes: concurrent writes were not sent together", multis, batched)
 	}
 	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
-}
-
-func TestLockerAdapter(t *testing.T) {
-	eng := startEngine(t, engine.Config{})
-	m := lock.NewMutex(eng, lockRoot(t)+"/locker")
-	var counter int
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			lk2 := m.Locker(context.Background()) // each goroutine its own Locker over one mutex
-			for range 5 {
-				lk2.Lock()
-				if err := lk2.Err(); err != nil {
-					t.Error(err)
-					return
-				}
-				counter++
-				lk2.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if counter != 20 {
-		t.Fatalf("counter %d, want 20", counter)
-	}
-	lk := m.Locker(context.Background())
-	lk.Unlock()
-	if !errors.Is(lk.Err(), lock.ErrNotHeld) {
-		t.Fatalf("unlock of an unheld Locker: %v", lk.Err())
-	}
 }
 
 // The two-process test: the test binary runs itself twice as a child.

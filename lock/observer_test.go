@@ -67,7 +67,7 @@ func TestObserverReportsEachAcquisitionUnderOneID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(ctx)
-	if _, err := lock.NewMutex(eng, path).TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := lock.NewMutex(eng, path).TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("TryAcquire: %v, want ErrWouldBlock", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)

@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -30,7 +31,7 @@ type Participant struct {
 // Config.Logger, when a waiter's listing holds them). A contender that leaves while the
 // list is read is left out too; the list is a snapshot, stale at once.
 func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]Participant, error) {
-	children, err := eng.Children(ctx, lockPath)
+	children, err := seam.Children(eng, ctx, lockPath)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func Participants(ctx context.Context, eng *engine.Engine, lockPath string) ([]P
 		case queue.KindMutex:
 			p.Holds = l.Mutex(n.Name).Holds
 		}
-		p.Data, err = eng.Data(ctx, p.Node)
+		p.Data, err = seam.Data(eng, ctx, p.Node)
 		switch {
 		case errors.Is(err, engine.ErrNoNode):
 			continue // it left meanwhile

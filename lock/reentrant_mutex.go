@@ -62,7 +62,7 @@ func (r *ReentrantMutex) Lock(ctx context.Context, owner any) (*Lease, error) {
 
 // TryAcquire takes the lock for owner if owner holds it already, or if no
 // one else holds or waits; otherwise (owner's own acquisition still
-// waiting included) it fails with ErrWouldBlock.
+// waiting included) it fails with engine.ErrWouldBlock.
 func (r *ReentrantMutex) TryAcquire(ctx context.Context, owner any) (*Lease, error) {
 	return wait(r.acquire(ctx, owner, true))
 }
@@ -80,7 +80,7 @@ func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engi
 			h.count++
 			return h.fut
 		case !done && try:
-			return failed(ErrWouldBlock) // the owner itself is still waiting
+			return failed(engine.ErrWouldBlock) // the owner itself is still waiting
 		case !done:
 			return r.join(ctx, owner, h)
 		}
@@ -126,7 +126,7 @@ func (r *ReentrantMutex) join(ctx context.Context, owner any, h *hold) *engine.F
 
 // Release gives back one acquisition of owner; the last one releases the
 // lock. Releasing more often than acquired, or before the grant, returns
-// ErrNotHeld. A lost lease reports its loss, and the count is dropped.
+// engine.ErrNotHeld. A lost lease reports its loss, and the count is dropped.
 func (r *ReentrantMutex) Release(ctx context.Context, owner any) error {
 	if err := checkOwner(owner); err != nil {
 		return err
@@ -135,24 +135,24 @@ func (r *ReentrantMutex) Release(ctx context.Context, owner any) error {
 	h := r.owners[owner]
 	if h == nil {
 		r.mu.Unlock()
-		return ErrNotHeld
+		return engine.ErrNotHeld
 	}
 	l, done, err := h.fut.Result()
 	switch {
 	case !done:
 		r.mu.Unlock()
-		return fmt.Errorf("%w: the acquisition is still pending", ErrNotHeld)
+		return fmt.Errorf("%w: the acquisition is still pending", engine.ErrNotHeld)
 	case err != nil:
 		delete(r.owners, owner)
 		r.mu.Unlock()
-		return ErrNotHeld
+		return engine.ErrNotHeld
 	case !l.Held():
 		delete(r.owners, owner)
 		r.mu.Unlock()
 		if lost := l.Err(); lost != nil {
 			return lost
 		}
-		return ErrNotHeld
+		return engine.ErrNotHeld
 	}
 	h.count--
 	if h.count > 0 {

@@ -69,7 +69,7 @@ func TestReentrantMutexCountsPerOwner(t *testing.T) {
 	if ol.Token() <= first.Token() {
 		t.Fatalf("token %d after %d", ol.Token(), first.Token())
 	}
-	if err := r.Release(ctx, owner); !errors.Is(err, lock.ErrNotHeld) {
+	if err := r.Release(ctx, owner); !errors.Is(err, engine.ErrNotHeld) {
 		t.Fatalf("one release too many: %v, want ErrNotHeld", err)
 	}
 	if err := r.Release(ctx, job{8}); err != nil {
@@ -88,7 +88,7 @@ func TestReentrantMutexBadOwnersAndTry(t *testing.T) {
 	if _, err := r.Lock(ctx, []int{1}); !errors.Is(err, lock.ErrInvalidOwner) {
 		t.Fatalf("non-comparable owner: %v, want ErrInvalidOwner", err)
 	}
-	if err := r.Release(ctx, "nobody"); !errors.Is(err, lock.ErrNotHeld) {
+	if err := r.Release(ctx, "nobody"); !errors.Is(err, engine.ErrNotHeld) {
 		t.Fatalf("release by a non-holder: %v, want ErrNotHeld", err)
 	}
 	l, err := r.TryAcquire(ctx, "a")
@@ -98,7 +98,7 @@ func TestReentrantMutexBadOwnersAndTry(t *testing.T) {
 	if again, err := r.TryAcquire(ctx, "a"); err != nil || again != l {
 		t.Fatalf("the holder's try: %v", err)
 	}
-	if _, err := r.TryAcquire(ctx, "b"); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := r.TryAcquire(ctx, "b"); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("another owner's try: %v, want ErrWouldBlock", err)
 	}
 	r.Release(ctx, "a")
@@ -118,7 +118,7 @@ func TestReentrantMutexLostOnExpiry(t *testing.T) {
 	}
 	r.Lock(ctx, "owner")
 	lostBeforeOthersGet(t, p, l, func() (*lock.Lease, error) { return lock.NewMutex(b, path).Lock(ctx) })
-	if err := r.Release(ctx, "owner"); !errors.Is(err, lock.ErrLost) {
+	if err := r.Release(ctx, "owner"); !errors.Is(err, engine.ErrLost) {
 		t.Fatalf("release of a lost hold: %v, want ErrLost", err)
 	}
 	if n := r.Count("owner"); n != 0 {
@@ -252,7 +252,7 @@ func TestReentrantMutexJoiningAWaitingAcquisition(t *testing.T) {
 	before := eng.Stats()
 	first := r.Acquire(ctx, "owner")
 	queued(t, eng, before, 1)
-	if _, err := r.TryAcquire(ctx, "owner"); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := r.TryAcquire(ctx, "owner"); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("try while the owner's acquisition waits: %v, want ErrWouldBlock", err)
 	}
 	jctx, cancel := context.WithCancel(ctx)
@@ -310,7 +310,7 @@ func TestReentrantMutexJoinsPendingAcquisition(t *testing.T) {
 		t.Fatalf("count %d while waiting, want 0", n)
 	}
 	// A release before the grant is refused and changes nothing.
-	if err := r.Release(ctx, "b"); !errors.Is(err, lock.ErrNotHeld) {
+	if err := r.Release(ctx, "b"); !errors.Is(err, engine.ErrNotHeld) {
 		t.Fatalf("release while waiting: %v, want ErrNotHeld", err)
 	}
 	if n := lockNodes(t, conn, root); n != 2 {
@@ -340,7 +340,7 @@ func TestReentrantMutexJoinsPendingAcquisition(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, root) == 0 })
-	if err := r.Release(ctx, "b"); !errors.Is(err, lock.ErrNotHeld) {
+	if err := r.Release(ctx, "b"); !errors.Is(err, engine.ErrNotHeld) {
 		t.Fatalf("third release: %v, want ErrNotHeld", err)
 	}
 }

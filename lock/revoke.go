@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/nodename"
+	"github.com/turnstile-go/turnstile/internal/seam"
 )
-
-// ErrNoNode is returned by Revoke for a node that does not exist (already
-// released, or never there).
-var ErrNoNode = engine.ErrNoNode
 
 // Revoke asks the holder of the lock node node (a full path, as
 // Lease.Node returns it or Participants lists it) to let go, the way
@@ -18,5 +16,5 @@ var ErrNoNode = engine.ErrNoNode
 // Holders that are not revocable are not told, and none is forced: letting
 // go is the holder's decision.
 func Revoke(ctx context.Context, eng *engine.Engine, node string) error {
-	return eng.SetData(ctx, node, engine.RevokeData)
+	return seam.SetData(eng, ctx, node, nodename.RevokeData)
 }

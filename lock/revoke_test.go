@@ -50,10 +50,10 @@ func TestRevokeTellsARevocableHolder(t *testing.T) {
 	}
 	next.Release(ctx)
 
-	if err := lock.Revoke(ctx, revokerEng, held.Node()); !errors.Is(err, lock.ErrNoNode) {
+	if err := lock.Revoke(ctx, revokerEng, held.Node()); !errors.Is(err, engine.ErrNoNode) {
 		t.Fatalf("revoking a released node: %v, want ErrNoNode", err)
 	}
-	if err := lock.Revoke(ctx, revokerEng, "relative/path"); !errors.Is(err, lock.ErrInvalidPath) {
+	if err := lock.Revoke(ctx, revokerEng, "relative/path"); !errors.Is(err, engine.ErrInvalidPath) {
 		t.Fatalf("revoking an invalid path: %v, want ErrInvalidPath", err)
 	}
 }
@@ -118,7 +118,7 @@ func TestParticipantsInQueueOrder(t *testing.T) {
 	if ps[0].Node != holder.Node() || ps[0].Seq >= ps[1].Seq || ps[1].Seq >= ps[2].Seq {
 		t.Fatalf("nodes out of order: %+v", ps)
 	}
-	if _, err := lock.Participants(ctx, eng, path+"/missing"); !errors.Is(err, lock.ErrNoNode) {
+	if _, err := lock.Participants(ctx, eng, path+"/missing"); !errors.Is(err, engine.ErrNoNode) {
 		t.Fatalf("participants of a missing path: %v, want ErrNoNode", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -82,7 +83,7 @@ func (r *ReadLock) Path() string { return r.rw.path }
 
 // Acquire asks for a read lease and returns at once.
 func (r *ReadLock) Acquire(ctx context.Context) *engine.Future[*Lease] {
-	return r.rw.acquireRead(ctx, r.rw.opts.request(r.rw.path, queue.ReadPrefix, decideRead, r.rw.data, false))
+	return r.rw.acquireRead(ctx, r.rw.opts.request(r.rw.path, queue.KindRead, decideRead, r.rw.data, false))
 }
 
 // Lock blocks until a read lease is granted or ctx ends.
@@ -90,7 +91,7 @@ func (r *ReadLock) Lock(ctx context.Context) (*Lease, error) { return wait(r.Acq
 
 // TryAcquire takes a read lease only if no writer holds or waits ahead.
 func (r *ReadLock) TryAcquire(ctx context.Context) (*Lease, error) {
-	return wait(r.rw.acquireRead(ctx, r.rw.opts.request(r.rw.path, queue.ReadPrefix, decideRead, r.rw.data, true)))
+	return wait(r.rw.acquireRead(ctx, r.rw.opts.request(r.rw.path, queue.KindRead, decideRead, r.rw.data, true)))
 }
 
 // Path is the lock path.
@@ -113,7 +114,7 @@ func (rw *RWMutex) acquireWrite(ctx context.Context, try bool) *engine.Future[*L
 	if rw.holdsRead() {
 		return failed(fmt.Errorf("%w (lock %s)", ErrUpgrade, rw.path))
 	}
-	return rw.eng.Acquire(ctx, rw.opts.request(rw.path, queue.WritePrefix, decideWrite, rw.data, try))
+	return rw.eng.Acquire(ctx, rw.opts.request(rw.path, queue.KindWrite, decideWrite, rw.data, try))
 }
 
 // acquireRead records the read lease in the handle before its future
@@ -155,7 +156,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context, w *Lease) *engine.Future[*Leas
 	if !ok || n.Kind != queue.KindWrite {
 		return failed(ErrNotWriteLease)
 	}
-	req := rw.opts.request(rw.path, queue.ReadPrefix, decideRead, rw.data, false)
-	req.Seq = queue.FormatSeq(n.Seq)
+	req := rw.opts.request(rw.path, queue.KindRead, decideRead, rw.data, false)
+	req.Seq = nodename.FormatSeq(n.Seq)
 	return rw.acquireRead(ctx, req)
 }

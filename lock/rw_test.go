@@ -209,10 +209,10 @@ func TestRWMutexTryAndCancelLeaveNoNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := lock.NewRWMutex(eng, rw.Path())
-	if _, err := other.Reader().TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := other.Reader().TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("try-read beside a writer: %v, want ErrWouldBlock", err)
 	}
-	if _, err := other.Writer().TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := other.Writer().TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("try-write beside a writer: %v, want ErrWouldBlock", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -455,7 +455,7 @@ func TestRWMutexUpgradeRefusedAtOncePerHandle(t *testing.T) {
 	}
 
 	// Another owner of the same lock is not refused: it would wait.
-	if _, err := rw.Owner().Writer().TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := rw.Owner().Writer().TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("another handle's try-write beside a reader: %v, want ErrWouldBlock", err)
 	}
 	if err := r.Release(ctx); err != nil {
@@ -492,7 +492,7 @@ func TestRWMutexUpgradeRuleEndsWithLostReadLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	lostBeforeOthersGet(t, p, r, func() (*lock.Lease, error) { return lock.NewRWMutex(b, path).Writer().Lock(ctx) })
-	if r.Held() || !errors.Is(r.Err(), lock.ErrLost) {
+	if r.Held() || !errors.Is(r.Err(), engine.ErrLost) {
 		t.Fatalf("lost read lease: held=%v err=%v", r.Held(), r.Err())
 	}
 	w, err := rw.Writer().Lock(ctx)
@@ -502,7 +502,7 @@ func TestRWMutexUpgradeRuleEndsWithLostReadLease(t *testing.T) {
 	if err := w.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Release(ctx); !errors.Is(err, lock.ErrLost) {
+	if err := r.Release(ctx); !errors.Is(err, engine.ErrLost) {
 		t.Fatalf("release of the lost read lease: %v, want ErrLost", err)
 	}
 }

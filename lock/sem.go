@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -26,7 +27,7 @@ var ErrInvalidLeases = errors.New("turnstile: a semaphore needs at least one lea
 // the other acquirers queue, fairly, on the mutex. The mutex is released
 // once the lease is granted (or the acquisition fails). An acquirer whose
 // session expires before its grant starts again from the mutex, behind
-// whoever took it meanwhile (or fails with ErrSessionExpired when the
+// whoever took it meanwhile (or fails with engine.ErrSessionExpired when the
 // engine's Config.FailOnExpiry is set).
 //
 // A lease may be released by any goroutine that has it.
@@ -63,9 +64,6 @@ func NewSemaphoreMutex(eng *engine.Engine, path string, opts ...Option) *Semapho
 // Path is the semaphore's path.
 func (s *Semaphore) Path() string { return s.path }
 
-// Leases is N.
-func (s *Semaphore) Leases() int { return s.n }
-
 // Acquire asks for a lease and returns at once. Cancelling ctx before the
 // grant resolves the future with context.Cause(ctx) and leaves no node
 // behind.
@@ -77,7 +75,7 @@ func (s *Semaphore) Acquire(ctx context.Context) *engine.Future[*Lease] {
 func (s *Semaphore) Lock(ctx context.Context) (*Lease, error) { return wait(s.acquire(ctx, false)) }
 
 // TryAcquire takes a lease only if one is free and no one else is
-// acquiring; otherwise it fails at once with ErrWouldBlock, leaving no node.
+// acquiring; otherwise it fails at once with engine.ErrWouldBlock, leaving no node.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return wait(s.acquire(ctx, true))
 }
@@ -105,7 +103,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 // underGuard), which follows every creation of it, and the attempt starts
 // over from the guard in the same way.
 func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, error) bool) {
-	guardReq := s.opts.request(s.locks, queue.MutexPrefix, decideMutex, s.data, try)
+	guardReq := s.opts.request(s.locks, queue.KindMutex, decideMutex, s.data, try)
 	guardReq.Revocable = false
 	s.eng.Acquire(ctx, guardReq).Then(func(guard *Lease, err error) {
 		if err != nil {
@@ -113,12 +111,12 @@ func (s *Semaphore) attempt(ctx context.Context, try bool, resolve func(*Lease, 
 			return
 		}
 		leaseCtx, abandon := context.WithCancelCause(ctx)
-		leaseReq := s.opts.request(s.lease, queue.LeasePrefix, s.underGuard(guard, abandon), s.data, try)
+		leaseReq := s.opts.request(s.lease, queue.KindLease, s.underGuard(guard, abandon), s.data, try)
 		leaseReq.FailOnExpiry = true
 		s.eng.Acquire(leaseCtx, leaseReq).Then(func(l *Lease, err error) {
 			abandon(nil)
 			guard.ReleaseAsync() // its outcome does not change the lease's
-			expired := errors.Is(err, engine.ErrSessionExpired) && !s.eng.FailsOnExpiry()
+			expired := errors.Is(err, engine.ErrSessionExpired) && !seam.FailsOnExpiry(s.eng)
 			if expired || errors.Is(err, errGuardLost) && ctx.Err() == nil {
 				s.attempt(ctx, try, resolve)
 				return
@@ -144,10 +142,10 @@ var errGuardLost = errors.New("turnstile: the semaphore's guard was lost before 
 // Abandoning from here, on the engine's loop, is cancelling a context: it
 // returns at once, and the engine hears of it like any cancellation.
 func (s *Semaphore) underGuard(guard *Lease, abandon context.CancelCauseFunc) engine.Decider {
-	return func(l *queue.Listing, self string) engine.Decision {
+	return func(l *queue.Listing, self string) queue.Decision {
 		if guard.Err() != nil {
 			abandon(errGuardLost)
-			return engine.Decision{WatchChildren: true}
+			return queue.Decision{WatchChildren: true}
 		}
 		return s.decide(l, self)
 	}
@@ -158,10 +156,10 @@ func (s *Semaphore) underGuard(guard *Lease, abandon context.CancelCauseFunc) en
 // serialised by the mutex), so self is the newest, and that is self being
 // among the first N. Otherwise any holder's release may free a slot: watch
 // the children.
-func (s *Semaphore) decide(l *queue.Listing, self string) engine.Decision {
+func (s *Semaphore) decide(l *queue.Listing, self string) queue.Decision {
 	d := l.Semaphore(self, s.n)
 	if d.Holds || d.Missing {
-		return decision(d)
+		return d
 	}
-	return engine.Decision{WatchChildren: true}
+	return queue.Decision{WatchChildren: true}
 }

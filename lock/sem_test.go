@@ -109,7 +109,7 @@ func TestSemaphoreTryCancelAndBadInput(t *testing.T) {
 	if _, err := lock.NewSemaphore(eng, root+"/bad", 0); !errors.Is(err, lock.ErrInvalidLeases) {
 		t.Fatalf("zero leases: %v, want ErrInvalidLeases", err)
 	}
-	if _, err := lock.NewSemaphoreMutex(eng, "no/slash").Lock(ctx); !errors.Is(err, lock.ErrInvalidPath) {
+	if _, err := lock.NewSemaphoreMutex(eng, "no/slash").Lock(ctx); !errors.Is(err, engine.ErrInvalidPath) {
 		t.Fatalf("relative path: %v, want ErrInvalidPath", err)
 	}
 
@@ -118,7 +118,7 @@ func TestSemaphoreTryCancelAndBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("try with no lease free: %v, want ErrWouldBlock", err)
 	}
 	eventually(t, "only the holder's lease node", func() bool { return lockNodes(t, conn, root) == 1 })
@@ -309,7 +309,7 @@ func TestSemaphoreWaiterComesBackThroughTheGuardAfterALapse(t *testing.T) {
 	eventually(t, "no lock node left", func() bool { return lockNodes(t, conn, path) == 0 })
 }
 
-// With Config.FailOnExpiry, a semaphore waiter fails with ErrSessionExpired
+// With Config.FailOnExpiry, a semaphore waiter fails with engine.ErrSessionExpired
 // instead, and leaves no node.
 func TestSemaphoreWaiterFailsOnExpiryWhenAsked(t *testing.T) {
 	ctx := context.Background()
@@ -330,7 +330,7 @@ func TestSemaphoreWaiterFailsOnExpiryWhenAsked(t *testing.T) {
 	p.Heal()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := waiting.Wait(wctx); !errors.Is(err, lock.ErrSessionExpired) {
+	if _, err := waiting.Wait(wctx); !errors.Is(err, engine.ErrSessionExpired) {
 		t.Fatalf("waiter: %v, want ErrSessionExpired", err)
 	}
 	if n := lockNodes(t, conn, path); n != 1 {

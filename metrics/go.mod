@@ -6,7 +6,7 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
-	github.com/turnstile-go/turnstile v0.0.0-00010101000000-000000000000
+	github.com/turnstile-go/turnstile v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -21,7 +21,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// Development: the library in this repository. A release of this module
-// requires a released version of the library instead.
-replace github.com/turnstile-go/turnstile => ../

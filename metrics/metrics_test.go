@@ -206,7 +206,7 @@ func TestKnownWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(ctx)
-	if _, err := m.TryAcquire(ctx); !errors.Is(err, lock.ErrWouldBlock) {
+	if _, err := m.TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
 		t.Fatalf("TryAcquire: %v", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)

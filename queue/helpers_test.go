@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -23,16 +24,16 @@ import (
 // A token may carry a tag after "#" to tell apart nodes that would
 // otherwise get one name ("R5#a", "R5#b").
 var families = map[byte]func(id32, uuid string) string{
-	'M': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindMutex) },
-	'R': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindRead) },
-	'W': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindWrite) },
-	'L': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindLease) },
-	'E': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindLatch) },
-	'O': func(_, u string) string { return queue.ProtectedPrefix(u, queue.KindObserver) },
-	'P': func(_, _ string) string { return queue.MutexPrefix },
-	'G': func(h, _ string) string { return queue.ProtectedPrefix(h, queue.KindMutex) },
-	'K': func(h, _ string) string { return h + queue.KazooLockPrefix },
-	'Q': func(h, _ string) string { return h + queue.KazooReadPrefix },
+	'M': func(_, u string) string { return nodename.Protected(u, queue.KindMutex) },
+	'R': func(_, u string) string { return nodename.Protected(u, queue.KindRead) },
+	'W': func(_, u string) string { return nodename.Protected(u, queue.KindWrite) },
+	'L': func(_, u string) string { return nodename.Protected(u, queue.KindLease) },
+	'E': func(_, u string) string { return nodename.Protected(u, queue.KindLatch) },
+	'O': func(_, u string) string { return nodename.Protected(u, queue.KindObserver) },
+	'P': func(_, _ string) string { return nodename.Mutex },
+	'G': func(h, _ string) string { return nodename.Protected(h, queue.KindMutex) },
+	'K': func(h, _ string) string { return h + "__lock__" },
+	'Q': func(h, _ string) string { return h + "__rlock__" },
 }
 
 // nameOf turns one token into a child name.
@@ -62,7 +63,7 @@ func nameOf(t testing.TB, tok string) string {
 		t.Fatalf("bad token %q: %v", tok, err)
 	}
 	uuid := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-	return mk(h, uuid) + queue.FormatSeq(seq)
+	return mk(h, uuid) + nodename.FormatSeq(seq)
 }
 
 // listing returns the children a spec names, in spec order, and a map from

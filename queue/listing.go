@@ -41,7 +41,7 @@ type Listing struct {
 // nodes in queue order. The slice is kept as it is, not copied: the caller
 // must not change it afterwards.
 func NewListing(children []string) *Listing {
-	nodes, foreign := Nodes(children)
+	nodes, foreign := parseNodes(children)
 	return &Listing{children: children, nodes: nodes, foreign: foreign, wrapped: wrapped(nodes)}
 }
 
@@ -50,7 +50,7 @@ func NewListing(children []string) *Listing {
 func listingOf(nodes []Node) *Listing {
 	if !slices.IsSortedFunc(nodes, compare) {
 		nodes = slices.Clone(nodes)
-		Sort(nodes)
+		sortNodes(nodes)
 	}
 	return &Listing{nodes: nodes, wrapped: wrapped(nodes)}
 }
@@ -80,11 +80,7 @@ func wrapped(nodes []Node) bool {
 // sound again.
 func (l *Listing) Wrapped() bool { return l.wrapped }
 
-// Children returns the children as listed. The slice is shared: do not
-// change it.
-func (l *Listing) Children() []string { return l.children }
-
-// Nodes returns the lock nodes in queue order (see [Less]). The slice is
+// Nodes returns the lock nodes in queue order (by sequence number, then name). The slice is
 // shared: do not change it.
 func (l *Listing) Nodes() []Node { return l.nodes }
 
@@ -122,10 +118,31 @@ func (l *Listing) Has(name string) bool {
 	return found
 }
 
-// Mutex is [Mutex] over this listing.
+// Mutex decides, on this listing, for an exclusive lock: self holds iff no lock node of any
+// kind queues before it, and otherwise watches the one just before it. This
+// is Curator's InterProcessMutex (StandardLockInternalsDriver with one
+// lease), go-zookeeper's Lock and kazoo's WriteLock; it is [Semaphore] with
+// one permit.
 func (l *Listing) Mutex(self string) Decision { return l.Semaphore(self, 1) }
 
-// Semaphore is [Semaphore] over this listing.
+// Semaphore decides, on this listing, for a semaphore of n permits: self holds iff fewer than
+// n lock nodes queue before it. Otherwise it watches the node n places
+// ahead, the holder-to-be whose slot self will inherit: each such node is
+// watched by exactly one waiter, so a release wakes one. This is Curator's
+// StandardLockInternalsDriver with n leases (InterProcessSemaphore).
+//
+// One watch cannot see every slot: when a node between the watched one and
+// self leaves first, self may be entitled to a slot it is not told about
+// until the watched node leaves too. That delays, never deadlocks, because
+// the watched node sorts before self and is itself served in turn.
+//
+// n below 1 is treated as 1: a semaphore no one can hold would strand every
+// contender with nothing to watch.
+//
+// Curator's InterProcessSemaphoreV2 ("lease-" nodes) works differently: it
+// serialises acquirers through a mutex at "<path>/locks" and admits while
+// "<path>/leases" has at most n children. Its lease nodes parse and count
+// here, but a V2 client does not follow this predicate.
 func (l *Listing) Semaphore(self string, n int) Decision {
 	i := l.Index(self)
 	if i < 0 {
@@ -143,7 +160,14 @@ func (l *Listing) Semaphore(self string, n int) Decision {
 	return Decision{Watch: l.nodes[i-n].Name}
 }
 
-// Write is [Write] over this listing.
+// Write decides, on this listing, for the write side of a read-write lock: self holds iff no
+// lock node queues before it, and otherwise watches the one just before it,
+// whatever its kind. This is Curator's InterProcessReadWriteLock write lock
+// (a mutex over every "__READ__" and "__WRIT__" node) and kazoo's WriteLock.
+//
+// The one exception is a read node carrying self's own sequence number:
+// that is the read node self's owner creates to downgrade (Curator 5.5,
+// CURATOR-621), which may sort before self by name. It never blocks self.
 func (l *Listing) Write(self string) Decision {
 	i := l.Index(self)
 	if i < 0 {
@@ -161,7 +185,24 @@ func (l *Listing) Write(self string) Decision {
 	return Decision{Holds: true}
 }
 
-// Read is [Read] over this listing.
+// Read decides, on this listing, for the read side of a read-write lock: self holds iff no
+// exclusive node (anything but a read node) has a lower sequence number, so
+// readers share. Otherwise it watches the last such node before it: the
+// writer whose release is the earliest moment self could hold. It never
+// watches a reader, and never a node queued after it, which would be waiting
+// for self (the deadlock kazoo fixed for issue #649).
+//
+// Curator's own read predicate asks the same question but watches the first
+// writer in the queue rather than the last one before the reader; when that
+// one goes, every waiting reader wakes, even those still behind another
+// writer. Watching the
+// nearest one is the ZooKeeper shared-lock recipe and kazoo's choice.
+//
+// An exclusive node with self's own sequence number does not block: that is
+// the write node of a downgrading owner, whose read node (self) was created
+// with the writer's number precisely so it would be let in (Curator 5.5,
+// CURATOR-621). Before 5.5, Curator let such a reader in by asking whether
+// the current thread owned the write lock, which no listing can show.
 func (l *Listing) Read(self string) Decision {
 	i := l.Index(self)
 	if i < 0 {
@@ -173,7 +214,17 @@ func (l *Listing) Read(self string) Decision {
 	return Decision{Holds: true}
 }
 
-// Latch is [Latch] over this listing. The scan back passes over the nodes
+// Latch decides, on this listing, for a leader election: self leads iff no latch node
+// queues before it, and otherwise watches the latch node just before it, so
+// that a leader's departure wakes its successor only. This is Curator's
+// LeaderLatch.
+//
+// Only latch nodes are candidates: any other node under the election path
+// (an observer's, say) neither blocks nor is watched. Curator agrees: it
+// orders the children by the text after "latch-", which for any other name
+// is the whole name, and that sorts after every ten-digit sequence.
+//
+// The scan back passes over the nodes
 // of other kinds between two candidates: at most one observer per engine
 // watching the election, so it is short.
 func (l *Listing) Latch(self string) Decision {

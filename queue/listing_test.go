@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -58,7 +59,7 @@ func checkAgainstReference(t *testing.T, children []string, permits int) {
 	t.Helper()
 	l := queue.NewListing(children)
 	nodes, _ := queue.Nodes(children)
-	selves := append(slices.Clone(children), "foreign-0000000001", queue.ProtectedPrefix(queue.NewID(), queue.KindRead)+"0000000001")
+	selves := append(slices.Clone(children), "foreign-0000000001", nodename.Protected(nodename.NewID(), queue.KindRead)+"0000000001")
 	for _, self := range selves {
 		for _, c := range []struct {
 			name      string

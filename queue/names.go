@@ -1,42 +1,39 @@
 package queue
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"strconv"
 	"strings"
 )
 
 // The markers a node name carries between its protected id and its sequence
 // number. Each names the recipe that created the node; a contender passes
-// one of the Curator markers (usually through [ProtectedPrefix]) when it
-// creates its node.
+// one of the Curator markers when it creates its node (internal/nodename
+// makes the names; these are what parsing recognises).
 const (
-	// MutexPrefix marks Curator's InterProcessMutex (and the deprecated
+	// mutexPrefix marks Curator's InterProcessMutex (and the deprecated
 	// InterProcessSemaphore) contenders; go-zookeeper's Lock uses it too.
-	MutexPrefix = "lock-"
-	// ReadPrefix marks the read side of Curator's InterProcessReadWriteLock.
-	ReadPrefix = "__READ__"
-	// WritePrefix marks the write side of Curator's InterProcessReadWriteLock.
-	// Curator requires it to be as long as ReadPrefix.
-	WritePrefix = "__WRIT__"
-	// LeasePrefix marks a lease of Curator's InterProcessSemaphoreV2, which
+	mutexPrefix = "lock-"
+	// readPrefix marks the read side of Curator's InterProcessReadWriteLock.
+	readPrefix = "__READ__"
+	// writePrefix marks the write side of Curator's InterProcessReadWriteLock.
+	// Curator requires it to be as long as readPrefix.
+	writePrefix = "__WRIT__"
+	// leasePrefix marks a lease of Curator's InterProcessSemaphoreV2, which
 	// keeps its leases under "<path>/leases".
-	LeasePrefix = "lease-"
-	// LatchPrefix marks a candidate of Curator's LeaderLatch, which keeps
+	leasePrefix = "lease-"
+	// latchPrefix marks a candidate of Curator's LeaderLatch, which keeps
 	// its candidates directly under the election path.
-	LatchPrefix = "latch-"
-	// ObserverPrefix marks a turnstile election observer: a node that only
+	latchPrefix = "latch-"
+	// observerPrefix marks a turnstile election observer: a node that only
 	// gives an engine a place under an election path from which to watch
 	// it. It is never a candidate, and no client but turnstile writes it.
-	ObserverPrefix = "observer-"
-	// KazooLockPrefix marks kazoo's Lock and WriteLock contenders: kazoo
+	observerPrefix = "observer-"
+	// kazooLockPrefix marks kazoo's Lock and WriteLock contenders: kazoo
 	// gives its exclusive lock and the write side of its read-write lock the
 	// same name, so a node with this marker is exclusive either way.
-	KazooLockPrefix = "__lock__"
-	// KazooReadPrefix marks kazoo's ReadLock contenders.
-	KazooReadPrefix = "__rlock__"
+	kazooLockPrefix = "__lock__"
+	// kazooReadPrefix marks kazoo's ReadLock contenders.
+	kazooReadPrefix = "__rlock__"
 )
 
 const (
@@ -82,26 +79,6 @@ func (k Kind) String() string {
 		return "observer"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// curatorPrefix is the marker turnstile writes for k: always Curator's, since
-// that is the form every other client can be told to recognise.
-func (k Kind) curatorPrefix() string {
-	switch k {
-	case KindMutex:
-		return MutexPrefix
-	case KindRead:
-		return ReadPrefix
-	case KindWrite:
-		return WritePrefix
-	case KindLease:
-		return LeasePrefix
-	case KindLatch:
-		return LatchPrefix
-	case KindObserver:
-		return ObserverPrefix
-	}
-	return ""
 }
 
 // Client is the naming family a node belongs to, which tells whose library
@@ -151,18 +128,18 @@ type marker struct {
 
 // curatorMarkers may follow a "_c_<id>-" protected prefix.
 var curatorMarkers = []marker{
-	{MutexPrefix, KindMutex, Curator},
-	{ReadPrefix, KindRead, Curator},
-	{WritePrefix, KindWrite, Curator},
-	{LeasePrefix, KindLease, Curator},
-	{LatchPrefix, KindLatch, Curator},
-	{ObserverPrefix, KindObserver, Curator},
+	{mutexPrefix, KindMutex, Curator},
+	{readPrefix, KindRead, Curator},
+	{writePrefix, KindWrite, Curator},
+	{leasePrefix, KindLease, Curator},
+	{latchPrefix, KindLatch, Curator},
+	{observerPrefix, KindObserver, Curator},
 }
 
 // kazooMarkers may follow a kazoo hex id.
 var kazooMarkers = []marker{
-	{KazooLockPrefix, KindMutex, Kazoo},
-	{KazooReadPrefix, KindRead, Kazoo},
+	{kazooLockPrefix, KindMutex, Kazoo},
+	{kazooReadPrefix, KindRead, Kazoo},
 }
 
 // Parse reads a child name. It reports false for anything that is not a
@@ -245,14 +222,6 @@ func parseSeq(s string) (int64, bool) {
 	}
 }
 
-// FormatSeq returns seq the way ZooKeeper appends it to a sequential node's
-// name ("%010d"). A contender needs it to name a node it creates without
-// the sequential flag, such as the read node of a Curator 5.5 write-to-read
-// downgrade, which reuses its writer's sequence number.
-func FormatSeq(seq int64) string {
-	return fmt.Sprintf("%010d", seq)
-}
-
 // isUUID reports whether s is the 36-character text form of a UUID, as
 // Java's UUID.fromString accepts it for a Curator protected name. Version
 // and variant bits are not checked: Curator does not check them either.
@@ -286,74 +255,4 @@ func isHex(s string) bool {
 
 func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// NewID returns a fresh random (version 4) UUID in its 36-character
-// lower-case text form, the protected id of a node about to be created. The
-// id is what lets a contender find its own node after a create whose reply
-// was lost, so it comes from crypto/rand: ids must not collide across
-// processes.
-func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])  // never fails: crypto/rand aborts the program instead
-	b[6] = b[6]&0x0f | 0x40 // version 4
-	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
-	var s [uuidLen]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], b[10:])
-	return string(s[:])
-}
-
-// ProtectedPrefix returns the name a contender of kind k with protected id id
-// passes to a sequential create: "_c_<id>-" followed by k's Curator marker,
-// e.g. "_c_1b4e28ba-2fa1-11d2-883f-0016d3cca427-lock-". ZooKeeper appends
-// the sequence number. An empty id gives the bare, unprotected marker.
-//
-// Whatever ZooKeeper appends, the result parses back with this id and kind.
-// To keep that promise ProtectedPrefix returns "" when it cannot: for an
-// invalid Kind, or an id that is neither a UUID nor 32 hex digits. A node
-// created under such a name would be foreign to every predicate, its own
-// creator included, which would then think its node missing forever.
-func ProtectedPrefix(id string, k Kind) string {
-	marker := k.curatorPrefix()
-	switch {
-	case marker == "":
-		return ""
-	case id == "":
-		return marker
-	case isUUID(id), len(id) == hexIDLen && isHex(id):
-		return protectedMark + id + "-" + marker
-	}
-	return ""
-}
-
-// FindByID returns the child that carries protected id id: after a create
-// whose reply was lost, the contender's own node, if the create happened.
-// Only children that parse count, so a node found here is one the
-// predicates see too. Ids are random, so at most one child should match; if
-// several do, the first in [Sort] order is returned, so every caller picks
-// the same one.
-func FindByID(children []string, id string) (string, bool) {
-	if id == "" {
-		return "", false
-	}
-	var best Node
-	found := false
-	for _, c := range children {
-		if !strings.Contains(c, id) {
-			continue // cheap skip before parsing
-		}
-		n, ok := Parse(c)
-		if ok && n.ID == id && (!found || Less(n, best)) {
-			best, found = n, true
-		}
-	}
-	return best.Name, found
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Less reports whether a queues before b: by sequence number, then by name.
+// less reports whether a queues before b: by sequence number, then by name.
 //
 // Sequential creates under one parent never share a number, because
 // ZooKeeper bumps the parent's child version on every create. A tie means
@@ -18,7 +18,7 @@ import (
 // coexist whichever comes first, so the name tie-break decides nothing about
 // safety; it only makes the order total, so that every observer of one
 // listing computes the same queue.
-func Less(a, b Node) bool { return compare(a, b) < 0 }
+func less(a, b Node) bool { return compare(a, b) < 0 }
 
 func compare(a, b Node) int {
 	if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
@@ -27,23 +27,23 @@ func compare(a, b Node) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// Sort puts nodes in queue order (see [Less]). It is stable, so duplicate
+// sortNodes puts nodes in queue order (by sequence number, then name). It is stable, so duplicate
 // entries keep their relative order.
-func Sort(nodes []Node) { slices.SortStableFunc(nodes, compare) }
+func sortNodes(nodes []Node) { slices.SortStableFunc(nodes, compare) }
 
-// Nodes parses one listing of a lock path and returns its lock nodes in
+// parseNodes parses one listing of a lock path and returns its lock nodes in
 // queue order. Children that do not parse are returned in foreign, in
 // listing order, so the caller can log them once; they take no part in any
 // predicate.
-func Nodes(children []string) (nodes []Node, foreign []string) {
+func parseNodes(children []string) (nodes []Node, foreign []string) {
 	nodes = make([]Node, 0, len(children))
 	for _, c := range children {
 		if n, ok := Parse(c); ok {
 			nodes = append(nodes, n)
-		} else if !IsPin(c) {
+		} else if !isPin(c) {
 			foreign = append(foreign, c)
 		}
 	}
-	Sort(nodes)
+	sortNodes(nodes)
 	return nodes, foreign
 }

@@ -37,6 +37,9 @@ func (k kind) exclusive() bool { return k == kMutex || k == kWrite }
 // counted as an overlap (it is evicted), since it was told.
 type checker struct {
 	enabled bool // false for an impl that takes no lock (rawzk)
+	// oneShot: every path is locked once (keys), so its state goes when its
+	// holder leaves, and the map does not grow with the run.
+	oneShot bool
 	leases  int
 	witness *witness
 	logf    func(format string, a ...any)
@@ -171,6 +174,9 @@ func (c *checker) leave(hd *holding) {
 	s := c.state(hd.path)
 	s.mu.Lock()
 	delete(s.holders, hd)
+	if c.oneShot && len(s.holders) == 0 {
+		c.paths.Delete(hd.path)
+	}
 	s.mu.Unlock()
 	if c.witness != nil {
 		c.witness.leave(hd)

@@ -19,6 +19,10 @@ type cluster struct {
 	ensemble *zkserver.Ensemble // embedded ensemble
 	version  string
 
+	// reaps: the embedded servers sweep empty containers every reapEvery
+	// (a keys run is planned); false on -servers, whose sweep is unknown.
+	reaps bool
+
 	// The server's session bounds and tick, from "conf", to know how long
 	// an expiry fault must keep a client away. Zero when unknown.
 	minSession, maxSession, tick time.Duration
@@ -30,7 +34,11 @@ type cluster struct {
 // fsync; and its JVM gets the full JIT (zkserver's default flags stop at
 // the C1 compiler for a fast start, and the last of two equal flags wins).
 func serverOptions(cfg *config) zkserver.Options {
-	return zkserver.Options{ForceSync: cfg.FSync, JVMFlags: []string{"-XX:TieredStopAtLevel=4"}}
+	flags := []string{"-XX:TieredStopAtLevel=4"}
+	if cfg.keysPlanned {
+		flags = append(flags, reaperFlags...)
+	}
+	return zkserver.Options{ForceSync: cfg.FSync, JVMFlags: flags}
 }
 
 func startCluster(ctx context.Context, cfg *config) (*cluster, error) {
@@ -44,6 +52,7 @@ func startCluster(ctx context.Context, cfg *config) (*cluster, error) {
 			return nil, fmt.Errorf("start an embedded ensemble of %d: %w", cfg.Ensemble, err)
 		}
 		c.ensemble = ens
+		c.reaps = cfg.keysPlanned
 		c.addrs = ens.Addrs()
 	default:
 		srv, err := zkserver.Start(ctx, serverOptions(cfg))
@@ -51,6 +60,7 @@ func startCluster(ctx context.Context, cfg *config) (*cluster, error) {
 			return nil, fmt.Errorf("start an embedded ZooKeeper: %w", err)
 		}
 		c.server = srv
+		c.reaps = cfg.keysPlanned
 		c.addrs = []string{srv.Addr()}
 	}
 	for _, a := range c.addrs {

@@ -27,6 +27,7 @@ type config struct {
 	Plain          bool
 	PlainFirst     bool
 	Bench          bool
+	BenchLatency   bool
 	FSync          bool
 	RedisTTL       time.Duration
 	RedisRetry     time.Duration
@@ -51,9 +52,28 @@ type config struct {
 	CPUProfile     string
 	Progress       bool
 	Verbose        bool
+	// Rate, when positive, runs the workers open-loop: acquisitions start at
+	// this many per second across them, each timed from its intended start.
+	Rate float64
+	// Report is the HTML file written at the end ("" = none).
+	Report string
+
+	// keysRun is the keys workload's prefix of one run (keysPrefix), set by
+	// runOne on its copy of the config.
+	keysRun string
+	// rateFrom, on an open-loop scenario of a suite, draws its rate from
+	// the results before it (0: skip it, and why).
+	rateFrom func(before []*result) (rate float64, why string)
+	// keysPlanned: a keys run is planned, so the embedded servers sweep
+	// empty containers often (reapEvery).
+	keysPlanned bool
 }
 
-var workloads = []string{"uncontended", "contended", "paths", "waiters", "rw", "semaphore", "election", "twoproc"}
+var workloads = []string{"uncontended", "contended", "paths", "keys", "waiters", "rw", "semaphore", "election", "twoproc"}
+
+// openLoopWorkloads are those -rate applies to: workers that cycle acquire
+// → hold → release (the others queue, campaign or span two processes).
+var openLoopWorkloads = []string{"uncontended", "contended", "paths", "keys", "rw", "semaphore"}
 
 // knownFaults are the values of -faults; several may be given, comma
 // separated.
@@ -86,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var servers, faults string
 	fs.StringVar(&servers, "servers", "", "an existing ZooKeeper, `host:port,...` (default: start an embedded one)")
 	fs.IntVar(&c.Ensemble, "ensemble", 1, "embedded servers to start: 1 standalone, or 3 for an ensemble (leader-kill needs it)")
-	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | waiters | rw | semaphore | election | twoproc (turnstile only: one lock path, -workers in the harness and as many in a second process, checked with a witness file)")
+	fs.StringVar(&c.Workload, "workload", "contended", "uncontended | contended | paths | keys (each worker's every cycle on a lock path never used before) | waiters | rw | semaphore | election | twoproc (turnstile only: one lock path, -workers in the harness and as many in a second process, checked with a witness file)")
 	fs.IntVar(&c.Workers, "workers", 16, "concurrent workers (for waiters: waiters queued behind each path's holder)")
 	fs.IntVar(&c.Paths, "paths", 0, "lock paths for the paths and waiters workloads (default 10)")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long workers run (0 with -cycles: until the cycles are done; waiters runs one queue-and-drain and ignores it)")
@@ -98,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.Plain, "plain", false, "after each of turnstile, gozk, redis and rawzk, run its plain program (a process of its own doing nothing but the loop) on the same server, to compare with the harness's run")
 	fs.BoolVar(&c.PlainFirst, "plain-first", false, "with -plain: run each plain program before the harness's run instead of after (to see that the order does not decide the comparison)")
 	fs.BoolVar(&c.Bench, "bench", false, "run the suite of BENCHMARKS.md (uncontended with 64 workers and contended with 16, every impl and -plain; waiters 100 x 100 for turnstile and gozk) and print one table; -duration and -warmup apply to each run")
+	fs.BoolVar(&c.BenchLatency, "bench-latency", false, "run the suite of BENCHMARKS.md's cold keys and open loop (keys with 64 workers, every impl and -plain; then open loop on keys and on uncontended at half the best ZooKeeper peer's closed-loop cycles/s) and print one table; -duration and -warmup apply to each run")
 	fs.BoolVar(&c.FSync, "fsync", true, "embedded ZooKeeper servers fsync every write before acknowledging it (ZooKeeper's default, forceSync=yes); false: forceSync=no, as the tests run")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", 0, "redis: the lock's lease (default: -session-timeout)")
 	fs.DurationVar(&c.RedisRetry, "redis-retry", time.Millisecond, "redis: a waiter retries its SET after this long, +/-50%")
@@ -122,6 +143,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per measured run on stdout (the table then goes to stderr)")
 	fs.BoolVar(&c.Progress, "progress", false, "print the progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.Verbose, "v", false, "log the clients' warnings and errors to stderr")
+	fs.Float64Var(&c.Rate, "rate", 0, "open loop: start this many acquisitions per second across the workers, whether or not earlier ones were granted, each timed from its intended start (0: closed loop, each worker waits for its grant before asking again)")
+	fs.StringVar(&c.Report, "report", "", "write a self-contained HTML report to `file`: latency and throughput per second of every run, and the moments faults were injected")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./stress [flags]\n\n"+
 			"Runs lock workloads on a real ZooKeeper, checks exclusion (in process and by\n"+
@@ -215,19 +238,28 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	case c.Jitter > c.Latency:
 		return nil, bad("-jitter may not exceed -latency")
 	}
+	if c.Rate < 0 {
+		return nil, bad("-rate must not be negative")
+	}
+	if c.Rate > 0 && !slices.Contains(openLoopWorkloads, c.Workload) {
+		return nil, bad("-rate runs the workloads %s", strings.Join(openLoopWorkloads, ", "))
+	}
 	if c.Faults.has("leader-kill") && (len(c.Servers) > 0 || c.Ensemble < 3) {
 		return nil, bad("-faults leader-kill needs an embedded ensemble: -ensemble 3")
 	}
 	if c.Faults.has("pause") && c.Workload != "contended" {
 		return nil, bad("-faults pause runs on -workload contended: the stalled holder and the workers share its one path")
 	}
-	if c.Bench && (set["workload"] || set["impl"] || set["workers"] || set["paths"] || set["cycles"] || len(c.Faults) > 0) {
-		return nil, bad("-bench runs its own workloads, impls and workers: give only -duration, -warmup, -hold and server flags with it")
+	if (c.Bench || c.BenchLatency) && (set["workload"] || set["impl"] || set["workers"] || set["paths"] || set["cycles"] || set["rate"] || len(c.Faults) > 0) {
+		return nil, bad("-bench and -bench-latency run their own workloads, impls and workers: give only -duration, -warmup, -hold and server flags with them")
+	}
+	if c.Bench && c.BenchLatency {
+		return nil, bad("-bench and -bench-latency are two suites: run one at a time")
 	}
 	if c.RedisTTL == 0 {
 		c.RedisTTL = c.SessionTimeout
 	}
-	if c.Bench && !set["server-warmup"] {
+	if (c.Bench || c.BenchLatency) && !set["server-warmup"] {
 		c.ServerWarmup = 10 * time.Second
 	}
 	if c.Paths == 0 {
@@ -264,7 +296,10 @@ func (c *config) spec(servers []string) workloadSpec {
 		s.path, s.paths = c.LockRoot+"/u", c.Workers
 	case "paths":
 		s.path, s.paths = c.LockRoot+"/p", c.Paths
+	case "keys":
+		s.path, s.keys = c.keysRun, true
 	}
+	s.rate = c.Rate
 	if c.Cycles > 0 {
 		s.iterations = int((c.Cycles + int64(c.Workers) - 1) / int64(c.Workers))
 	}

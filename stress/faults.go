@@ -126,6 +126,7 @@ type injector struct {
 	logf     func(format string, a ...any)
 	downTime time.Duration // expire: how long the client is kept away
 	pause    *pauser       // pause: the holder it stalls
+	tl       *timeline     // -report: where each fault is marked; nil without
 }
 
 func (in *injector) kinds() []string {
@@ -151,7 +152,9 @@ func (in *injector) run(ctx context.Context) {
 		if !sleepCtx(ctx, jittered(in.rng, in.cfg.FaultInterval)) {
 			return
 		}
-		switch k := kinds[in.rng.IntN(len(kinds))]; k {
+		k := kinds[in.rng.IntN(len(kinds))]
+		from := time.Now()
+		switch k {
 		case "conn-cut":
 			// Drop every connection; keep refusing for up to 500 ms so some
 			// reconnect attempts fail too.
@@ -177,6 +180,7 @@ func (in *injector) run(ctx context.Context) {
 				in.logf("fault pause: %v", err)
 			}
 		}
+		in.tl.fault(k, from, time.Now())
 		in.count.Add(1)
 	}
 }

@@ -8,7 +8,7 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/zerolog v1.28.0
-	github.com/turnstile-go/turnstile v0.0.0-00010101000000-000000000000
+	github.com/turnstile-go/turnstile v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

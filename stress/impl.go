@@ -52,6 +52,7 @@ type openOptions struct {
 	Workers        int           // concurrent callers; Redis opens a connection each
 	RedisTTL       time.Duration // the Redis lock's lease
 	RedisRetry     time.Duration // how long a Redis waiter sleeps between tries
+	Cold           bool          // the keys workload: every lock path is new (rawzk makes it a container first)
 }
 
 // nodeCounter is a client that knows how many lock nodes a holder and

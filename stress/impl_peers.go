@@ -35,7 +35,7 @@ type spawnSpec struct {
 // libraries' APIs; 10,000 of them are not a fair fight for a peer process.)
 func peerSupports(name, workload string, faults faultSet) error {
 	switch workload {
-	case "uncontended", "contended", "paths":
+	case "uncontended", "contended", "paths", "keys":
 	default:
 		return unsupported(name, "-workload "+workload, "it runs as a process of its own, which the harness measures on the mutex workloads only")
 	}
@@ -74,6 +74,9 @@ func (curatorImpl) Supports(w string, f faultSet) error {
 var curatorJIT = []string{"-XX:TieredStopAtLevel=4"}
 
 func (curatorImpl) Spawn(ctx context.Context, s spawnSpec) (*interop.Peer, error) {
+	if s.needsDriver() {
+		return startCuratorDriver(ctx, s)
+	}
 	cp, err := s.env.curatorClasspath(ctx)
 	if err != nil {
 		return nil, err
@@ -95,6 +98,9 @@ func (kazooImpl) Supports(w string, f faultSet) error {
 }
 
 func (kazooImpl) Spawn(ctx context.Context, s spawnSpec) (*interop.Peer, error) {
+	if s.needsDriver() {
+		return startKazooDriver(ctx, s)
+	}
 	if _, err := interop.KazooVersion(ctx); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ import (
 // ephemeral sequential node, one getChildren of the lock path and one
 // delete, on one shared connection. It is the ceiling the wire allows for
 // a lock cycle (3 requests), so the exclusion checkers do not apply to it.
+// On the keys workload (openOptions.Cold) the cycle first makes the key a
+// container node: the bare cold cycle, 4 requests, which leaves nothing
+// behind that the server does not reap.
 type rawzkImpl struct{}
 
 func (rawzkImpl) Name() string         { return "rawzk" }
@@ -20,7 +23,7 @@ func (rawzkImpl) Backend() backendKind { return zookeeperBackend }
 
 func (rawzkImpl) Supports(workload string, faults faultSet) error {
 	switch workload {
-	case "uncontended", "contended", "paths":
+	case "uncontended", "contended", "paths", "keys":
 	default:
 		return unsupported("rawzk", "-workload "+workload, "rawzk takes no lock, so nothing waits, reads, writes or counts leases")
 	}
@@ -38,12 +41,13 @@ func (rawzkImpl) Open(ctx context.Context, o openOptions) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rawzkClient{zkConn: conn, data: o.Marker}, nil
+	return &rawzkClient{zkConn: conn, data: o.Marker, cold: o.Cold}, nil
 }
 
 type rawzkClient struct {
 	*zkConn
 	data []byte
+	cold bool
 }
 
 func (c *rawzkClient) Mutex(path string) (locker, error) { return &rawzkLocker{c: c, path: path}, nil }
@@ -65,6 +69,11 @@ type rawzkLocker struct {
 
 func (l *rawzkLocker) Acquire(context.Context) (held, error) {
 	conn := l.c.conn
+	if l.c.cold {
+		if err := createKey(conn, l.path); err != nil {
+			return nil, err
+		}
+	}
 	node, err := createLockNode(conn, l.path, l.c.data)
 	if err != nil {
 		return nil, err
@@ -74,6 +83,16 @@ func (l *rawzkLocker) Acquire(context.Context) (held, error) {
 		return nil, err
 	}
 	return rawzkHeld{conn: conn, node: node}, nil
+}
+
+// createKey makes a key's lock path a container node (the keys workload's
+// parents exist already); one that exists is no error.
+func createKey(conn *zk.Conn, path string) error {
+	_, err := conn.CreateContainer(path, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	return nil
 }
 
 // createLockNode creates an ephemeral sequential path/lock-N, and path's

@@ -16,7 +16,7 @@ func (redisImpl) Backend() backendKind { return redisBackend }
 
 func (redisImpl) Supports(workload string, faults faultSet) error {
 	switch workload {
-	case "uncontended", "contended", "paths":
+	case "uncontended", "contended", "paths", "keys":
 	default:
 		return unsupported("redis", "-workload "+workload, "a SET NX lock is a mutex whose waiters poll: it has no queue, readers, writers or leases")
 	}

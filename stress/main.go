@@ -9,6 +9,9 @@
 // per cycle on the client and the server, and memory.
 //
 //	go run ./stress -bench -warmup 2s -duration 6s
+//	go run ./stress -bench-latency -warmup 2s -duration 6s
+//	go run ./stress -impl all -plain -workload keys -workers 64 -duration 6s
+//	go run ./stress -impl turnstile,gozk,rawzk,redis -workload keys -rate 1000 -workers 64 -duration 10s -report /tmp/r.html
 //	go run ./stress -workload contended -workers 16 -duration 20s -faults conn-cut
 //	go run ./stress -impl all -plain -workload uncontended -workers 64 -duration 10s
 //	go run ./stress -impl all -workload waiters -paths 100 -workers 100

@@ -286,6 +286,10 @@ func TestFlags(t *testing.T) {
 		{"-bench", "-workload", "contended"}, // the suite has its own
 		{"-faults", "pause", "-workload", "uncontended"},
 		{"-redis-appendfsync", "sometimes"},
+		{"-bench-latency", "-impl", "gozk"}, // the suite has its own
+		{"-bench", "-bench-latency"},
+		{"-rate", "-1"},
+		{"-rate", "10", "-workload", "waiters"}, // nothing to start at a rate
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage {

@@ -86,11 +86,28 @@ func plainMain(args []string, stdout, stderr io.Writer) int {
 // openPlain connects the library and makes each worker's cycle: the
 // library's own acquire and release, timed. With o.witness, a turnstile
 // holder also follows the witness file's mutex protocol, and counts a
-// failed check in violations.
+// failed check in violations. With o.keys, every cycle makes the lock of
+// a new key, as a program locking job ids would.
 //
 // report, for turnstile, is set to say what lock cohorting did.
 func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64, report *func() string) (cycles []plainCycle, closeLib func(), err error) {
 	cycles = make([]plainCycle, o.workers)
+	// each makes worker w's cycle from mk, which makes the acquire of one
+	// lock path: once (its own path), or for every cycle (keys).
+	each := func(mk func(path string) func(context.Context) (func(context.Context) error, error)) {
+		for w := range cycles {
+			if !o.keys {
+				cycles[w] = timed(o.hold, mk(o.workerPath(w)))
+				continue
+			}
+			var n int64
+			cycles[w] = timed(o.hold, func(ctx context.Context) (func(context.Context) error, error) {
+				p := keyPath(o.path, w, n)
+				n++
+				return mk(p)(ctx)
+			})
+		}
+	}
 	switch o.impl {
 	case "turnstile", "turnstile-fifo":
 		eng, err := engine.Start(ctx, turnstileConfig(o.servers, o.sessionTimeout, o.maxInFlight, o.impl == "turnstile-fifo",
@@ -106,9 +123,9 @@ func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64, re
 				return nil, nil, err
 			}
 		}
-		for w := range cycles {
-			m := lock.NewMutex(eng, o.workerPath(w))
-			cycles[w] = timed(o.hold, func(ctx context.Context) (func(context.Context) error, error) {
+		each(func(path string) func(context.Context) (func(context.Context) error, error) {
+			m := lock.NewMutex(eng, path)
+			return func(ctx context.Context) (func(context.Context) error, error) {
 				l, err := m.Lock(ctx)
 				if err != nil {
 					return nil, err
@@ -121,51 +138,58 @@ func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64, re
 					left := witnessed(wit.ReleaseMutex(), violations)
 					return errors.Join(entered, left, l.Release(ctx))
 				}, nil
-			})
-		}
+			}
+		})
 		return cycles, func() { eng.Close() }, nil
 	case "gozk", "rawzk":
 		conn, err := dialZK(ctx, o.servers, o.sessionTimeout)
 		if err != nil {
 			return nil, nil, err
 		}
-		for w := range cycles {
-			p := o.workerPath(w)
-			if o.impl == "gozk" {
+		if o.impl == "gozk" {
+			each(func(p string) func(context.Context) (func(context.Context) error, error) {
 				l := zk.NewLock(conn.conn, p, zk.WorldACL(zk.PermAll))
-				cycles[w] = timed(o.hold, func(context.Context) (func(context.Context) error, error) {
+				return func(context.Context) (func(context.Context) error, error) {
 					if err := l.Lock(); err != nil {
 						return nil, err
 					}
 					return func(context.Context) error { return l.Unlock() }, nil
-				})
-				continue
-			}
-			cycles[w] = timed(o.hold, func(context.Context) (func(context.Context) error, error) {
+				}
+			})
+			return cycles, func() { conn.Close() }, nil
+		}
+		each(func(p string) func(context.Context) (func(context.Context) error, error) {
+			return func(context.Context) (func(context.Context) error, error) {
+				if o.keys {
+					// The bare cold cycle: the key as a container first.
+					if err := createKey(conn.conn, p); err != nil {
+						return nil, err
+					}
+				}
 				node, err := createLockNode(conn.conn, p, nil)
 				if err != nil {
 					return nil, err
 				}
 				_, _, err = conn.conn.Children(p)
 				return func(context.Context) error { return errors.Join(err, conn.conn.Delete(node, -1)) }, nil
-			})
-		}
+			}
+		})
 		return cycles, func() { conn.Close() }, nil
 	case "redis":
 		rdb, err := dialRedis(ctx, o.servers[0], o.workers)
 		if err != nil {
 			return nil, nil, err
 		}
-		for w := range cycles {
-			l := newRedisLock(rdb, o.workerPath(w), o.redisTTL, o.redisRetry, "plain")
-			cycles[w] = timed(o.hold, func(ctx context.Context) (func(context.Context) error, error) {
+		each(func(p string) func(context.Context) (func(context.Context) error, error) {
+			l := newRedisLock(rdb, p, o.redisTTL, o.redisRetry, "plain")
+			return func(ctx context.Context) (func(context.Context) error, error) {
 				h, err := l.Acquire(ctx)
 				if err != nil {
 					return nil, err
 				}
 				return h.Release, nil
-			})
-		}
+			}
+		})
 		return cycles, func() { rdb.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("no plain program for -impl %q", o.impl)

@@ -23,11 +23,20 @@ type result struct {
 	HoldMs    float64 `json:"hold_ms"`
 	WarmupS   float64 `json:"warmup_s"`
 
-	Cycles       int64   `json:"cycles"`
-	CyclesPerS   float64 `json:"cycles_per_s"`
-	AcquireP50Ms float64 `json:"acquire_p50_ms"`
-	AcquireP99Ms float64 `json:"acquire_p99_ms"`
-	AcquireMaxMs float64 `json:"acquire_max_ms"`
+	Cycles        int64   `json:"cycles"`
+	CyclesPerS    float64 `json:"cycles_per_s"`
+	AcquireP50Ms  float64 `json:"acquire_p50_ms"`
+	AcquireP99Ms  float64 `json:"acquire_p99_ms"`
+	AcquireP999Ms float64 `json:"acquire_p999_ms"`
+	AcquireMaxMs  float64 `json:"acquire_max_ms"`
+	// Open loop (-rate): acquisitions offered per second, and those
+	// scheduled in the window that were not granted by the run's end.
+	OfferedPerS float64 `json:"offered_per_s,omitempty"`
+	Unfinished  int64   `json:"unfinished,omitempty"`
+	// keys: the run's keys left forever after it: persistent nodes, or
+	// containers that never had a child (the containers the server reaps
+	// are not counted); null on other workloads and unknown servers.
+	KeysLeft *int `json:"keys_left_forever,omitempty"`
 	// The requests the server received during the window, less the
 	// harness's own: ZooKeeper's mntr zk_packets_received summed over the
 	// members, Redis's total_commands_processed; null when unknown (no mntr,
@@ -76,6 +85,8 @@ type result struct {
 
 	// companion is the second process's row of a twoproc run.
 	companion *result
+	// tl is the run's per-second record, with -report.
+	tl *timeline
 }
 
 // failed: the run must make the command exit non-zero.
@@ -150,7 +161,14 @@ func printTable(w io.Writer, cfg *config, results []*result, load string) {
 		cfg.Workload, cfg.Workers, r0.Paths, cfg.Hold, cfg.Faults, cfg.Seed, r0.Servers, r0.ZKVersion, load)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	waiters := cfg.Workload == "waiters"
+	open, keys := cfg.Rate > 0, cfg.Workload == "keys"
 	head := "impl\tcycles\tcycles/s\tp50 ms\tp99 ms\tmax ms\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tlost\terrors\tgoroutines peak\trss\t"
+	if open {
+		head = "impl\toffered/s\tcycles\tcycles/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\tunfinished\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tlost\terrors\tgoroutines peak\trss\t"
+	}
+	if keys {
+		head += "keys left forever\t"
+	}
 	if waiters {
 		head = "impl\twaiters\tdrain s\tcycles/s\tp50 ms\tp99 ms\treq/cycle\tclient µs/cycle\tserver µs/cycle\tviolations\torphans\tleaked\tgoroutines queued\theap/waiter\tmem/waiter\trss\t"
 	}
@@ -163,18 +181,33 @@ func printTable(w io.Writer, cfg *config, results []*result, load string) {
 		if !r.Checked {
 			viol = "n/a"
 		}
-		if waiters {
+		switch {
+		case waiters:
 			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t\n",
 				r.Impl, r.Waiters, r.DrainS, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, optF(r.ServerRequestsPerCycle),
 				optF0(r.ClientCPUUsPerCycle), optF0(r.ServerCPUUsPerCycle),
 				viol, r.Orphans, r.Leaked, r.GoroutinesPlateau-r.GoroutinesBaseline,
 				bytesIEC(r.HeapPerWaiterBytes), bytesIEC(r.MemoryPerWaiterBytes), bytesIEC(float64(r.RSSBytes)))
-		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n",
+			continue
+		case open:
+			fmt.Fprintf(tw, "%s\t%.0f\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t",
+				r.Impl, r.OfferedPerS, r.Cycles, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, r.AcquireP999Ms, r.AcquireMaxMs, r.Unfinished,
+				optF(r.ServerRequestsPerCycle), optF0(r.ClientCPUUsPerCycle), optF0(r.ServerCPUUsPerCycle),
+				viol, r.Orphans, r.Leaked, r.Lost, r.Errors, optInt(r.GoroutinesPeak), bytesIEC(float64(r.RSSBytes)))
+		default:
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t",
 				r.Impl, r.Cycles, r.CyclesPerS, r.AcquireP50Ms, r.AcquireP99Ms, r.AcquireMaxMs, optF(r.ServerRequestsPerCycle),
 				optF0(r.ClientCPUUsPerCycle), optF0(r.ServerCPUUsPerCycle),
 				viol, r.Orphans, r.Leaked, r.Lost, r.Errors, optInt(r.GoroutinesPeak), bytesIEC(float64(r.RSSBytes)))
 		}
+		if keys {
+			left := "-"
+			if r.KeysLeft != nil {
+				left = fmt.Sprint(*r.KeysLeft)
+			}
+			fmt.Fprintf(tw, "%s\t", left)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	for _, r := range results {
@@ -191,6 +224,12 @@ func printTable(w io.Writer, cfg *config, results []*result, load string) {
 	}
 	if waiters {
 		fmt.Fprintln(w, "(goroutines queued: at the plateau, less the process's baseline before the client started)")
+	}
+	if keys {
+		fmt.Fprintln(w, "(keys left forever: the run's keys still there once its client had gone and the server's container sweeps (every 1s on an embedded server) stopped removing any: persistent nodes, or containers that never had a child; -: not known (Redis, or -servers); the harness then removes every key)")
+	}
+	if open {
+		fmt.Fprintln(w, "(open loop: latency from each acquisition's intended start; unfinished: scheduled in the window, not granted by the end, counted in the latencies with their wait until then)")
 	}
 	for _, r := range results {
 		if r.Pause != nil {

@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	con := newConsole(stderr)
+	started := time.Now()
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err == nil {
@@ -78,8 +79,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	scenarios := []*config{cfg}
-	if cfg.Bench {
+	switch {
+	case cfg.Bench:
 		scenarios = benchScenarios(cfg)
+	case cfg.BenchLatency:
+		scenarios = latencyScenarios(cfg)
 	}
 	type planned struct {
 		cfg     *config
@@ -100,7 +104,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			for _, c := range cands {
-				if err := c.Supports(sc.Workload, sc.Faults); err != nil {
+				err := c.Supports(sc.Workload, sc.Faults)
+				if _, plain := c.(plainImpl); plain && err == nil && sc.Rate > 0 {
+					err = unsupported(c.Name(), "-rate", "a plain program runs closed loop, as its library's users write it")
+				}
+				if err != nil {
 					if len(sc.Impls) == 1 && c == impl(im) {
 						fmt.Fprintln(stderr, "stress:", err)
 						return exitUsage
@@ -110,6 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 					continue
 				}
 				p.impls = append(p.impls, c)
+				cfg.keysPlanned = cfg.keysPlanned || sc.Workload == "keys"
 				needZK = needZK || c.Backend() == zookeeperBackend
 				needRedis = needRedis || c.Backend() == redisBackend
 			}
@@ -125,6 +134,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if needZK || cfg.Faults.needsProxy() {
 		if len(cfg.Servers) == 0 {
 			con.logf("starting an embedded ZooKeeper (%d server(s), forceSync=%s)", cfg.Ensemble, yesNo(cfg.FSync))
+			if cfg.keysPlanned {
+				con.logf("its empty containers swept every %v (ZooKeeper's default: a minute), to tell the keys left forever from those it reaps", reapEvery)
+			}
 		}
 		env.cl, err = startCluster(ctx, cfg)
 		if err != nil {
@@ -157,17 +169,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// it, and the first to send multi requests (turnstile's group
 		// commit) for those. Bare cycles, then turnstile's, unmeasured, run
 		// both in first.
+		// When keys runs are planned, the warm-up runs keys: the
+		// containers' creates are then compiled too.
 		w := *cfg
-		w.Workload, w.Workers, w.Duration, w.Warmup, w.Plain, w.Cycles = "uncontended", 64, cfg.ServerWarmup/2, 0, false, 0
+		w.Workload, w.Workers, w.Duration, w.Warmup, w.Plain, w.Cycles, w.Rate, w.Report = "uncontended", 64, cfg.ServerWarmup/2, 0, false, 0, 0, ""
+		if cfg.keysPlanned {
+			w.Workload = "keys"
+		}
 		for _, im := range []inProcess{rawzkImpl{}, turnstileImpl{}} {
 			res := runOne(ctx, &w, env, im, idx)
 			idx++
-			con.logf("server warm-up: %s, 64 workers, %v: %.0f cycles/s", im.Name(), w.Duration, res.CyclesPerS)
+			con.logf("server warm-up: %s %s, 64 workers, %v: %.0f cycles/s", im.Name(), w.Workload, w.Duration, res.CyclesPerS)
 		}
 	}
 	for _, p := range plans {
 		var results []*result
 		load := loadAverage()
+		if p.cfg.rateFrom != nil {
+			// An open-loop scenario of a suite offers a rate drawn from the
+			// closed-loop runs before it.
+			rate, why := p.cfg.rateFrom(all)
+			if rate <= 0 {
+				con.logf("skip: open loop on %s: %s", p.cfg.Workload, why)
+				continue
+			}
+			p.cfg.Rate = rate
+			con.logf("open loop on %s: %.0f acquisitions/s offered (%s)", p.cfg.Workload, rate, why)
+		}
 		for _, im := range p.impls {
 			if ctx.Err() != nil {
 				break
@@ -190,12 +218,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		all = append(all, results...)
 	}
-	if cfg.Bench {
+	if cfg.Bench || cfg.BenchLatency {
 		w := stdout
 		if cfg.JSON {
 			w = stderr
 		}
 		printSummary(w, env, cfg, all)
+	}
+	if cfg.Report != "" {
+		meta := reportMeta{args: args, seed: cfg.Seed, started: started, server: serverLabel(env, cfg)}
+		if err := writeReport(cfg.Report, meta, all); err != nil {
+			fmt.Fprintln(stderr, "stress: -report:", err)
+			return exitFailed
+		}
+		con.logf("report written to %s", cfg.Report)
 	}
 
 	code := exitOK
@@ -369,6 +405,35 @@ func runOne(ctx context.Context, cfg *config, env *runEnv, im impl, idx int) *re
 		sc = s
 		defer sc.Close()
 	}
+	if cfg.Workload == "keys" {
+		kc := *cfg
+		kc.keysRun = keysPrefix(cfg.LockRoot, idx)
+		cfg = &kc
+		if zs, ok := sc.(*scanner); ok {
+			if err := prepareKeys(zs.conn.conn, cfg.keysRun, cfg.Workers); err != nil {
+				res.Error = err.Error()
+				return res
+			}
+			ks := &keysScanner{scanner: zs, prefix: cfg.keysRun, workers: cfg.Workers}
+			sc = ks
+			defer func() {
+				// Once the client has gone: the keys left after the
+				// server's sweeps are there forever. The harness then removes
+				// every key, for the runs after.
+				if env.cl.reaps && res.Error == "" && res.Cycles > 0 {
+					n, err := ks.leftForever(hard, reapEvery)
+					if err == nil {
+						res.KeysLeft = &n
+					} else {
+						res.Notes = append(res.Notes, "counting the keys left: "+err.Error())
+					}
+				}
+				if err := ks.removeKeys(); err != nil {
+					res.Notes = append(res.Notes, "removing the run's keys: "+err.Error())
+				}
+			}()
+		}
+	}
 	if sp, ok := im.(spawner); ok {
 		runSpawned(hard, cfg, env, sp, v, sc, res)
 		return res
@@ -427,6 +492,7 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	c, err := im.Open(octx, openOptions{
 		Servers: servers, SessionTimeout: cfg.SessionTimeout, MaxInFlight: cfg.MaxInFlight,
 		Marker: marker, Logger: logger, Workers: cfg.Workers, RedisTTL: cfg.RedisTTL, RedisRetry: cfg.RedisRetry,
+		Cold: cfg.Workload == "keys",
 	})
 	cancel()
 	if err != nil {
@@ -456,9 +522,19 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		check: newChecker(im.Excludes(), cfg.Leases, w, con.logf),
 		stop:  stop, stopNow: stopNow,
 	}
-	if cfg.Cycles > 0 {
+	if cfg.Workload == "keys" {
+		// Each key is locked once: its checker state can go at its release.
+		r.check.oneShot = true
+	}
+	if cfg.Rate > 0 {
+		r.open = newSchedule(cfg.Rate, cfg.Cycles)
+	} else if cfg.Cycles > 0 {
 		r.limited = true
 		r.tickets.Store(cfg.Cycles)
+	}
+	if cfg.Report != "" {
+		res.tl = newTimeline(time.Now())
+		r.tl = res.tl
 	}
 
 	var pz *pauser
@@ -473,7 +549,7 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		defer pz.close()
 	}
 
-	inj := &injector{cfg: cfg, cl: cl, px: px, pause: pz, rng: rand.New(rand.NewPCG(cfg.Seed, 1<<62|uint64(idx))), logf: con.logf}
+	inj := &injector{cfg: cfg, cl: cl, px: px, pause: pz, rng: rand.New(rand.NewPCG(cfg.Seed, 1<<62|uint64(idx))), logf: con.logf, tl: r.tl}
 	if cfg.Faults.has("expire") {
 		// Away for longer than the session the server granted, plus two ticks
 		// of its expiry sweep.
@@ -496,6 +572,9 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		wres, err = r.runWaiters(hard, sc.(*scanner), cl)
 		s1 = take()
 	default:
+		if r.open != nil {
+			r.open.start = time.Now()
+		}
 		workers, err = r.startWorkers()
 		if err != nil {
 			break
@@ -504,10 +583,17 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 			sleepCtx(r.stop, cfg.Warmup)
 		}
 		s0 = take()
+		r.windowFrom.Store(s0.at.UnixNano())
 		r.lat.reset()
 		if cfg.Duration > 0 {
 			sleepCtx(r.stop, cfg.Duration)
 			s1 = take()
+			if r.open != nil {
+				// No more starts; what is queued or under way still counts,
+				// from its intended start, for a while.
+				r.open.finish()
+				workers.wait(openLoopDrain)
+			}
 			// A fault under way ends while the workers still run: a pause
 			// with nobody left to take the lock would show nothing.
 			stopInj()
@@ -571,6 +657,11 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		res.ClientRequestsPerCycle = &v
 	}
 	res.AcquireP50Ms, res.AcquireP99Ms, res.AcquireMaxMs = r.lat.ms(50), r.lat.ms(99), r.lat.maxMs()
+	res.AcquireP999Ms = r.lat.ms(99.9)
+	if r.open != nil {
+		res.OfferedPerS = cfg.Rate
+	}
+	r.tl.window(s0.at, s1.at)
 
 	if wres != nil {
 		res.Waiters = wres.waiters
@@ -635,6 +726,10 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		}
 	}
 	res.Lost = r.lost.Load()
+	res.Unfinished = r.unfinished.Load()
+	if res.Unfinished > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d acquisitions scheduled in the window were not granted by the end of the run; their wait until then is in the latencies", res.Unfinished))
+	}
 	res.Cancelled = r.cancelled.Load()
 	res.Errors = r.errs.Load()
 	res.FaultsInjected = inj.count.Load()
@@ -643,6 +738,10 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	}
 	res.GoroutinesPeak = sampler.Stop()
 }
+
+// openLoopDrain is how long an open-loop run's workers go on after the
+// window, for the acquisitions scheduled in it.
+const openLoopDrain = 5 * time.Second
 
 // runSpawned runs an impl whose workers live in a process of its own, and
 // measures it from outside: CPU times and the server's counters at the
@@ -697,6 +796,11 @@ func runSpawned(hard context.Context, cfg *config, env *runEnv, sp spawner, v ba
 		lat.recordCount(l.Micros, l.Count)
 	}
 	res.AcquireP50Ms, res.AcquireP99Ms, res.AcquireMaxMs = lat.ms(50), lat.ms(99), lat.maxMs()
+	res.AcquireP999Ms = lat.ms(99.9)
+	if cfg.Rate > 0 {
+		res.OfferedPerS = cfg.Rate
+		res.Unfinished = parseUnfinished(out.Output)
+	}
 	res.window(s0, s1, true)
 	if sc != nil {
 		// The peer has exited: any lock node left under the root is its.

@@ -25,6 +25,12 @@ type workloadSpec struct {
 	maxInFlight    int
 	redisTTL       time.Duration
 	redisRetry     time.Duration
+	// keys: worker w's cycle n locks path-<w>/<n>, a path never used before
+	// (the keys workload; path is the run's prefix, keysPrefix).
+	keys bool
+	// rate, when positive: open loop, acquisitions started at this many per
+	// second across the workers, each timed from its intended start.
+	rate float64
 	// witness, when not empty, is the cross-process witness file the child
 	// follows: the pause fault's stalled holder, and a plain turnstile
 	// program (the twoproc workload's second process), which counts its
@@ -40,6 +46,7 @@ func (s workloadSpec) args() []string {
 		"-duration", s.duration.String(), "-warmup", s.warmup.String(), "-hold", s.hold.String(),
 		"-session-timeout", s.sessionTimeout.String(), "-max-in-flight", fmt.Sprint(s.maxInFlight),
 		"-redis-ttl", s.redisTTL.String(), "-redis-retry", s.redisRetry.String(), "-witness", s.witness,
+		"-keys=" + fmt.Sprint(s.keys), "-rate", fmt.Sprint(s.rate),
 	}
 }
 
@@ -59,11 +66,16 @@ func (s *workloadSpec) register(fs *flag.FlagSet, servers *string) {
 	fs.IntVar(&s.maxInFlight, "max-in-flight", 0, "")
 	fs.DurationVar(&s.redisTTL, "redis-ttl", 5*time.Second, "")
 	fs.DurationVar(&s.redisRetry, "redis-retry", time.Millisecond, "")
+	fs.BoolVar(&s.keys, "keys", false, "worker w's cycle n on -path-<w>/<n>, a lock path never used before")
+	fs.Float64Var(&s.rate, "rate", 0, "open loop: acquisitions started per second across the workers (0: closed loop)")
 	fs.StringVar(&s.witness, "witness", "", "the witness file to follow (a plain program: turnstile only, the mutex protocol; a failed check is a violation)")
 }
 
-// workerPath is worker w's lock path.
+// workerPath is worker w's lock path (keys: the parent of its keys).
 func (s workloadSpec) workerPath(w int) string {
+	if s.keys {
+		return keysWorkerDir(s.path, w)
+	}
 	if s.paths > 0 {
 		return fmt.Sprintf("%s/%d", s.path, w%s.paths)
 	}

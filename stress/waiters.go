@@ -207,7 +207,9 @@ func (ws *waiterSet) granted(k, j int, planned bool, h held, err error) {
 		return
 	}
 	if s := ws.drainStart.Load(); s != 0 {
-		r.lat.record(time.Since(time.Unix(0, s)))
+		d := time.Since(time.Unix(0, s))
+		r.lat.record(d)
+		r.tl.grant(time.Now(), d)
 	}
 	id := len(ws.paths) + k*r.cfg.Workers + j
 	r.holdAndRelease(id, path, r.witnessBase(k), kMutex, h)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,17 @@ type runState struct {
 	errLogged atomic.Int64
 	tickets   atomic.Int64
 	limited   bool
+
+	// open is the schedule of an open-loop run (-rate), nil when closed.
+	open *schedule
+	// windowFrom is when the measured window opened (UnixNano; 0: not yet):
+	// an open-loop acquisition intended before it is not recorded.
+	windowFrom atomic.Int64
+	// unfinished counts open-loop acquisitions intended in the window that
+	// had not been granted when the run stopped.
+	unfinished atomic.Int64
+	// tl is the per-second record of the run for -report; nil without it.
+	tl *timeline
 }
 
 // lockPath is the lock path of worker i (for waiters: of path i).
@@ -49,6 +61,8 @@ func (r *runState) lockPath(i int) string {
 		return fmt.Sprintf("%s/p/%d", r.cfg.LockRoot, i%r.cfg.Paths)
 	case "waiters":
 		return fmt.Sprintf("%s/w/%d", r.cfg.LockRoot, i)
+	case "keys":
+		return keysWorkerDir(r.cfg.keysRun, i) // the parent of its keys
 	}
 	return r.cfg.LockPath
 }
@@ -62,7 +76,7 @@ func (r *runState) witnessBase(i int) string {
 		return fmt.Sprintf("%s-%d", base, i)
 	case "paths":
 		return fmt.Sprintf("%s-%d", base, i%r.cfg.Paths)
-	case "waiters":
+	case "waiters", "keys":
 		return fmt.Sprintf("%s-%d", base, i)
 	}
 	return base
@@ -126,6 +140,11 @@ func (r *runState) startWorkers() (*workerSet, error) {
 	for i := range targets {
 		p := r.lockPath(i)
 		t, ok := shared[p]
+		if r.cfg.Workload == "keys" {
+			// A locker per key, made by the worker's every cycle.
+			targets[i] = target{path: p, wbase: r.witnessBase(i)}
+			continue
+		}
 		if !ok {
 			l, rw, err := r.lockerFor(p)
 			if err != nil {
@@ -135,6 +154,9 @@ func (r *runState) startWorkers() (*workerSet, error) {
 			shared[p] = t
 		}
 		targets[i] = t
+	}
+	if r.open != nil {
+		go r.open.run(r.stop)
 	}
 	return startAll(len(targets), func(i int) {
 		t := targets[i]
@@ -183,8 +205,34 @@ func (ws *workerSet) finish(grace time.Duration) (stuck int) {
 func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {
 	rng := rand.New(rand.NewPCG(r.seed, uint64(id)+1))
 	cancelFault := r.cfg.Faults.has("cancel")
-	for r.stop.Err() == nil && r.takeTicket() {
+	keys := r.cfg.Workload == "keys"
+	dir := path
+	var n int64
+	for {
+		// intended is when this acquisition was meant to start: now in a
+		// closed loop, the schedule's time in an open one, however late a
+		// free worker picks it up.
+		var intended time.Time
+		if r.open != nil {
+			at, ok := r.open.next(r.stop)
+			if !ok {
+				r.abandonBacklog()
+				return
+			}
+			intended = at
+		} else if r.stop.Err() != nil || !r.takeTicket() {
+			return
+		}
 		k, lk := kMutex, l
+		if keys {
+			path = dir + "/" + strconv.FormatInt(n, 10)
+			n++
+			var err error
+			if lk, _, err = r.lockerFor(path); err != nil {
+				r.noteErr("locker "+path, err)
+				return
+			}
+		}
 		switch r.cfg.Workload {
 		case "rw":
 			if rng.Float64() < r.cfg.WriteRatio {
@@ -203,22 +251,71 @@ func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {
 			planned = true
 		}
 		t0 := time.Now()
+		if r.open == nil {
+			intended = t0
+		}
 		h, err := lk.Acquire(actx)
 		cancel()
 		if err != nil {
 			switch {
 			case r.stop.Err() != nil:
+				if r.open != nil {
+					r.unfinishedAt(intended, time.Now())
+					r.abandonBacklog()
+				}
 				return
 			case planned && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 				r.cancelled.Add(1)
 			default:
 				r.noteErr("acquire "+path, err)
-				sleepCtx(r.stop, time.Duration(5+rng.IntN(20))*time.Millisecond)
+				r.tl.errorAt(time.Now())
+				if r.open == nil {
+					sleepCtx(r.stop, time.Duration(5+rng.IntN(20))*time.Millisecond)
+				}
 			}
 			continue
 		}
-		r.lat.record(time.Since(t0))
+		granted := time.Now()
+		r.recordGrant(intended, granted)
 		r.holdAndRelease(id, path, wbase, k, h)
+	}
+}
+
+// recordGrant records the latency of a grant, from its intended start:
+// into the run's histogram (open loop: only acquisitions intended inside
+// the window) and the per-second timeline.
+func (r *runState) recordGrant(intended, granted time.Time) {
+	d := granted.Sub(intended)
+	if r.open == nil {
+		r.lat.record(d)
+	} else if from := r.windowFrom.Load(); from != 0 && intended.UnixNano() >= from {
+		r.lat.record(d)
+	}
+	r.tl.grant(granted, d)
+}
+
+// unfinishedAt counts an open-loop acquisition intended at intended that
+// the end of the run cut short, and records the wait it had had by then:
+// a lower bound, which the histogram must still see (leaving it out would
+// hide the backlog that made it late).
+func (r *runState) unfinishedAt(intended, now time.Time) {
+	if from := r.windowFrom.Load(); from == 0 || intended.UnixNano() < from {
+		return
+	}
+	r.unfinished.Add(1)
+	r.lat.record(now.Sub(intended))
+}
+
+// abandonBacklog counts, once the run stopped, the scheduled acquisitions
+// no worker took.
+func (r *runState) abandonBacklog() {
+	now := time.Now()
+	for {
+		at, ok := r.open.take()
+		if !ok {
+			return
+		}
+		r.unfinishedAt(at, now)
 	}
 }
 

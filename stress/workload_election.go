@@ -39,7 +39,7 @@ func (r *runState) startElection() (*workerSet, error) {
 		return nil, unsupported(r.impl.Name(), "-workload election", "it has no leader election")
 	}
 	path := r.cfg.LockPath
-	ho := &handover{lat: r.lat}
+	ho := &handover{lat: r.lat, tl: r.tl}
 	candidates := make([]elector, r.cfg.Workers)
 	for i := range candidates {
 		var err error
@@ -83,6 +83,7 @@ func (r *runState) candidate(id int, path string, el elector, ho *handover) {
 // took from the resign that made way for it.
 type handover struct {
 	lat *latencies
+	tl  *timeline // -report; nil without
 
 	mu       sync.Mutex
 	resigned time.Time // a resign not yet followed by an election; zero if none
@@ -101,7 +102,9 @@ func (ho *handover) elected() {
 	ho.mu.Lock()
 	defer ho.mu.Unlock()
 	if !ho.resigned.IsZero() {
-		ho.lat.record(time.Since(ho.resigned))
+		d := time.Since(ho.resigned)
+		ho.lat.record(d)
+		ho.tl.grant(time.Now(), d)
 		ho.resigned = time.Time{}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
@@ -41,30 +43,7 @@ func noneError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errNone, fmt.Sprintf(format, args...))
 }
 
-const usageText = `usage: turnstile [flags] COMMAND [flags] ARGS
-
-commands:
-  locks [PATH]         the lock paths under PATH (default /), their holders and waiters
-  holders PATH         who holds the lock at PATH
-  revoke PATH [NODE]   ask PATH's holders, or its node NODE, to let go (Curator's revocation)
-  watch PATH           print every grant, release and departure at PATH as it happens
-
-flags:
-  -servers host:port,...  the ensemble (default $ZK_SERVERS, else 127.0.0.1:2181)
-  -root /prefix           chroot-style namespace; paths are under it and shown relative to it
-  -auth scheme:creds      credentials for the session, e.g. digest:user:password
-  -tls-ca FILE            connect with TLS (the servers' secureClientPort), verifying
-                          the servers against the PEM certificates in FILE
-  -tls-cert FILE          with -tls-key: TLS, presenting this PEM client certificate
-  -tls-key FILE           the client certificate's PEM private key
-  -timeout d              how long to wait for a session (default 10s)
-  -json                   locks, holders, watch: JSON output
-  -for d                  watch: stop after d (default: until interrupted)
-
-exit status: 0 ok, 1 error, 2 usage, 3 no such lock / nothing held / no such node
-`
-
-// options are the flags every command takes.
+// options are the flags every command takes, and those of each command.
 type options struct {
 	servers string
 	root    string
@@ -73,52 +52,231 @@ type options struct {
 	tlsCert string // PEM files of the client certificate and its key
 	tlsKey  string
 	timeout time.Duration
-	json    bool          // locks, holders, watch
-	watchOn time.Duration // watch: how long; 0 = until interrupted
+	// timeoutSet: -timeout was given. The commands that take a lock or an
+	// election's lead read it as a bound on the whole wait, which has no
+	// bound otherwise.
+	timeoutSet bool
+
+	json    bool          // locks, holders, watch, elect -observe
+	watchOn time.Duration // watch, elect -observe: how long; 0 = until interrupted
+	force   bool          // revoke: write the request even to a holder that did not opt in
+	try     bool          // lock: fail at once if the lock is not free
+	grace   time.Duration // lock, elect: SIGTERM to SIGKILL
+	owner   string        // lock: the owner written into the lock node; elect: the candidate's value
+	observe bool          // elect: print each leader instead of running a command
 
 	tls *tls.Config // from the -tls-* files, by check; nil without TLS
 }
 
+// register adds the flags every command takes to fs.
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.servers, "servers", o.servers, "ZooKeeper servers, host:port,...")
-	fs.StringVar(&o.root, "root", o.root, "chroot-style namespace prefix")
-	fs.StringVar(&o.auth, "auth", o.auth, "scheme:credentials, e.g. digest:user:password")
-	fs.StringVar(&o.tlsCA, "tls-ca", o.tlsCA, "TLS: PEM file of the CA certificates to verify the servers with")
-	fs.StringVar(&o.tlsCert, "tls-cert", o.tlsCert, "TLS: PEM file of the client certificate")
-	fs.StringVar(&o.tlsKey, "tls-key", o.tlsKey, "TLS: PEM file of the client certificate's key")
-	fs.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for a session")
+	fs.StringVar(&o.servers, "servers", o.servers, "ZooKeeper servers, `host:port,...` (default $ZK_SERVERS, else 127.0.0.1:2181)")
+	fs.StringVar(&o.root, "root", o.root, "chroot-style namespace `prefix`: paths are under it and shown relative to it")
+	fs.StringVar(&o.auth, "auth", o.auth, "`scheme:credentials` for the session, e.g. digest:user:password")
+	fs.StringVar(&o.tlsCA, "tls-ca", o.tlsCA, "connect with TLS (the servers' secureClientPort), verifying the servers against the PEM certificates in `FILE`")
+	fs.StringVar(&o.tlsCert, "tls-cert", o.tlsCert, "with -tls-key: present this PEM client certificate (`FILE`)")
+	fs.StringVar(&o.tlsKey, "tls-key", o.tlsKey, "the client certificate's PEM private key (`FILE`)")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for a session (default 10s); lock, elect: for the lock or the lead, the session included (default: as long as it takes)")
 }
 
-// command is one subcommand: its extra flags, its arguments, and its body.
+// command is one subcommand: its flags, its arguments, and its body.
 type command struct {
 	name    string
-	args    string // its arguments, for a usage error
+	args    string // its arguments, for usage
+	summary string // one line, for the command list
+	about   string // what it does, for its help
 	minArgs int
-	maxArgs int
-	json    bool // takes -json
-	watch   bool // takes -for
-	run     func(ctx context.Context, s *session, o options, args []string, out io.Writer) error
+	maxArgs int  // -1: any number (a command to run)
+	paths   int  // how many leading arguments are lock paths, checked before connecting
+	treeOK  bool // a path argument may be "/"
+	// flags registers the command's own flags.
+	flags func(fs *flag.FlagSet, o *options)
+	// run is the body of a command that reads and writes nodes over a
+	// plain session; exec, of one that runs an engine (lock, elect) or
+	// needs no server (version). One of them is set.
+	run  func(ctx context.Context, s *session, o options, args []string, out io.Writer) error
+	exec func(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = []command{
-	{name: "locks", args: "[PATH]", minArgs: 0, maxArgs: 1, json: true, run: runLocks},
-	{name: "holders", args: "PATH", minArgs: 1, maxArgs: 1, json: true, run: runHolders},
-	{name: "revoke", args: "PATH [NODE]", minArgs: 1, maxArgs: 2, run: runRevoke},
-	{name: "watch", args: "PATH", minArgs: 1, maxArgs: 1, json: true, watch: true, run: runWatch},
+func jsonFlag(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.json, "json", false, "JSON output")
+}
+
+var commands []command
+
+func init() {
+	// In init: help refers to commands.
+	commands = []command{
+		{name: "locks", args: "[PATH]", minArgs: 0, maxArgs: 1, paths: 1, treeOK: true, flags: jsonFlag, run: runLocks,
+			summary: "the locks and elections under PATH (default /), their holders and waiters",
+			about: `Lists every lock under PATH (default /): mutexes, read-write locks,
+semaphores and elections of turnstile, Curator and kazoo, each with its
+holders (an election: its leader), then its waiters in queue order (an
+election: its other candidates), then an election's observers.`},
+		{name: "holders", args: "PATH", minArgs: 1, maxArgs: 1, paths: 1, flags: jsonFlag, run: runHolders,
+			summary: "who holds the lock at PATH (an election: its leader)",
+			about: `Prints the holders of the lock at PATH: node, client, age, owner. For
+an election, its leader. Exit status 3 when nothing is held.`},
+		{name: "revoke", args: "PATH [NODE]", minArgs: 1, maxArgs: 2, paths: 1, run: runRevoke,
+			flags: func(fs *flag.FlagSet, o *options) {
+				fs.BoolVar(&o.force, "force", false, "write the request even into the node of a holder that did not opt in, overwriting its data")
+			},
+			summary: "ask PATH's holders, or its node NODE, to let go (Curator's revocation)",
+			about: `Asks the holders of the lock at PATH (or its contender NODE, by name or
+path) to let go, by writing Curator's revocation request (__REVOKE__) into
+their nodes. Only a holder that opted in to revocation (turnstile's
+lock.WithRevocation, Curator's makeRevocable, kazoo by Curator's
+convention) watches its node and lets go; its session's watch on its own
+node is how the tool tells (ZooKeeper's wchp four-letter word, asked of
+every server of -servers: list them all; the servers' 4lw.commands.whitelist
+must allow it, and on a server with very many watches it is a costly
+request). A node
+whose holder did not opt in, or where the servers do not answer wchp, is
+left alone unless -force is given: the request then overwrites the node's
+data (turnstile's owner record, Curator's and kazoo's identifiers), and
+nobody may act on it.`},
+		{name: "watch", args: "PATH", minArgs: 1, maxArgs: 1, paths: 1, run: runWatch,
+			flags: func(fs *flag.FlagSet, o *options) {
+				jsonFlag(fs, o)
+				fs.DurationVar(&o.watchOn, "for", 0, "stop after this long (default: until interrupted)")
+			},
+			summary: "print every grant, release and departure at PATH as it happens",
+			about: `Prints the lock at PATH as it is, then every change as it happens:
+queued, granted, released, left; and the session's disconnections. It
+runs until interrupted, or for -for.`},
+		{name: "lock", args: "PATH [--] CMD [ARGS...]", minArgs: 2, maxArgs: -1, paths: 1, exec: runLock,
+			flags: func(fs *flag.FlagSet, o *options) {
+				fs.BoolVar(&o.try, "try", false, "fail at once (exit status 3) if the lock is held or waited for")
+				fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long CMD has to exit after SIGTERM before SIGKILL")
+				fs.StringVar(&o.owner, "owner", "", "the owner written into the lock node, next to host and pid")
+			},
+			summary: "run CMD while holding the lock at PATH",
+			about: `Takes the mutex at PATH (turnstile's lock.Mutex, which Curator's
+InterProcessMutex shares), runs CMD while it holds it, releases it when
+CMD exits, and exits with CMD's status. CMD finds in its environment
+TURNSTILE_PATH (the lock path), TURNSTILE_NODE (its lock node) and
+TURNSTILE_TOKEN (the lease's fencing token, which grows with every grant of
+the lock: hand it to what CMD writes to, so that a late write is refused).
+The moment the lease is lost (the session can no longer be trusted), CMD's
+process group gets SIGTERM, then SIGKILL after -grace; the exit status is
+then CMD's, or 1 where CMD exited 0. An interrupt or SIGTERM to turnstile
+stops CMD the same way.
+Exit status: CMD's; 1 the lock was not taken (no session, ...); 2 usage;
+3 not taken within -timeout, or held elsewhere with -try.`},
+		{name: "elect", args: "PATH [--] CMD [ARGS...] | -observe PATH", minArgs: 1, maxArgs: -1, paths: 1, exec: runElect,
+			flags: func(fs *flag.FlagSet, o *options) {
+				fs.BoolVar(&o.observe, "observe", false, "print each leader of the election at PATH instead of running a command")
+				fs.BoolVar(&o.json, "json", false, "-observe: one JSON object per line")
+				fs.DurationVar(&o.watchOn, "for", 0, "-observe: stop after this long (default: until interrupted)")
+				fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long CMD has to exit after SIGTERM before SIGKILL")
+				fs.StringVar(&o.owner, "id", defaultID(), "the candidate's value (Curator's participant id)")
+			},
+			summary: "run CMD while leading the election at PATH; -observe: print each leader",
+			about: `Campaigns in the election at PATH (turnstile's election.Election, which
+Curator's LeaderLatch shares) and, once elected, runs CMD while it leads,
+as lock runs it while it holds a lock: TURNSTILE_PATH, TURNSTILE_NODE and
+TURNSTILE_TOKEN in its environment, SIGTERM then SIGKILL the moment the
+leadership is lost, CMD's exit status. With -observe, it runs no command:
+it prints the leader, then each change of leader, until interrupted or
+for -for.`},
+		{name: "process", args: "URL", minArgs: 1, maxArgs: 1, flags: jsonFlag, exec: runProcess,
+			summary: "what one process holds and queues, from the status handler it serves at URL",
+			about: `Reads, from the handler a process serves with package status (as it
+serves net/http/pprof), what its engine holds and queues: its session, the
+nodes it holds with their tokens, the nodes it has queued on ZooKeeper,
+and how many of its acquisitions wait in cohorts behind its own nodes,
+which no listing of ZooKeeper shows. -timeout bounds the request.`},
+		{name: "version", args: "", minArgs: 0, maxArgs: 0, exec: runVersion,
+			summary: "print the tool's version",
+			about:   `Prints the tool's version and the module versions it was built from.`},
+		{name: "help", args: "[COMMAND]", minArgs: 0, maxArgs: 1, exec: runHelp,
+			summary: "print the usage of the tool, or of COMMAND",
+			about:   `Prints the usage of the tool, or of COMMAND with its own flags.`},
+	}
+}
+
+func findCommand(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// usage is the tool's usage: its commands and the flags every command
+// takes.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: turnstile [flags] COMMAND [flags] ARGS\n\ncommands:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s %s\t%s\n", c.name, c.args, c.summary)
+	}
+	tw.Flush()
+	b.WriteString("\nflags of every command:\n")
+	var o options
+	fs := newFlagSet("turnstile")
+	o.register(fs)
+	b.WriteString(defaults(fs))
+	b.WriteString("\n'turnstile help COMMAND' or 'turnstile COMMAND -h' shows a command's own flags.\n")
+	b.WriteString("exit status: 0 ok, 1 error, 2 usage, 3 no such lock / nothing held / no such node\n")
+	return b.String()
+}
+
+// commandUsage is one command's usage: what it does, its own flags, and
+// those every command takes.
+func commandUsage(c *command) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: turnstile [flags] %s [flags] %s\n\n%s\n", c.name, c.args, c.about)
+	if c.flags != nil {
+		var o options
+		fs := newFlagSet("turnstile " + c.name)
+		c.flags(fs, &o)
+		b.WriteString("\nflags:\n")
+		b.WriteString(defaults(fs))
+	}
+	if c.run != nil || c.name == "lock" || c.name == "elect" || c.name == "process" {
+		var o options
+		fs := newFlagSet("turnstile")
+		o.register(fs)
+		b.WriteString("\nflags of every command:\n")
+		b.WriteString(defaults(fs))
+	}
+	return b.String()
+}
+
+func defaults(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	return b.String()
 }
 
 // run is the whole command: it parses args, runs the command against the
 // ensemble, writes results to stdout and errors to stderr, and returns the
 // exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := runCommand(ctx, args, stdout)
+	err := runCommand(ctx, args, stdout, stderr)
+	var status exitStatus
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &status):
+		if status.msg != "" {
+			fmt.Fprintf(stderr, "turnstile: %s\n", status.msg)
+		}
+		return status.code
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "turnstile: %v\n\n%s", err, usageText)
+		var u *usageErr
+		text := usage()
+		if errors.As(err, &u) && u.cmd != nil {
+			text = commandUsage(u.cmd)
+		}
+		fmt.Fprintf(stderr, "turnstile: %v\n\n%s", err, text)
 		return exitUsage
 	case errors.Is(err, errNone):
 		fmt.Fprintf(stderr, "turnstile: %v\n", err)
@@ -128,63 +286,100 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-func runCommand(ctx context.Context, args []string, stdout io.Writer) error {
+// exitStatus ends the tool with a status of its own: a command's (lock,
+// elect), with what to say on stderr, if anything.
+type exitStatus struct {
+	code int
+	msg  string
+}
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d: %s", e.code, e.msg) }
+
+// usageErr is a usage error of one command, whose usage it shows.
+type usageErr struct {
+	cmd *command
+	err error
+}
+
+func (u *usageErr) Error() string { return u.err.Error() }
+func (u *usageErr) Unwrap() error { return u.err }
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := options{servers: os.Getenv("ZK_SERVERS"), timeout: 10 * time.Second}
 	if o.servers == "" {
 		o.servers = "127.0.0.1:2181"
 	}
 	global := newFlagSet("turnstile")
 	o.register(global)
-	if err := parseFlags(global, args, stdout); err != nil {
+	if err := parseFlags(global, args, stdout, usage); err != nil {
 		return err
 	}
 	if global.NArg() == 0 {
 		return usageError("no command")
 	}
 	name := global.Arg(0)
-	var cmd *command
-	for i := range commands {
-		if commands[i].name == name {
-			cmd = &commands[i]
-		}
-	}
+	cmd := findCommand(name)
 	if cmd == nil {
 		return usageError("unknown command %q", name)
 	}
-	fs := newFlagSet("turnstile " + name)
+	err := runNamed(ctx, cmd, &o, global, stdout, stderr)
+	if errors.Is(err, errUsage) {
+		var u *usageErr
+		if !errors.As(err, &u) {
+			err = &usageErr{cmd: cmd, err: err}
+		}
+	}
+	return err
+}
+
+func runNamed(ctx context.Context, cmd *command, o *options, global *flag.FlagSet, stdout, stderr io.Writer) error {
+	fs := newFlagSet("turnstile " + cmd.name)
 	o.register(fs)
-	if cmd.json {
-		fs.BoolVar(&o.json, "json", false, "JSON output")
+	if cmd.flags != nil {
+		cmd.flags(fs, o)
 	}
-	if cmd.watch {
-		fs.DurationVar(&o.watchOn, "for", 0, "stop after this long (default: until interrupted)")
+	rest := global.Args()[1:]
+	// A command to run follows "--": none of it is the tool's.
+	var tail []string
+	if cmd.maxArgs < 0 {
+		if i := slices.Index(rest, "--"); i >= 0 {
+			rest, tail = rest[:i], rest[i+1:]
+		}
 	}
-	pos, err := parseInterspersed(fs, global.Args()[1:], stdout)
+	pos, err := parseInterspersed(fs, rest, stdout, func() string { return commandUsage(cmd) })
 	if err != nil {
 		return err
 	}
-	if len(pos) < cmd.minArgs || len(pos) > cmd.maxArgs {
-		return usageError("%s takes %s; got %d argument(s)", name, cmd.args, len(pos))
+	pos = append(pos, tail...)
+	for _, f := range []*flag.FlagSet{global, fs} {
+		f.Visit(func(f *flag.Flag) {
+			if f.Name == "timeout" {
+				o.timeoutSet = true
+			}
+		})
+	}
+	if len(pos) < cmd.minArgs || cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs {
+		return usageError("%s takes %s; got %d argument(s)", cmd.name, cmd.args, len(pos))
 	}
 	if err := o.check(); err != nil {
 		return err
 	}
 	// Paths are checked before any connection is made: a typo is a usage
 	// error, not a wait for a session.
-	for i, p := range pos {
-		if i == 1 && name == "revoke" {
-			break // NODE: a name or a path, checked against the lock's nodes
-		}
-		if err := checkPath(p, name == "locks"); err != nil {
+	for _, p := range pos[:min(cmd.paths, len(pos))] {
+		if err := checkPath(p, cmd.treeOK); err != nil {
 			return err
 		}
 	}
-	s, err := dial(ctx, o)
+	if cmd.exec != nil {
+		return cmd.exec(ctx, *o, pos, stdout, stderr)
+	}
+	s, err := dial(ctx, *o)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	return cmd.run(ctx, s, o, pos, stdout)
+	return cmd.run(ctx, s, *o, pos, stdout)
 }
 
 // newFlagSet returns a flag set that returns its errors instead of
@@ -197,14 +392,14 @@ func newFlagSet(name string) *flag.FlagSet {
 }
 
 // parseFlags parses fs's flags up to the first argument that is none. A
-// flag error is a usage error; -h prints the usage on stdout.
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+// flag error is a usage error; -h prints help() on stdout.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, help func() string) error {
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usageText)
+		fmt.Fprint(stdout, help())
 		return err
 	}
 	return fmt.Errorf("%w: %v", errUsage, err)
@@ -213,10 +408,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 // parseInterspersed parses fs's flags wherever they stand among the
 // positional arguments ("holders /jobs/42 -json"), and returns the
 // positional ones.
-func parseInterspersed(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+func parseInterspersed(fs *flag.FlagSet, args []string, stdout io.Writer, help func() string) ([]string, error) {
 	var pos []string
 	for {
-		if err := parseFlags(fs, args, stdout); err != nil {
+		if err := parseFlags(fs, args, stdout, help); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -225,6 +420,20 @@ func parseInterspersed(fs *flag.FlagSet, args []string, stdout io.Writer) ([]str
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
+}
+
+// runHelp prints the tool's usage, or a command's.
+func runHelp(_ context.Context, _ options, args []string, stdout, _ io.Writer) error {
+	if len(args) == 0 {
+		_, err := fmt.Fprint(stdout, usage())
+		return err
+	}
+	c := findCommand(args[0])
+	if c == nil {
+		return usageError("help: unknown command %q", args[0])
+	}
+	_, err := fmt.Fprint(stdout, commandUsage(c))
+	return err
 }
 
 // check validates the flags that need more than their type.
@@ -237,6 +446,9 @@ func (o *options) check() error {
 	}
 	if o.watchOn < 0 {
 		return usageError("-for must not be negative")
+	}
+	if o.grace < 0 {
+		return usageError("-grace must not be negative")
 	}
 	if o.auth != "" {
 		if scheme, cred, ok := strings.Cut(o.auth, ":"); !ok || scheme == "" || cred == "" {

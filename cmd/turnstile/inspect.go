@@ -21,9 +21,14 @@ type lockView struct {
 	Path   string `json:"path"` // relative to -root
 	Recipe string `json:"recipe"`
 	// Holders hold the lock; Waiters queue for it, in the order they will
-	// be served (for a semaphore: acquirers queued on <path>/locks).
+	// be served (for a semaphore: acquirers queued on <path>/locks). For an
+	// election: its leader, and its other candidates in the order they
+	// will lead.
 	Holders []nodeView `json:"holders"`
 	Waiters []nodeView `json:"waiters"`
+	// Observers are an election's observers (turnstile's Observe): they
+	// never lead, and queue for nothing.
+	Observers []nodeView `json:"observers,omitempty"`
 }
 
 // Recipes, as told by the nodes under a lock path.
@@ -31,13 +36,14 @@ const (
 	recipeMutex     = "mutex"     // exclusive nodes only: lock- (Curator, turnstile), __lock__ (kazoo)
 	recipeRW        = "rwlock"    // read and write nodes: __READ__/__WRIT__, __rlock__
 	recipeSemaphore = "semaphore" // Curator's InterProcessSemaphoreV2 layout: leases/ and locks/
+	recipeElection  = "election"  // latch- candidates (Curator's LeaderLatch), observer- nodes
 )
 
 // nodeView is one contender: its node and who wrote it.
 type nodeView struct {
 	Node   string `json:"node"` // the node's path, relative to -root
 	Name   string `json:"name"` // its last element
-	Kind   string `json:"kind"` // mutex, read, write, lease
+	Kind   string `json:"kind"` // mutex, read, write, lease, latch, observer
 	Seq    int64  `json:"seq"`
 	Client string `json:"client"` // turnstile, curator, kazoo, go-zookeeper
 	// Owner is turnstile's record of its contender (see lock.WithOwner).
@@ -215,7 +221,8 @@ func (r *reader) read(ctx context.Context, full string) (lockView, bool, []strin
 		found, err := r.semaphore(ctx, full, &v)
 		return v, found, children, err
 	}
-	nodes, _ := queue.Nodes(children)
+	listing := queue.NewListing(children)
+	nodes := listing.Nodes()
 	if len(nodes) == 0 {
 		return lockView{}, false, children, nil
 	}
@@ -226,7 +233,13 @@ func (r *reader) read(ctx context.Context, full string) (lockView, bool, []strin
 			v.Recipe = recipeRW
 		case queue.KindLease:
 			v.Recipe = recipeSemaphore // a semaphore's leases/, read on its own
+		case queue.KindLatch, queue.KindObserver:
+			v.Recipe = recipeElection
 		}
+	}
+	if v.Recipe == recipeElection {
+		err := r.election(ctx, full, nodes, &v)
+		return v, len(v.Holders)+len(v.Waiters)+len(v.Observers) > 0, children, err
 	}
 	for _, n := range nodes {
 		nv, ok, err := r.node(ctx, n, path.Join(full, n.Name))
@@ -236,7 +249,7 @@ func (r *reader) read(ctx context.Context, full string) (lockView, bool, []strin
 		switch {
 		case !ok:
 			continue // it left meanwhile
-		case queue.Holds(nodes, n) || n.Kind == queue.KindLease:
+		case holds(listing, n) || n.Kind == queue.KindLease:
 			v.Holders = append(v.Holders, nv)
 		default:
 			v.Waiters = append(v.Waiters, nv)
@@ -245,15 +258,56 @@ func (r *reader) read(ctx context.Context, full string) (lockView, bool, []strin
 	return v, len(v.Holders)+len(v.Waiters) > 0, children, nil
 }
 
+// election reads an election by its own rule (Curator's LeaderLatch,
+// which turnstile's election follows): the lowest candidate ("latch-")
+// leads and the others wait in queue order; an observer's node neither
+// leads nor waits. A candidate whose node is gone before it is read is
+// skipped, and the next one is the leader, as it is by then.
+func (r *reader) election(ctx context.Context, full string, nodes []queue.Node, v *lockView) error {
+	for _, n := range nodes {
+		nv, ok, err := r.node(ctx, n, path.Join(full, n.Name))
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok:
+			continue
+		case n.Kind == queue.KindObserver:
+			v.Observers = append(v.Observers, nv)
+		case n.Kind != queue.KindLatch:
+			continue // a lock node under an election path is no candidate
+		case len(v.Holders) == 0:
+			v.Holders = append(v.Holders, nv)
+		default:
+			v.Waiters = append(v.Waiters, nv)
+		}
+	}
+	return nil
+}
+
 // semaphore reads a semaphore on Curator's InterProcessSemaphoreV2 layout,
 // which turnstile's Semaphore shares: a lease node per lease under
 // <path>/leases, and a mutex at <path>/locks that an acquirer holds while
 // it creates its lease node and waits for a free lease.
 //
-// The lease nodes hold, but for one: a lease node created, after it took
-// the mutex, by the session that holds the mutex may still wait for a
-// free lease (the number of leases is not stored in ZooKeeper). It is
-// shown as that acquirer's, among the waiters, in place of its mutex node.
+// The recipe's rule: a lease node is only ever created by the acquirer
+// that holds the mutex, after every other lease node still there, and it
+// holds once it is among the first N (turnstile; Curator: once there are
+// at most N). So every lease node holds but, at most, the newest, and
+// that one only when the mutex's holder is still acquiring and made it:
+// the same session, after it took the mutex. That one may still wait for
+// a free lease (the number of leases is not stored in ZooKeeper), and is
+// shown among the waiters, in place of its mutex node. Older lease nodes
+// of the same session (a process running several acquirers) hold.
+//
+// One moment stays ambiguous: an acquirer was granted its lease and let
+// the mutex go, and the next holder of the mutex, of the same session,
+// has not made its lease node yet. The newest lease node then looks like
+// the new holder's, but ZooKeeper shows that the mutex changed hands after
+// it was made: the last change under locks/ (its pzxid) is newer than the
+// lease node and than every mutex node there, so it was a deletion. Such a
+// lease node holds. (A waiter of the mutex that gives up at that moment
+// looks the same, and its holder's waiting lease is shown as held.)
 func (r *reader) semaphore(ctx context.Context, full string, v *lockView) (bool, error) {
 	v.Recipe = recipeSemaphore
 	leases, err := r.lockNodes(ctx, path.Join(full, "leases"))
@@ -264,19 +318,25 @@ func (r *reader) semaphore(ctx context.Context, full string, v *lockView) (bool,
 	if err != nil {
 		return false, err
 	}
-	var guard *nodeView // the acquirer holding the mutex
-	if len(acquirers) > 0 {
-		guard = &acquirers[0]
-	}
-	for _, l := range leases {
-		if guard != nil && l.owner == guard.owner && l.Czxid > guard.Czxid {
-			v.Waiters = append(v.Waiters, l)
-			guard = nil // shown by its lease node
-			acquirers = acquirers[1:]
-			continue
+	if n := len(leases); n > 0 && len(acquirers) > 0 {
+		guard, newest := acquirers[0], leases[n-1]
+		if newest.owner == guard.owner && newest.Czxid > guard.Czxid {
+			handedOn, err := r.deletedSince(ctx, path.Join(full, "locks"), newest.Czxid, acquirers)
+			if err != nil {
+				return false, err
+			}
+			if handedOn {
+				v.Holders = append(v.Holders, leases...)
+				v.Waiters = append(v.Waiters, acquirers...)
+				return true, nil
+			}
+			v.Holders = append(v.Holders, leases[:n-1]...)
+			v.Waiters = append(v.Waiters, newest)
+			v.Waiters = append(v.Waiters, acquirers[1:]...)
+			return true, nil
 		}
-		v.Holders = append(v.Holders, l)
 	}
+	v.Holders = append(v.Holders, leases...)
 	v.Waiters = append(v.Waiters, acquirers...)
 	return len(v.Holders)+len(v.Waiters) > 0, nil
 }
@@ -287,7 +347,7 @@ func (r *reader) lockNodes(ctx context.Context, p string) ([]nodeView, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, _ := queue.Nodes(children)
+	nodes := queue.NewListing(children).Nodes()
 	var out []nodeView
 	for _, n := range nodes {
 		nv, ok, err := r.node(ctx, n, path.Join(p, n.Name))
@@ -299,4 +359,40 @@ func (r *reader) lockNodes(ctx context.Context, p string) ([]nodeView, error) {
 		}
 	}
 	return out, nil
+}
+
+// deletedSince reports whether the last change among p's children, whose
+// nodes now are nodes, was a deletion made after zxid.
+func (r *reader) deletedSince(ctx context.Context, p string, zxid int64, nodes []nodeView) (bool, error) {
+	stat, err := call(ctx, r.s, func() (*zk.Stat, error) {
+		_, stat, err := r.s.conn.Exists(p)
+		return stat, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", r.s.rel(p), err)
+	}
+	if stat == nil || stat.Pzxid <= zxid {
+		return false, nil
+	}
+	for _, n := range nodes {
+		if n.Czxid >= stat.Pzxid {
+			return false, nil // the last change was this node's creation
+		}
+	}
+	return true, nil
+}
+
+// holds reports whether n, one of l's nodes, holds its lock by the rule of
+// its own kind. A lease node is not decided by its path's listing alone (a
+// semaphore's number of leases is not stored in ZooKeeper): false.
+func holds(l *queue.Listing, n queue.Node) bool {
+	switch n.Kind {
+	case queue.KindMutex:
+		return l.Mutex(n.Name).Holds
+	case queue.KindRead:
+		return l.Read(n.Name).Holds
+	case queue.KindWrite:
+		return l.Write(n.Name).Holds
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -69,7 +70,7 @@ func (r *reader) walk(ctx context.Context, full string, visit func(lockView)) er
 	}
 	slices.Sort(children)
 	for _, c := range children {
-		if _, ok := queue.Parse(c); ok || queue.IsPin(c) {
+		if _, ok := queue.Parse(c); ok || nodename.IsPin(c) {
 			continue // a lock node, or an engine's pin: neither has children
 		}
 		if v.Recipe == recipeSemaphore && (c == "leases" || c == "locks") {

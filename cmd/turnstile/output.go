@@ -20,6 +20,7 @@ func printLocks(out io.Writer, asJSON bool, locks []lockView) error {
 	for i := range locks {
 		setAges(locks[i].Holders, now)
 		setAges(locks[i].Waiters, now)
+		setAges(locks[i].Observers, now)
 	}
 	if asJSON {
 		return writeJSON(out, locks)
@@ -27,12 +28,20 @@ func printLocks(out io.Writer, asJSON bool, locks []lockView) error {
 	tw := newTable(out)
 	for _, l := range locks {
 		// No tab: the header ends a column block, so each lock aligns its own.
-		fmt.Fprintf(tw, "%s (%s): %d holding, %d waiting\n", l.Path, l.Recipe, len(l.Holders), len(l.Waiters))
-		for _, n := range l.Holders {
-			fmt.Fprintf(tw, "  holder\t%s\t%s\t%s\t%s\n", n.Name, n.Client, age(n.AgeSeconds), who(n))
+		holder, waiter := "holder", "waiter"
+		if l.Recipe == recipeElection {
+			fmt.Fprintf(tw, "%s (%s): %d leading, %d waiting, %d observing\n", l.Path, l.Recipe, len(l.Holders), len(l.Waiters), len(l.Observers))
+			holder, waiter = "leader", "candidate"
+		} else {
+			fmt.Fprintf(tw, "%s (%s): %d holding, %d waiting\n", l.Path, l.Recipe, len(l.Holders), len(l.Waiters))
 		}
-		for _, n := range l.Waiters {
-			fmt.Fprintf(tw, "  waiter\t%s\t%s\t%s\t%s\n", n.Name, n.Client, age(n.AgeSeconds), who(n))
+		for _, role := range []struct {
+			name  string
+			nodes []nodeView
+		}{{holder, l.Holders}, {waiter, l.Waiters}, {"observer", l.Observers}} {
+			for _, n := range role.nodes {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", role.name, n.Name, n.Client, age(n.AgeSeconds), who(n))
+			}
 		}
 	}
 	return tw.Flush()

@@ -132,7 +132,7 @@ func (s *scheduler) run(ctx context.Context) {
 		err = l.Resign(rctx)
 		cancel()
 		switch {
-		case errors.Is(err, election.ErrLost):
+		case errors.Is(err, engine.ErrLost):
 			fmt.Printf("%s: its term was lost (%v); it campaigns again once back\n", s.name, l.Err())
 		case err != nil:
 			fmt.Printf("%s: resign: %v\n", s.name, err)

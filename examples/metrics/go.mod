@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	github.com/prometheus/client_golang v1.25.0
-	github.com/turnstile-go/turnstile v0.0.0-00010101000000-000000000000
-	github.com/turnstile-go/turnstile/metrics v0.0.0-00010101000000-000000000000
+	github.com/turnstile-go/turnstile v0.1.0
+	github.com/turnstile-go/turnstile/metrics v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -23,7 +23,8 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-// Development: the library and its metrics module in this repository.
+// An example, run from this repository: it builds the library and the
+// metrics module beside it, with or without go.work (GOWORK=off).
 replace (
 	github.com/turnstile-go/turnstile => ../..
 	github.com/turnstile-go/turnstile/metrics => ../../metrics

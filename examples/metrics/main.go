@@ -121,7 +121,7 @@ func hold(ctx context.Context, m *lock.Mutex, d time.Duration) error {
 		return l.Err()
 	case <-ctx.Done():
 	}
-	if err := l.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, lock.ErrLost) {
+	if err := l.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, engine.ErrLost) {
 		return err
 	}
 	return nil

@@ -16,8 +16,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/internal/wait"
-	"github.com/turnstile-go/turnstile/queue"
 )
 
 // StartEngine starts an engine for a test, on addr unless cfg names its
@@ -96,7 +96,7 @@ func Ephemerals(t testing.TB, conn *zk.Conn, root string) []string {
 			if !ok {
 				continue
 			}
-			if stat.EphemeralOwner != 0 && !queue.IsPin(c) {
+			if stat.EphemeralOwner != 0 && !nodename.IsPin(c) {
 				found = append(found, child)
 			}
 			walk(child)

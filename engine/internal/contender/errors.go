@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
 // The errors a machine resolves an acquisition, a release or a lease with.
@@ -30,7 +30,7 @@ var errBorrowedPlaceGone = fmt.Errorf("%w: the node holding its place in the que
 // its reply): it wraps ErrNoAuth too when rights were missing, so that
 // errors.Is finds the cause a caller can act on.
 func refused(op, path string, in Input) error {
-	if in.Outcome == events.NoAuth {
+	if in.Outcome == input.NoAuth {
 		return fmt.Errorf("%w: %s %s: %w", ErrNoAuth, op, path, in.Err)
 	}
 	return fmt.Errorf("turnstile: %s %s: %w", op, path, in.Err)

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -368,12 +368,12 @@ func (c *Machine) onCreated(in Input) []Effect {
 	if c.phase != Creating {
 		return nil
 	}
-	if c.stale && in.Outcome != events.OK && in.Outcome != events.ConnLoss {
+	if c.stale && in.Outcome != input.OK && in.Outcome != input.ConnLoss {
 		// The create failed: no node exists. Start again under the new session.
 		return c.unstale()
 	}
 	switch in.Outcome {
-	case events.OK:
+	case input.OK:
 		c.setNode(in.Name)
 		if c.stale && !c.requeuesOnExpiry() {
 			// Made under the new session by a create sent late: with a
@@ -388,7 +388,7 @@ func (c *Machine) onCreated(in Input) []Effect {
 			return c.cleanup()
 		}
 		return c.list()
-	case events.NoNode:
+	case input.NoNode:
 		if c.cancelled {
 			return c.finish()
 		}
@@ -399,7 +399,7 @@ func (c *Machine) onCreated(in Input) []Effect {
 		}
 		c.phase = CreatingParents
 		return []Effect{{Kind: CreateParents, Path: c.lockPath}}
-	case events.ConnLoss:
+	case input.ConnLoss:
 		c.recovering = true
 		if c.stale && !c.requeuesOnExpiry() {
 			// Whatever this made, it made in the new session, where it
@@ -409,7 +409,7 @@ func (c *Machine) onCreated(in Input) []Effect {
 		}
 		c.stale = false // recovery lists under whatever session comes next
 		return c.park(retryRecover)
-	case events.Closing:
+	case input.Closing:
 		return c.fail(ErrClosed)
 	}
 	return c.fail(refused("create in", c.lockPath, in))
@@ -423,17 +423,17 @@ func (c *Machine) onParents(in Input) []Effect {
 		return c.unstale() // no node of ours exists; start under the new session
 	}
 	switch in.Outcome {
-	case events.OK, events.NodeExists:
+	case input.OK, input.NodeExists:
 		if c.cancelled {
 			return c.finish()
 		}
 		return c.create()
-	case events.ConnLoss:
+	case input.ConnLoss:
 		if c.cancelled {
 			return c.finish()
 		}
 		return c.park(retryParents)
-	case events.Closing:
+	case input.Closing:
 		return c.fail(ErrClosed)
 	}
 	return c.fail(refused("create", c.lockPath, in))
@@ -447,17 +447,17 @@ func (c *Machine) onListed(in Input) []Effect {
 		return c.unstale()
 	}
 	switch in.Outcome {
-	case events.OK:
-	case events.NoNode:
+	case input.OK:
+	case input.NoNode:
 		in.Children, in.Listing = nil, nil // the lock path is gone, and our node with it
-	case events.ConnLoss:
+	case input.ConnLoss:
 		return c.park(retryList)
-	case events.Closing:
+	case input.Closing:
 		return c.fail(ErrClosed)
 	default:
 		err := refused("list", c.lockPath, in)
 		switch {
-		case c.recovering && in.Outcome == events.NoAuth:
+		case c.recovering && in.Outcome == input.NoAuth:
 			// The lock path is no longer readable to us: every read would
 			// be refused for as long as the session lives. Our node, if
 			// the lost create made one, is left to the session's end.
@@ -611,7 +611,7 @@ func (c *Machine) onWatchSet(in Input) []Effect {
 		return c.cleanup()
 	}
 	switch in.Outcome {
-	case events.OK:
+	case input.OK:
 		if c.fired {
 			return c.list()
 		}
@@ -634,11 +634,11 @@ func (c *Machine) onWatchSet(in Input) []Effect {
 		}
 		c.phase = Waiting
 		return nil
-	case events.NoNode:
+	case input.NoNode:
 		return c.list() // the predecessor left before the watch was set: look again
-	case events.ConnLoss:
+	case input.ConnLoss:
 		return c.park(retryList)
-	case events.Closing:
+	case input.Closing:
 		return c.fail(ErrClosed)
 	}
 	return c.fail(refused("watch", c.watch, in))
@@ -674,17 +674,17 @@ func (c *Machine) onDeleted(in Input) []Effect {
 		return c.afterDelete()
 	}
 	switch in.Outcome {
-	case events.OK, events.NoNode:
+	case input.OK, input.NoNode:
 		c.clearNode()
 		return c.afterDelete()
-	case events.ConnLoss:
+	case input.ConnLoss:
 		return c.park(retryDelete)
-	case events.Closing:
+	case input.Closing:
 		// Closing the session removes the ephemeral node.
 		c.clearNode()
 		return c.afterDelete()
 	}
-	if in.Outcome == events.NoAuth {
+	if in.Outcome == input.NoAuth {
 		// The lock path's ACL denies us the deletion of our own node (it
 		// was changed, or made by another client, after our create). That
 		// is no passing fault: asking again would be refused for as long

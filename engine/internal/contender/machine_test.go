@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -17,15 +17,15 @@ import (
 
 // seqDecide is a minimal mutex recipe for these tests: the first node in
 // queue order holds, a waiter watches its predecessor.
-func seqDecide(l *queue.Listing, self string) Decision {
+func seqDecide(l *queue.Listing, self string) queue.Decision {
 	i := l.Index(self)
 	switch {
 	case i < 0:
-		return Decision{Missing: true}
+		return queue.Decision{Missing: true}
 	case i == 0:
-		return Decision{Holds: true}
+		return queue.Decision{Holds: true}
 	}
-	return Decision{Watch: l.Nodes()[i-1].Name}
+	return queue.Decision{Watch: l.Nodes()[i-1].Name}
 }
 
 type script struct {
@@ -107,7 +107,7 @@ func listed(pzxid int64, children ...string) Input {
 func childrenWatched(pzxid int64, children ...string) Input {
 	return Input{Kind: WatchSet, ChildWatch: true, Children: children, Listing: queue.NewListing(children), Pzxid: pzxid}
 }
-func reply(k InputKind, o events.Outcome) Input { return Input{Kind: k, Outcome: o} }
+func reply(k InputKind, o input.Outcome) Input { return Input{Kind: k, Outcome: o} }
 
 // recoverRead is the recovery read of the n-th id's create.
 func recoverRead(n int) Effect {
@@ -134,7 +134,7 @@ func (s *script) toWaiting() {
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
-	s.step(reply(WatchSet, events.OK))
+	s.step(reply(WatchSet, input.OK))
 	s.phase(Waiting)
 }
 
@@ -142,7 +142,7 @@ func TestGrantAndRelease(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
 	s.step(Input{Kind: Release}, del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), Effect{Kind: Released}, done)
+	s.step(reply(Deleted, input.OK), Effect{Kind: Released}, done)
 	s.phase(Done)
 	s.step(Input{Kind: Release}) // nothing after the end
 }
@@ -159,7 +159,7 @@ func TestPredecessorGoneBeforeWatchSet(t *testing.T) {
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
-	s.step(reply(WatchSet, events.NoNode), list)
+	s.step(reply(WatchSet, input.NoNode), list)
 	s.step(listed(102, node(1, 5)), grant(102))
 }
 
@@ -171,7 +171,7 @@ func TestWatchFiresBeforeWatchReply(t *testing.T) {
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
 	s.step(Input{Kind: WatchFired})
-	s.step(reply(WatchSet, events.OK), list)
+	s.step(reply(WatchSet, input.OK), list)
 }
 
 func TestPredecessorLeavesWhileNotHead(t *testing.T) {
@@ -179,10 +179,10 @@ func TestPredecessorLeavesWhileNotHead(t *testing.T) {
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(2), other(3), node(1, 5)), watch(other(3)))
-	s.step(reply(WatchSet, events.OK))
+	s.step(reply(WatchSet, input.OK))
 	s.step(Input{Kind: WatchFired}, list)
 	s.step(listed(101, other(2), node(1, 5)), watch(other(2)))
-	s.step(reply(WatchSet, events.OK))
+	s.step(reply(WatchSet, input.OK))
 	s.step(Input{Kind: WatchFired}, list)
 	s.step(listed(103, node(1, 5)), grant(103))
 }
@@ -201,8 +201,8 @@ func TestStaleWatchEventIgnored(t *testing.T) {
 func TestMissingParentCreated(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, events.NoNode), Effect{Kind: CreateParents, Path: "/locks/a"})
-	s.step(reply(ParentsCreated, events.NodeExists), create(2))
+	s.step(reply(Created, input.NoNode), Effect{Kind: CreateParents, Path: "/locks/a"})
+	s.step(reply(ParentsCreated, input.NodeExists), create(2))
 	s.step(created(node(2, 0)), list)
 }
 
@@ -212,20 +212,20 @@ func TestCancelBeforeCreateReply(t *testing.T) {
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
 	// The create still lands: its node is deleted, never left behind.
 	s.step(created(node(1, 5)), del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestCancelBeforeCreateReplyThenConnectionLoss(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, recoverRead(1))
 	// The create did happen: recovery finds the node by its id and deletes it.
 	s.step(recovered(100, node(1, 5), other(3), node(1, 5)), del(node(1, 5)))
-	s.step(reply(Deleted, events.ConnLoss), park)
+	s.step(reply(Deleted, input.ConnLoss), park)
 	s.step(Input{Kind: Reconnected}, del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestCancelWhileListingAndWatching(t *testing.T) {
@@ -234,15 +234,15 @@ func TestCancelWhileListingAndWatching(t *testing.T) {
 	s.step(created(node(1, 5)), list)
 	s.step(Input{Kind: Cancel, Err: context.DeadlineExceeded}, fail(context.DeadlineExceeded))
 	s.step(listed(100, node(1, 5)), del(node(1, 5))) // no grant after a cancel
-	s.step(reply(Deleted, events.NoNode), done)
+	s.step(reply(Deleted, input.NoNode), done)
 
 	s = newScript(t)
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(WatchSet, events.OK), del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(WatchSet, input.OK), del(node(1, 5)))
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestCancelWhileWaiting(t *testing.T) {
@@ -250,7 +250,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 	s.toWaiting()
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
 	s.step(Input{Kind: WatchFired}) // late notification: ignored
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestCancelAfterGrantKeepsLease(t *testing.T) {
@@ -264,16 +264,16 @@ func TestCancelWhileParked(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(reply(Listed, events.ConnLoss), park)
+	s.step(reply(Listed, input.ConnLoss), park)
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
 	s.step(Input{Kind: Retry}, del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestConnectionLossDuringCreateNodeFound(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Disconnected})
 	// Not a plain listing: the recovery read, synced, that looks for our id.
 	s.step(Input{Kind: Reconnected}, recoverRead(1))
@@ -287,7 +287,7 @@ func TestConnectionLossDuringCreateNodeFound(t *testing.T) {
 func TestConnectionLossDuringCreateNodeNotFound(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, recoverRead(1))
 	// Not created: send the same create again (same protected id).
 	s.step(recovered(100, "", other(3)), create(1))
@@ -300,7 +300,7 @@ func TestConnectionLossDuringCreateNodeNotFound(t *testing.T) {
 func TestRecoveryIgnoresNodeOfAnotherSession(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, recoverRead(1))
 	foreign := Input{Kind: Listed, Children: []string{node(1, 3)}, Pzxid: 100, Foreign: true}
 	s.step(foreign, create(2))
@@ -311,7 +311,7 @@ func TestRecoveryIgnoresNodeOfAnotherSession(t *testing.T) {
 	s = newScript(t)
 	s.step(Input{Kind: Start}, create(1))
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, recoverRead(1))
 	s.step(foreign, done)
 }
@@ -321,15 +321,15 @@ func TestRecoveryIgnoresNodeOfAnotherSession(t *testing.T) {
 func TestEveryListingWhileRecoveringIsTheRecoveryRead(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, recoverRead(1))
-	s.step(reply(Listed, events.ConnLoss), park)
+	s.step(reply(Listed, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, recoverRead(1))
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
-	s.step(reply(Listed, events.ConnLoss), park)
+	s.step(reply(Listed, input.ConnLoss), park)
 	s.step(Input{Kind: Reconnected}, recoverRead(1))
 	s.step(recovered(100, node(1, 5), node(1, 5)), del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestSessionExpiryWhileWaiting(t *testing.T) {
@@ -384,15 +384,15 @@ func TestSessionExpiryWhileCreateInFlightFailOnExpiry(t *testing.T) {
 	s.step(Input{Kind: Expired})
 	s.step(Input{Kind: Reconnected})
 	s.step(created(node(1, 7)), fail(ErrSessionExpired), del(node(1, 7)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 
 	// Its fate unknown: found by its protected id, then removed.
 	s = newScript(t, failOnExpiry)
 	s.step(Input{Kind: Start}, create(1))
 	s.step(Input{Kind: Expired})
-	s.step(reply(Created, events.ConnLoss), fail(ErrSessionExpired), recoverRead(1))
+	s.step(reply(Created, input.ConnLoss), fail(ErrSessionExpired), recoverRead(1))
 	s.step(recovered(300, node(1, 7), node(1, 7)), del(node(1, 7)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestSessionExpiryWhileHolding(t *testing.T) {
@@ -417,7 +417,7 @@ func TestUntrustedSessionLosesLeaseThenCleansUp(t *testing.T) {
 	s.step(Input{Kind: Untrusted}, Effect{Kind: Lost, Err: ErrLost}, park)
 	// The same session comes back: our node must not linger.
 	s.step(Input{Kind: Reconnected}, del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done) // no release result: it was lost
+	s.step(reply(Deleted, input.OK), done) // no release result: it was lost
 }
 
 func TestUntrustedSessionBlocksGrant(t *testing.T) {
@@ -502,7 +502,7 @@ func TestTryOnly(t *testing.T) {
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
 	// The future fails only once the node is gone.
-	s.step(reply(Deleted, events.OK), fail(ErrWouldBlock), done)
+	s.step(reply(Deleted, input.OK), fail(ErrWouldBlock), done)
 
 	s = newScript(t, tryOnly)
 	s.step(Input{Kind: Start}, create(1))
@@ -515,7 +515,7 @@ func TestCloseWhileHolding(t *testing.T) {
 	s.toHeld()
 	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true},
 		Effect{Kind: Lost, Err: ErrClosed}, del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 func TestCloseWhileParkedAndDisconnected(t *testing.T) {
@@ -523,7 +523,7 @@ func TestCloseWhileParkedAndDisconnected(t *testing.T) {
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(Input{Kind: Disconnected})
-	s.step(reply(Listed, events.ConnLoss), park)
+	s.step(reply(Listed, input.ConnLoss), park)
 	// No server to delete through: closing the session removes the node.
 	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true}, fail(ErrClosed), done)
 }
@@ -533,20 +533,20 @@ func TestRefusedRequestFailsAndCleansUp(t *testing.T) {
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	refused := errors.New("not authenticated")
-	got := s.c.Step(Input{Kind: Listed, Outcome: events.Refused, Err: refused})
+	got := s.c.Step(Input{Kind: Listed, Outcome: input.Refused, Err: refused})
 	if len(got) != 2 || got[0].Kind != Fail || !errors.Is(got[0].Err, refused) || got[1] != del(node(1, 5)) {
 		t.Fatalf("got %v", got)
 	}
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 // Every reachable path resolves the acquisition exactly once and ends.
 func TestEveryPathResolvesOnce(t *testing.T) {
 	inputs := []Input{
-		{Kind: Start}, created(node(1, 5)), reply(Created, events.ConnLoss), reply(Created, events.NoNode),
-		reply(ParentsCreated, events.OK), listed(1, node(1, 5)), listed(1, other(1), node(1, 5)), listed(1, other(1)),
-		reply(Listed, events.ConnLoss), reply(WatchSet, events.OK), reply(WatchSet, events.NoNode),
-		{Kind: WatchFired}, reply(Deleted, events.OK), reply(Deleted, events.ConnLoss), {Kind: Release},
+		{Kind: Start}, created(node(1, 5)), reply(Created, input.ConnLoss), reply(Created, input.NoNode),
+		reply(ParentsCreated, input.OK), listed(1, node(1, 5)), listed(1, other(1), node(1, 5)), listed(1, other(1)),
+		reply(Listed, input.ConnLoss), reply(WatchSet, input.OK), reply(WatchSet, input.NoNode),
+		{Kind: WatchFired}, reply(Deleted, input.OK), reply(Deleted, input.ConnLoss), {Kind: Release},
 		{Kind: Cancel, Err: context.Canceled}, {Kind: Cancel, Err: ErrClosed, Closing: true},
 		{Kind: Disconnected}, {Kind: Reconnected}, {Kind: Expired}, {Kind: Untrusted}, {Kind: Retry},
 		listed(2, node(2, 6)), created(node(2, 6)), {Kind: Handoff, Pzxid: 3}, {Kind: Trusted}, {Kind: GrantRefused},
@@ -595,14 +595,14 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 
 // countDecide admits the first two nodes and makes the rest watch the
 // children, as a semaphore's lease path does.
-func countDecide(l *queue.Listing, self string) Decision {
+func countDecide(l *queue.Listing, self string) queue.Decision {
 	switch i := l.Index(self); {
 	case i < 0:
-		return Decision{Missing: true}
+		return queue.Decision{Missing: true}
 	case i < 2:
-		return Decision{Holds: true}
+		return queue.Decision{Holds: true}
 	}
-	return Decision{WatchChildren: true}
+	return queue.Decision{WatchChildren: true}
 }
 
 func TestChildrenWatchGrantsOnItsOwnReply(t *testing.T) {
@@ -634,7 +634,7 @@ func TestFixedSequenceNode(t *testing.T) {
 	s.step(Input{Kind: Start}, Effect{Kind: Create, Path: "/locks/a/_c_00000000-0000-4000-8000-000000000001-lock-0000000005"})
 }
 
-func nextDecide(l *queue.Listing, self string) Decision {
+func nextDecide(l *queue.Listing, self string) queue.Decision {
 	d := seqDecide(l, self)
 	d.Next = !d.Holds && !d.Missing
 	return d
@@ -674,7 +674,7 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 		s := fixed(t)
 		s.step(created("_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), list)
 		s.step(listed(100, other(4), "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"), watch(other(4)))
-		s.step(reply(WatchSet, events.OK))
+		s.step(reply(WatchSet, input.OK))
 		s.step(Input{Kind: Expired}, fail(ErrSessionExpired), done)
 	})
 	t.Run("create answered after expiry", func(t *testing.T) {
@@ -717,7 +717,7 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 	// and a writer queued behind it may hold already. Likewise when our id
 	// turns out taken, or when the lock path itself is gone.
 	lostCreate := func(s *script) {
-		s.step(reply(Created, events.ConnLoss), park)
+		s.step(reply(Created, input.ConnLoss), park)
 		s.step(Input{Kind: Retry}, recoverRead(1))
 	}
 	for _, c := range []struct {
@@ -735,7 +735,7 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 			return in
 		}},
 		{"lock path gone", func(s *script) Input {
-			return reply(Created, events.NoNode)
+			return reply(Created, input.NoNode)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -757,10 +757,10 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 func TestRefusedRecoveryReadIsRetriedAfterABackoff(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, recoverRead(1))
 	refused := errors.New("zk: not authenticated")
-	got := s.c.Step(Input{Kind: Listed, Outcome: events.Refused, Err: refused})
+	got := s.c.Step(Input{Kind: Listed, Outcome: input.Refused, Err: refused})
 	if len(got) != 2 || got[0].Kind != Fail || !errors.Is(got[0].Err, refused) || got[1].Kind != Park {
 		t.Fatalf("refused recovery read: effects %v, want a failure and a park", got)
 	}
@@ -768,14 +768,14 @@ func TestRefusedRecoveryReadIsRetriedAfterABackoff(t *testing.T) {
 	if len(got) != 1 || got[0] != recoverRead(1) {
 		t.Fatalf("retry: effects %v, want the recovery read", got)
 	}
-	got = s.c.Step(Input{Kind: Listed, Outcome: events.Refused, Err: refused})
+	got = s.c.Step(Input{Kind: Listed, Outcome: input.Refused, Err: refused})
 	if len(got) != 1 || got[0].Kind != Park || !errors.Is(got[0].Err, refused) {
 		t.Fatalf("refused again: effects %v, want a park carrying the refusal", got)
 	}
 	s.step(Input{Kind: Retry}, recoverRead(1))
 	// Found at last: deleted, and the contender ends.
 	s.step(recovered(101, node(1, 5), node(1, 5)), del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 // A delete refused for an unexpected reason is never given up: the node
@@ -785,41 +785,41 @@ func TestRefusedDeleteIsRetried(t *testing.T) {
 	s.toHeld()
 	s.step(Input{Kind: Release}, del(node(1, 5)))
 	refused := errors.New("zk: buffer too small")
-	got := s.c.Step(Input{Kind: Deleted, Outcome: events.Refused, Err: refused})
+	got := s.c.Step(Input{Kind: Deleted, Outcome: input.Refused, Err: refused})
 	if len(got) != 1 || got[0].Kind != Park || !errors.Is(got[0].Err, refused) {
 		t.Fatalf("refused delete: effects %v, want a park carrying the refusal", got)
 	}
 	s.step(Input{Kind: Retry}, del(node(1, 5)))
 	// Gone meanwhile (say the first attempt was applied after all): released.
-	s.step(reply(Deleted, events.NoNode), Effect{Kind: Released}, done)
+	s.step(reply(Deleted, input.NoNode), Effect{Kind: Released}, done)
 
 	// A cancelled waiter's cleanup, likewise.
 	s = newScript(t)
 	s.toWaiting()
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
-	got = s.c.Step(Input{Kind: Deleted, Outcome: events.Refused, Err: refused})
+	got = s.c.Step(Input{Kind: Deleted, Outcome: input.Refused, Err: refused})
 	if len(got) != 1 || got[0].Kind != Park {
 		t.Fatalf("refused cleanup delete: effects %v, want a park", got)
 	}
 	s.step(Input{Kind: Retry}, del(node(1, 5)))
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 }
 
 // A Decider that calls a listed node missing would have the contender
 // create a node per listing and leave each behind. The node is deleted
 // instead, and the acquisition then fails with ErrBadDecision.
 func TestMissingVerdictOnAListedNodeDeletesItThenFails(t *testing.T) {
-	s := newScript(t, deciding(func(*queue.Listing, string) Decision { return Decision{Missing: true} }))
+	s := newScript(t, deciding(func(*queue.Listing, string) queue.Decision { return queue.Decision{Missing: true} }))
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
-	effs := s.c.Step(reply(Deleted, events.OK))
+	effs := s.c.Step(reply(Deleted, input.OK))
 	if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrBadDecision) || effs[1] != done {
 		t.Fatalf("after the delete: effects %v, want a failure with ErrBadDecision and done", effs)
 	}
 
 	// A node that is really gone is created again, as before.
-	s = newScript(t, deciding(func(*queue.Listing, string) Decision { return Decision{Missing: true} }))
+	s = newScript(t, deciding(func(*queue.Listing, string) queue.Decision { return queue.Decision{Missing: true} }))
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(listed(100, other(4)), create(2))
@@ -836,7 +836,7 @@ func TestWrappedListingFailsTheAcquisition(t *testing.T) {
 	if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrSequenceWrapped) || effs[1] != del(node(1, -2147483648)) {
 		t.Fatalf("on a wrapped Listing: effects %v, want a failure with ErrSequenceWrapped and the node's delete", effs)
 	}
-	s.step(reply(Deleted, events.OK), done)
+	s.step(reply(Deleted, input.OK), done)
 
 	// The same through a children watch's reply.
 	s = newScript(t, deciding(countDecide))
@@ -856,12 +856,12 @@ func TestListedWithoutAParsedListing(t *testing.T) {
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(Input{Kind: Listed, Children: []string{other(4), node(1, 5)}, Pzxid: 100}, watch(other(4)))
-	s.step(reply(WatchSet, events.NoNode), list)
+	s.step(reply(WatchSet, input.NoNode), list)
 	s.step(Input{Kind: Listed, Children: []string{node(1, 5)}, Pzxid: 101}, grant(101))
 }
 
 // errServerNoAuth stands for the client's error of a request refused for
-// lack of rights, which the runtime classifies as events.NoAuth.
+// lack of rights, which the runtime classifies as input.NoAuth.
 var errServerNoAuth = errors.New("zk: not authenticated")
 
 // A delete the ACL refuses is not retried: asking again would be refused
@@ -871,7 +871,7 @@ func TestDeleteRefusedByACLEnds(t *testing.T) {
 	s := newScript(t)
 	s.toHeld()
 	s.step(Input{Kind: Release}, del(node(1, 5)))
-	got := s.c.Step(Input{Kind: Deleted, Outcome: events.NoAuth, Err: errServerNoAuth})
+	got := s.c.Step(Input{Kind: Deleted, Outcome: input.NoAuth, Err: errServerNoAuth})
 	if len(got) != 2 || got[0].Kind != Released || !errors.Is(got[0].Err, ErrNoAuth) ||
 		got[1].Kind != Forget || !errors.Is(got[1].Err, errServerNoAuth) {
 		t.Fatalf("release refused: effects %v, want released with ErrNoAuth, then done", got)
@@ -880,7 +880,7 @@ func TestDeleteRefusedByACLEnds(t *testing.T) {
 	s = newScript(t)
 	s.toWaiting()
 	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled), del(node(1, 5)))
-	got = s.c.Step(Input{Kind: Deleted, Outcome: events.NoAuth, Err: errServerNoAuth})
+	got = s.c.Step(Input{Kind: Deleted, Outcome: input.NoAuth, Err: errServerNoAuth})
 	if len(got) != 1 || got[0].Kind != Forget {
 		t.Fatalf("cleanup refused: effects %v, want done", got)
 	}
@@ -893,9 +893,9 @@ func TestDeleteRefusedByACLEnds(t *testing.T) {
 func TestRefusedRecoveryReadEnds(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, events.ConnLoss), park)
+	s.step(reply(Created, input.ConnLoss), park)
 	s.step(Input{Kind: Retry}, Effect{Kind: Recover, Path: "/locks/a", ID: "00000000-0000-4000-8000-000000000001"})
-	got := s.c.Step(Input{Kind: Listed, Outcome: events.NoAuth, Err: errServerNoAuth})
+	got := s.c.Step(Input{Kind: Listed, Outcome: input.NoAuth, Err: errServerNoAuth})
 	if len(got) != 2 || got[0].Kind != Fail || !errors.Is(got[0].Err, ErrNoAuth) ||
 		got[1].Kind != Forget || !errors.Is(got[1].Err, ErrNoAuth) {
 		t.Fatalf("refused recovery read: effects %v, want a failure with ErrNoAuth, then done (logging it)", got)

@@ -11,15 +11,15 @@ import (
 // the vocabulary it shares with the engine's core.
 var allowedImports = map[string]bool{
 	"errors": true, "fmt": true, "strings": true, "strconv": true, "slices": true, "sort": true,
-	"github.com/turnstile-go/turnstile/events": true,
-	"github.com/turnstile-go/turnstile/queue":  true,
+	"github.com/turnstile-go/turnstile/engine/internal/input": true,
+	"github.com/turnstile-go/turnstile/queue":                 true,
 }
 
 // allowedModulePackages are the only packages outside the standard library
 // the machine may reach, through any path of imports.
 var allowedModulePackages = map[string]bool{
 	"github.com/turnstile-go/turnstile/engine/internal/contender": true,
-	"github.com/turnstile-go/turnstile/events":                    true,
+	"github.com/turnstile-go/turnstile/engine/internal/input":     true,
 	"github.com/turnstile-go/turnstile/queue":                     true,
 }
 
@@ -30,7 +30,7 @@ var allowedModulePackages = map[string]bool{
 var unreachable = []string{"net", "context", "log", "os/exec", "os/signal", "net/http", "plugin"}
 
 // The machine is pure by its dependencies: go list -deps of this package
-// names nothing outside the standard library but events and queue, no
+// names nothing outside the standard library but input and queue, no
 // client and no network, and its own imports are pure ones.
 func TestPure(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{.Standard}}\t{{join .Imports \" \"}}", ".").Output()

@@ -3,7 +3,7 @@ package contender
 import (
 	"fmt"
 
-	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -76,12 +76,12 @@ func (k InputKind) String() string {
 // other fields are set as the kind needs them.
 type Input struct {
 	Kind     InputKind
-	Outcome  events.Outcome // a reply's outcome, as the runtime classified it
-	Err      error          // the reply's error, or the cancel's reason
-	Name     string         // Created: the node created; Listed: ours, found by a recovery read
-	Children []string       // Listed
-	Pzxid    int64          // Listed, Handoff: the grant's token
-	Closing  bool           // Cancel: the engine is closing, so a held lease goes too
+	Outcome  input.Outcome // a reply's outcome, as the runtime classified it
+	Err      error         // the reply's error, or the cancel's reason
+	Name     string        // Created: the node created; Listed: ours, found by a recovery read
+	Children []string      // Listed
+	Pzxid    int64         // Listed, Handoff: the grant's token
+	Closing  bool          // Cancel: the engine is closing, so a held lease goes too
 	// ChildWatch, with WatchSet: the reply to a children watch, with
 	// Children and Pzxid.
 	ChildWatch bool
@@ -163,19 +163,7 @@ func (e Effect) String() string {
 	return e.Kind.String()
 }
 
-// Decision is a recipe's verdict on one listing of the lock path. Its
-// fields are those of engine.Decision, documented there, which converts to
-// it: the engine's public recipes stay the engine's, and a field added to
-// one and not the other fails to compile.
-type Decision struct {
-	Holds         bool
-	Watch         string
-	Missing       bool
-	Next          bool
-	WatchChildren bool
-}
-
 // Decider is a recipe as the machine calls it: from one listing of the lock
 // path, does self (the machine's node name) hold, and if not, what does it
 // wait for.
-type Decider func(l *queue.Listing, self string) Decision
+type Decider func(l *queue.Listing, self string) queue.Decision

@@ -1,25 +1,23 @@
-package events
+package engine
 
 import (
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Many producers put while the consumer drains in batches: every event
 // arrives exactly once and each producer's events keep their order.
 func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 	const producers, each = 8, 5000
-	in := NewInbox()
+	in := newInbox()
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Go(func() {
 			for i := range each {
-				in.Put(TimerFired{ID: uint64(p)<<32 | uint64(i)})
+				in.Put(input.TimerFired{ID: uint64(p)<<32 | uint64(i)})
 			}
 		})
 	}
@@ -27,12 +25,12 @@ func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 	go func() { wg.Wait(); close(done) }()
 
 	next := make([]uint64, producers)
-	var buf []Event
+	var buf []input.Event
 	total := 0
 	consume := func() {
 		buf = in.Drain(buf)
 		for _, e := range buf {
-			id := e.(TimerFired).ID
+			id := e.(input.TimerFired).ID
 			p, i := id>>32, id&(1<<32-1)
 			if i != next[p] {
 				t.Fatalf("producer %d: got event %d, want %d", p, i, next[p])
@@ -62,11 +60,11 @@ func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 // Put must never block, even when nobody drains: it runs on the ZooKeeper
 // client's receive goroutine.
 func TestInboxPutNeverBlocks(t *testing.T) {
-	in := NewInbox()
+	in := newInbox()
 	finished := make(chan struct{})
 	go func() {
 		for range 100000 {
-			in.Put(WatchFired{Type: NodeDeleted, Path: "/x"})
+			in.Put(input.WatchFired{Type: input.NodeDeleted, Path: "/x"})
 		}
 		close(finished)
 	}()
@@ -81,23 +79,5 @@ func TestInboxPutNeverBlocks(t *testing.T) {
 	got := in.Drain(nil)
 	if len(got) != 100000 {
 		t.Fatalf("drained %d", len(got))
-	}
-}
-
-func TestStringsNameEveryValue(t *testing.T) {
-	for s := Disconnected; s <= Closed; s++ {
-		if s.String() == "unknown" {
-			t.Errorf("session state %d has no name", s)
-		}
-	}
-	for w := NodeCreated; w <= NotWatching; w++ {
-		if w.String() == "unknown" {
-			t.Errorf("watch type %d has no name", w)
-		}
-	}
-	for k := range OpKind(NumOpKinds) {
-		if k.String() == "unknown" {
-			t.Errorf("op kind %d has no name", k)
-		}
 	}
 }

@@ -1,0 +1,149 @@
+package main
+
+// mutant is one planted bug, made of one change or a few.
+type mutant struct {
+	name    string
+	class   string // the class of bug it re-plants
+	changes []change
+	checks  []check // tried in order; the first that fails catches it
+}
+
+// change is one edit: old, found once among the tree's Go files (in a file
+// named file, when set, wherever it sits), becomes new.
+type change struct {
+	file, old, new string
+}
+
+// sim is the simulator's check; test names tests of one package.
+var sim = simCheck{}
+
+func test(pkg, run string) testCheck { return testCheck{pkg: pkg, pattern: run} }
+
+// mutants are the bugs the checkers must catch. Each names the class of
+// bug it re-plants; the simulator is tried first, for the budget, and then
+// the tests that exist for the class.
+var mutants = []mutant{
+	{
+		name:  "handoff-past-reader",
+		class: "the local handoff past a reader: a waiter behind a read node is told it is next, and the engine hands it the lock on that reader's delete while a fellow reader still holds",
+		changes: []change{
+			{"listing.go", "exclusive := watch.Kind == KindMutex || watch.Kind == KindWrite\n", "exclusive := watch.Kind == KindMutex || watch.Kind == KindWrite || watch.Kind == KindRead\n"},
+			{"handoff.go", "exclusive := n.Kind == queue.KindMutex || n.Kind == queue.KindWrite || n.Kind == queue.KindLatch", "exclusive := n.Kind == queue.KindMutex || n.Kind == queue.KindWrite || n.Kind == queue.KindLatch || n.Kind == queue.KindRead"},
+		},
+		checks: []check{sim, test("./queue", "."), test("./lock", "Handoff")},
+	},
+	{
+		name:    "handoff-beside-downgrade",
+		class:   "the local handoff beside a downgrade: a borrowed number on the path does not stop it",
+		changes: []change{{"handoff.go", "return ok && exclusive && c.borrowed[node[:i]] == 0", "return ok && exclusive"}},
+		checks:  []check{sim, test("./engine", "TestCoreInteractions")},
+	},
+	{
+		name:    "lost-late",
+		class:   "Lost closes only when the loop hears of the expiry: the watchdog's lapse loses no lease",
+		changes: []change{{"trust.go", "\tfor _, l := range held {\n\t\tl.markLost(ErrLost)\n\t}", "\tfor range held {\n\t}"}},
+		checks:  []check{sim, test("./engine", "Trust|Lapse")},
+	},
+	{
+		name:    "grant-old-session",
+		class:   "a grant on an expired session's listing: the watchdog admits a lease of a session it does not follow",
+		changes: []change{{"trust.go", "if t.stopped || t.lapsed || session != t.session {", "if t.stopped || t.lapsed {"}},
+		checks:  []check{sim, test("./engine", "Trust|Admit")},
+	},
+	{
+		name:    "grant-after-deadline",
+		class:   "a grant after the trust deadline: admission does not read the clock",
+		changes: []change{{"trust.go", "\tif t.clock() >= t.deadline() {\n\t\tt.lapse()\n\t\treturn false\n\t}", ""}},
+		checks:  []check{sim, test("./engine", "Trust|Admit")},
+	},
+	{
+		name:    "downgrade-recreated",
+		class:   "a downgrade's read node created again after its writer is gone (a lost create reply's recovery found it not made)",
+		changes: []change{{"machine.go", "\t\tcase c.fixedSeq != \"\":\n\t\t\t// A node with a borrowed number is made only while the node", "\t\tcase false:\n\t\t\t// A node with a borrowed number is made only while the node"}},
+		checks:  []check{sim, test("./lock", "TestDowngradeNotMadeAfterItsWriterIsGone|Downgrade"), test("./engine/internal/contender", ".")},
+	},
+	{
+		name:    "borrowed-without-lender",
+		class:   "a borrowed number granted without its lender listed beside it",
+		changes: []change{{"machine.go", "\tif c.fixedSeq == \"\" {\n\t\treturn true\n\t}\n\tself, ok := queue.Parse(c.node)", "\tif true {\n\t\treturn true\n\t}\n\tself, ok := queue.Parse(c.node)"}},
+		checks:  []check{sim, test("./lock", "Downgrade|Borrow"), test("./engine/internal/contender", ".")},
+	},
+	{
+		name:    "stray-pin-kept",
+		class:   "a stray pin never deleted: a pin made under a session whose view an expiry forgot is kept",
+		changes: []change{{"prediction.go", "\t\tc.strayPins[d.Path] = false\n\t\tc.unpinStray(d.Path)", "\t\tdelete(c.strayPins, d.Path)"}},
+		checks:  []check{sim, test("./engine", "TestCoreInteractions")},
+	},
+	{
+		name:    "pass-after-loss",
+		class:   "a cohort pass after the carrier's loss: neither the watchdog's word nor the carrier's end stops passing",
+		changes: []change{{"cohort.go", "case !trusted || carrier.Err() != nil || c.sealed ||", "case c.sealed ||"}},
+		checks:  []check{sim, test("./engine", "Cohort")},
+	},
+	{
+		name:    "pass-overtakes-queued",
+		class:   "a cohort pass before the listing that shows who else waits is answered, overtaking a client queued first",
+		changes: []change{{"cohort.go", "\tcase !c.watchKnown:\n", "\tcase false:\n"}},
+		checks:  []check{sim, test("./engine", "Cohort")},
+	},
+	{
+		name:    "pass-ignores-others",
+		class:   "a cohort keeps passing while another client is seen waiting",
+		changes: []change{{"cohort.go", "\tcase c.othersWait():\n", "\tcase false && c.othersWait():\n"}},
+		checks:  []check{sim, test("./engine", "Cohort"), test("./stress", "TwoProcesses")},
+	},
+	{
+		name:    "token-without-pass",
+		class:   "a token without the pass number: leases passed within a cohort share their carrier's token",
+		changes: []change{{"lease.go", "return l.token<<tokenPassBits | int64(l.pass)", "return l.token << tokenPassBits"}},
+		checks:  []check{sim, test("./engine", "Cohort")},
+	},
+	{
+		name:    "refused-delete-abandoned",
+		class:   "a refused delete abandoned: the node is forgotten, left to block the path until the session ends",
+		changes: []change{{"machine.go", "\teffs := c.park(retryDelete)\n\teffs[0].Err = fmt.Errorf(\"turnstile: delete %s: %w\", c.full, in.Err)\n\treturn effs", "\tc.clearNode()\n\treturn c.afterDelete()"}},
+		checks:  []check{sim, test("./engine/internal/contender", "."), test("./engine", "Refused|Delete")},
+	},
+	{
+		name:    "lost-delete-abandoned",
+		class:   "a delete whose reply was lost in a disconnection abandoned: the node may still be there",
+		changes: []change{{"machine.go", "\tcase input.ConnLoss:\n\t\treturn c.park(retryDelete)", "\tcase input.ConnLoss:\n\t\tc.clearNode()\n\t\treturn c.afterDelete()"}},
+		checks:  []check{sim},
+	},
+	{
+		name:    "predicate-off-by-one",
+		class:   "an off-by-one in a predicate: a semaphore of n admits n+1, a mutex two",
+		changes: []change{{"listing.go", "\tcase i < n:\n", "\tcase i <= n:\n"}},
+		checks:  []check{sim, test("./queue", ".")},
+	},
+	{
+		name:    "read-predicate-off-by-one",
+		class:   "an off-by-one in the read predicate: a writer at the head of the queue does not keep readers out",
+		changes: []change{{"listing.go", "if j := l.lastExclusiveBefore(l.firstWithSeq(i)); j >= 0 {", "if j := l.lastExclusiveBefore(l.firstWithSeq(i)); j > 0 {"}},
+		checks:  []check{sim, test("./queue", ".")},
+	},
+	{
+		name:    "cancel-leaves-node",
+		class:   "a cancel that leaves its node: a contender given up deletes nothing",
+		changes: []change{{"machine.go", "\tcase c.node != \"\":\n\t\tc.phase = Deleting\n\t\treturn []Effect{{Kind: Delete, Path: c.full}}\n\tcase c.recovering:", "\tcase c.recovering:"}},
+		checks:  []check{sim, test("./engine", "TestCoreInteractions"), test("./lock", "Cancel")},
+	},
+	{
+		name:    "adopt-foreign-node",
+		class:   "a release that deletes another session's node: the recovery read adopts a node with our id whatever session owns it",
+		changes: []change{{"executor.go", "case stat.EphemeralOwner == e.conn.SessionID():", "case true:"}},
+		checks:  []check{sim, test("./engine", "Recover|Foreign|Owner")},
+	},
+	{
+		name:    "prediction-ignores-count",
+		class:   "the listing-free cycle grants on a create whose number another client's create moved",
+		changes: []change{{"prediction.go", "if !ok || n.Seq != v.expectSeq {", "if !ok {"}},
+		checks:  []check{sim, test("./engine", "TestCoreInteractions|ListingFree")},
+	},
+	{
+		name:    "prediction-while-changing",
+		class:   "the listing-free cycle predicts while a create or delete of ours on the path is in flight, whose order the server may not keep",
+		changes: []change{{"prediction.go", "v.known && c.changing[en.c.LockPath()] == 0 &&", "v.known &&"}},
+		checks:  []check{sim, test("./engine", "TestCoreInteractions|ListingFree")},
+	},
+}

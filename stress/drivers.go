@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/turnstile-go/turnstile/internal/interop"
+)
+
+// The harness's own drivers of Curator and kazoo (drivers/): internal/interop's
+// peers run closed-loop workers on fixed lock paths, so the keys workload
+// (a new lock path every cycle) and open-loop runs (-rate) are driven by
+// these instead. They speak the same bench protocol, plus an OPEN line.
+
+//go:embed drivers/CuratorDriver.java
+var curatorDriverSource []byte
+
+//go:embed drivers/kazoo_driver.py
+var kazooDriverSource string
+
+// needsDriver: the runs the interop peers cannot do.
+func (s spawnSpec) needsDriver() bool { return s.keys || s.rate > 0 }
+
+// driverArgs is s as the drivers' flags.
+func (s spawnSpec) driverArgs() ([]string, error) {
+	if s.duration <= 0 {
+		return nil, errors.New("the Curator and kazoo drivers run for a -duration (not -cycles alone)")
+	}
+	if s.witness != "" || s.hold > 0 {
+		return nil, errors.New("the Curator and kazoo drivers take no -witness-file or -hold")
+	}
+	a := []string{
+		"--connect", strings.Join(s.servers, ","), "--path", s.path,
+		"--workers", strconv.Itoa(s.workers), "--paths", strconv.Itoa(s.paths),
+		"--duration-ms", strconv.FormatInt(s.duration.Milliseconds(), 10),
+		"--warmup-ms", strconv.FormatInt(s.warmup.Milliseconds(), 10),
+		"--rate", strconv.FormatFloat(s.rate, 'f', -1, 64),
+		"--session-ms", strconv.FormatInt(s.sessionTimeout.Milliseconds(), 10),
+		"--timeout-s", strconv.FormatInt(int64((s.warmup + s.duration + 2*time.Minute).Seconds()), 10),
+	}
+	if s.keys {
+		a = append(a, "--keys")
+	}
+	return a, nil
+}
+
+// startCuratorDriver runs CuratorDriver.java in Java's source-file mode on
+// the Curator peer's classpath.
+func startCuratorDriver(ctx context.Context, s spawnSpec) (*interop.Peer, error) {
+	args, err := s.driverArgs()
+	if err != nil {
+		return nil, err
+	}
+	cp, err := s.env.curatorClasspath(ctx)
+	if err != nil {
+		return nil, err
+	}
+	java, err := javaPath()
+	if err != nil {
+		return nil, err
+	}
+	src := filepath.Join(s.env.curator.dir, "CuratorDriver.java")
+	if err := os.WriteFile(src, curatorDriverSource, 0o644); err != nil {
+		return nil, err
+	}
+	// The JIT a long-running client has, and a heap as small as the peer's.
+	flags := []string{"-XX:+UseSerialGC", "-Xms16m", "-Xmx256m", "-Xss512k", "-cp", cp, src}
+	return interop.StartProgram(ctx, "curator", java, append(flags, args...), nil)
+}
+
+// startKazooDriver runs kazoo_driver.py on the interop peer's Python.
+func startKazooDriver(ctx context.Context, s spawnSpec) (*interop.Peer, error) {
+	args, err := s.driverArgs()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := interop.KazooVersion(ctx); err != nil {
+		return nil, err
+	}
+	return interop.StartProgram(ctx, "kazoo", interop.KazooPython(), append([]string{"-c", kazooDriverSource}, args...),
+		[]string{"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"})
+}
+
+// javaPath is $JAVA_HOME/bin/java, else java on PATH.
+func javaPath() (string, error) {
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		if p := filepath.Join(h, "bin", "java"); fileExists(p) {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("java not found: %w", interop.ErrNotInstalled)
+	}
+	return p, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+var openRE = regexp.MustCompile(`(?m)^OPEN unfinished=(\d+)\s*$`)
+
+// parseUnfinished reads a driver's OPEN line (0 when there is none).
+func parseUnfinished(out string) int64 {
+	m := openRE.FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
