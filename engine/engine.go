@@ -93,6 +93,7 @@ type Engine struct {
 	// keep them and probe servers (servers.go).
 	conns connSet
 	bg    sync.WaitGroup
+	hosts hostList // the client's servers, in turn
 
 	// wg counts the goroutines of the engine's own work, but the loop:
 	// requests and direct reads. Users' callbacks are not counted (see
@@ -124,7 +125,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(e.onZKEvent),
 		zk.WithDialer(e.dial),
-		zk.WithHostProvider(&hostList{}),
+		zk.WithHostProvider(&e.hosts),
 		zk.WithLogger(zkLogger{e}),
 	)
 	if err != nil {

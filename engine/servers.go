@@ -241,6 +241,7 @@ func (c *trackedConn) keep() {
 			continue
 		}
 		e.log.Debug("closing the connection", slog.String("server", c.addr), slog.String("why", why))
+		e.hosts.redialAtOnce()
 		_ = c.Close()
 		return
 	}
@@ -310,16 +311,18 @@ func (e *Engine) closeConns() {
 	e.bg.Wait()
 }
 
-// hostList gives the client its servers in turn. Unlike the client's own
-// list, it has the client wait (a second) before dialing again only after
-// every server failed since the last connection, so that the engine's
-// closing of a connection to renew a handshake is followed by a new dial
-// at once even with one server.
+// hostList gives the client its servers in turn, and tells it to wait (a
+// second) before dialing again once every server was tried since the last
+// connection, as the client's own list does, but for one thing: after the
+// engine itself closed a connection (to renew a handshake, or from a
+// silent server) the next dial comes at once, even with one server, whose
+// every reconnection the client's list would delay by a second.
 type hostList struct {
 	mu      sync.Mutex
 	servers []string
 	next    int
-	tries   int // Next calls since the last Connected
+	tries   int  // Next calls since the last Connected
+	now     bool // the engine closed the connection: dial again at once
 }
 
 func (h *hostList) Init(servers []string) error {
@@ -339,17 +342,25 @@ func (h *hostList) Len() int {
 func (h *hostList) Next() (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := len(h.servers)
 	s := h.servers[h.next]
-	h.next = (h.next + 1) % n
+	h.next = (h.next + 1) % len(h.servers)
 	h.tries++
-	return s, h.tries > n && (h.tries-1)%n == 0
+	wait := h.tries%len(h.servers) == 0 && !h.now
+	h.now = false
+	return s, wait
 }
 
 func (h *hostList) Connected() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tries = 0
+}
+
+// redialAtOnce makes the next dial come without the client's wait.
+func (h *hostList) redialAtOnce() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now = true
 }
 
 // checkTick reads the server's tickTime (the conf four-letter word, where

@@ -6,9 +6,10 @@ import (
 )
 
 // The client waits a second before dialing again when its host list says
-// a round of every server failed. After the engine closes a connection to
-// renew a handshake, the next dial must come at once, even with one
-// server; only a full round of failures since the last connection waits.
+// every server was tried since the last connection, as go-zookeeper's own
+// list does: with one server, before every reconnection. After the engine
+// closed a connection itself (to renew a handshake), the next dial must
+// come at once, even with one server.
 func TestHostListWaitsOnlyAfterAFullRound(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		h := &hostList{}
@@ -18,13 +19,13 @@ func TestHostListWaitsOnlyAfterAFullRound(t *testing.T) {
 		}
 		var waits []bool
 		seen := map[string]bool{}
-		for range 2*n + 1 {
+		for range 2 * n {
 			s, wait := h.Next()
 			seen[s] = true
 			waits = append(waits, wait)
 		}
-		want := make([]bool, 2*n+1)
-		want[n], want[2*n] = true, true
+		want := make([]bool, 2*n)
+		want[n-1], want[2*n-1] = true, true
 		if !slices.Equal(waits, want) {
 			t.Fatalf("%d servers, every dial failing: waits %v, want %v", n, waits, want)
 		}
@@ -32,8 +33,13 @@ func TestHostListWaitsOnlyAfterAFullRound(t *testing.T) {
 			t.Fatalf("%d servers: dialed %v", n, seen)
 		}
 		h.Connected()
+		h.redialAtOnce()
 		if _, wait := h.Next(); wait {
-			t.Fatalf("%d servers: waits before the first dial after a connection", n)
+			t.Fatalf("%d servers: waits before the dial after the engine closed a connection", n)
+		}
+		h.Connected()
+		if _, wait := h.Next(); wait != (n == 1) {
+			t.Fatalf("%d servers: waits %v before the dial after a connection the engine did not close", n, wait)
 		}
 	}
 }
