@@ -330,6 +330,9 @@ func (h *hostList) Init(servers []string) error {
 	defer h.mu.Unlock()
 	h.servers = append([]string(nil), servers...)
 	rand.Shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
+	// The first dial comes at once, and the wait after every server was
+	// tried once, as with the client's list.
+	h.tries, h.now = -1, true
 	return nil
 }
 
