@@ -11,6 +11,8 @@
 #   make stress  a bounded soak under connection cuts
 #   make mutate  plant known bugs, one at a time, and report which checker
 #                catches each (MUTATE_RUN: a regexp of mutant names)
+#   make partition  Lost() and lease survival under real partitions of a
+#                3-node ensemble in network namespaces (as root; minutes)
 
 GO ?= go
 
@@ -19,11 +21,13 @@ GO ?= go
 # Each is checked with `dpkg -s`; only the missing ones are installed, after
 # at most one `apt-get update`. Curator (Java) and kazoo (Python) are the
 # peers of the interop tests (internal/interop) and the benchmark;
-# redis-server is the Redis lock the benchmark measures turnstile against.
+# redis-server is the Redis lock the benchmark measures turnstile against;
+# nftables gives nft, with which internal/partition cuts links between the
+# network namespaces of its ensemble.
 # (Where an init system runs, Debian's redis-server package starts a
 # service of its own on port 6379; the harness never uses it: it starts its
 # own server on a free port.)
-DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server
+DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server nftables
 # Java 17 with javac: ZooKeeper runs on it and the interop tests compile
 # their Curator peer with it. Skipped if the release has none.
 JAVA_DEB := openjdk-17-jdk-headless
@@ -34,7 +38,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench bench-latency pause simulate mutate
+.PHONY: all deps test vet fmt-check run stress bench bench-latency pause simulate mutate partition
 
 all: test
 
@@ -146,3 +150,16 @@ MUTATE_BUDGET ?= 2m
 MUTATE_RUN ?=
 mutate: deps
 	$(GO) run ./internal/mutate -budget $(MUTATE_BUDGET) -run '$(MUTATE_RUN)'
+
+# Real partitions (internal/partition, as root): a 3-node ensemble and its
+# clients in network namespaces of their own, links cut with nftables or
+# taken down. make test runs the Lost() tests; this adds the survival
+# measurements, SURVIVAL_TRIALS trials each (each prints "survival ...: N
+# of M leases kept").
+SURVIVAL_TRIALS ?= 20
+partition: deps
+	@out=$$(mktemp); status=0; \
+	TURNSTILE_SURVIVAL_TRIALS=$(SURVIVAL_TRIALS) $(GO) test ./internal/partition -count=1 -v -timeout 60m \
+		-run 'TestLostBeforeOtherGrant|TestSurvival' >$$out 2>&1 || status=$$?; \
+	grep -E '^(=== RUN|--- |survival|PASS|FAIL|ok)|(lost|survival)_test.go' $$out; \
+	rm -f $$out; exit $$status

@@ -126,6 +126,12 @@ type Config struct {
 	// revocation and end (released or lost); see events.Report. It runs on
 	// the loop goroutine and must return quickly.
 	Observer func(events.Report)
+
+	// Set by withDefaults, from SessionTimeout: a server lost must be
+	// passed over, and another reached, well within the session's
+	// lifetime (see DESIGN.md, "The trust deadline").
+	dialTimeout time.Duration // the most one dial, or one role probe, may take
+	probeGrace  time.Duration // how long a follower's answer waits for a leader's
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -153,6 +159,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = 5 * time.Second
 	}
+	c.dialTimeout = min(max(c.SessionTimeout/8, 250*time.Millisecond), time.Second)
+	c.probeGrace = min(max(c.SessionTimeout/20, 50*time.Millisecond), 500*time.Millisecond)
 	if err := c.Cohort.withDefaults(); err != nil {
 		return c, err
 	}

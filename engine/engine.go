@@ -92,6 +92,11 @@ type Engine struct {
 	// verify), not only that none did.
 	dialErr atomic.Pointer[error]
 	gauges  gauges // for monitoring; see gauges.go
+	// conns are the open connections, and bg counts the goroutines that
+	// keep them and probe servers (servers.go).
+	conns connSet
+	bg    sync.WaitGroup
+	hosts hostList // the client's servers, in turn
 
 	// wg counts the goroutines of the engine's own work, but the loop:
 	// requests and direct reads. Users' callbacks are not counted (see
@@ -150,6 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(e.onZKEvent),
 		zk.WithDialer(e.dial),
+		zk.WithHostProvider(&e.hosts),
 		zk.WithLogger(zkLogger{e}),
 	)
 	if err != nil {
@@ -166,6 +172,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 			// The client's goroutines have exited once its event channel closes.
 			for range zkEv {
 			}
+			e.closeConns()
 		},
 	}
 	go e.loop()
@@ -175,6 +182,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	select {
 	case <-e.ready:
 		if err = e.authenticate(ctx); err == nil {
+			e.checkTick(conn.Server())
 			return e, nil
 		}
 	case <-timer.C:

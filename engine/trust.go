@@ -15,20 +15,24 @@ import (
 // loop; it needs nothing from the loop to do so, so a loop busy for seconds
 // delays no loss.
 //
-// The server expires a session once it has heard nothing from it for the
-// session timeout it granted. A reply to a request proves the server heard
-// that request, and so heard from the session no earlier than the moment
-// the request was sent. Hence the deadline:
+// Only the leader expires a session, once its tracker has not been
+// touched for the session timeout it granted. A request touches the
+// session there before it is answered if the leader itself answers it,
+// or if it is a handshake (a follower revalidates the session with the
+// leader before it answers); a follower's other answers prove nothing
+// about the leader's clock. Hence the deadline:
 //
-//	send time of the latest request the server answered
+//	send time of the latest such request answered
 //	  + granted timeout − LostMargin × granted timeout / SessionTimeout
 //
 // measured on the monotonic clock. Requests are the client's own requests,
 // its pings and the connect handshake of each connection; replies are
-// matched to them by xid (see trackedConn). What proves nothing does not
-// count: a connection that was merely opened (connecting is not hearing), a
-// watch notification, a reply to no request of this connection, a reply
-// that says the session expired or moved.
+// matched to them by xid, and counted only on a connection whose server
+// is known to be the leader (see trackedConn, and servers.go for how the
+// engine learns roles and keeps the deadline ahead). What proves nothing
+// does not count: a connection that was merely opened (connecting is not
+// hearing), a watch notification, a reply to no request of this
+// connection, a reply that says the session expired or moved.
 type sessionTrust struct {
 	clock func() time.Duration // monotonic time, see monotonicClock
 	asked time.Duration        // Config.SessionTimeout
@@ -189,6 +193,27 @@ func (t *sessionTrust) grantedTimeout(ms int32) time.Duration {
 		d = t.smallest
 	}
 	return d
+}
+
+// lifetimeNow is how long after heard the session is trusted: from the
+// granted timeout once a handshake was read, else from the one asked.
+func (t *sessionTrust) lifetimeNow() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lifetime > 0 {
+		return t.lifetime
+	}
+	return t.asked - t.margin
+}
+
+// marginNow is the margin, scaled to the granted timeout once known.
+func (t *sessionTrust) marginNow() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lifetime > 0 {
+		return t.granted - t.lifetime
+	}
+	return t.margin
 }
 
 // deadline is when the server might expire the session, less the margin,

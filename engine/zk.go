@@ -54,8 +54,15 @@ const (
 // that answer them feed the session's trust deadline, and reply headers
 // the greatest zxid read. With Config.TLS the dialer has completed the
 // handshake already, so what is watched is ZooKeeper's plaintext.
+//
+// With more than one server, the address is the engine's choice, not the
+// client's: the leader if one answers (see pick). Each connection is kept
+// by a goroutine of its own (see trackedConn.keep).
 func (e *Engine) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := e.cfg.Dialer(network, address, timeout)
+	if len(e.cfg.Servers) > 1 {
+		address = e.pick(address)
+	}
+	c, err := e.cfg.Dialer(network, address, min(timeout, e.cfg.dialTimeout))
 	if errors.Is(err, tlsdial.ErrHandshake) {
 		// Start can only say that no session came in time; the reason is
 		// here (a plain port, a certificate that does not verify).
@@ -66,7 +73,15 @@ func (e *Engine) dial(network, address string, timeout time.Duration) (net.Conn,
 		return nil, err
 	}
 	e.dialErr.Store(nil)
-	return &trackedConn{Conn: c, trust: e.trust, zxid: &e.lastZxid}, nil
+	tc := &trackedConn{Conn: c, trust: e.trust, zxid: &e.lastZxid, eng: e, addr: address, done: make(chan struct{})}
+	tc.lastRead.Store(int64(e.trust.clock()))
+	if !e.conns.add(tc) {
+		_ = c.Close() // the engine is closing
+		return nil, net.ErrClosed
+	}
+	e.bg.Add(1)
+	go tc.keep()
+	return tc, nil
 }
 
 // trackedConn is a connection to a server, read and written by the client
@@ -76,12 +91,50 @@ type trackedConn struct {
 	net.Conn
 	trust *sessionTrust
 	zxid  *atomic.Int64 // the greatest zxid in any reply header
+	eng   *Engine       // nil in unit tests: then no keeper, no role probe
+	addr  string        // the address dialed
 
-	// The client writes on one goroutine and reads on another.
+	lastRead  atomic.Int64  // trust.clock() at the last read that returned bytes
+	pinging   atomic.Bool   // a keepalive ping is being written
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+
+	// The client writes on one goroutine and reads on another; the keeper
+	// and the role probe come in between.
 	mu   sync.Mutex
 	sent sentLog
 	out  frameSplitter // requests, as written
 	in   frameSplitter // replies, as read
+	// welcomed: the handshake was answered, with session (0: expired).
+	welcomed bool
+	session  int64
+	// leader: the server answered srvr "leader" or "standalone" at
+	// leaderFrom or before, on this connection's watch (see
+	// confirmLeader). Only then does a reply to a request sent from
+	// leaderFrom on move the trust deadline; before, and on a follower,
+	// only the handshake does (see DESIGN.md, "The trust deadline").
+	leader     bool
+	leaderFrom time.Duration
+}
+
+// confirmLeader records that the server was the leader (or standalone)
+// at some instant before at, while this connection was open.
+func (c *trackedConn) confirmLeader(at time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.leader {
+		c.leader, c.leaderFrom = true, at
+	}
+}
+
+// Close closes the connection and stops its keeper.
+func (c *trackedConn) Close() error {
+	c.closeOnce.Do(func() {
+		if c.done != nil {
+			close(c.done)
+		}
+	})
+	return c.Conn.Close()
 }
 
 // Write notes the requests in p before they go out: a request's send time
@@ -94,6 +147,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
+		c.lastRead.Store(int64(c.trust.clock()))
 		c.read(p[:n])
 	}
 	return n, err
@@ -135,6 +189,11 @@ func (c *trackedConn) read(p []byte) {
 				timeout := int32(binary.BigEndian.Uint32(head[4:]))
 				session := int64(binary.BigEndian.Uint64(head[8:]))
 				c.trust.handshake(c.sent.handshake, session, timeout)
+				c.welcomed, c.session = true, session
+				if session != 0 && c.eng != nil {
+					c.eng.bg.Add(1)
+					go c.eng.probeRole(c)
+				}
 			}
 			continue
 		}
@@ -151,7 +210,7 @@ func (c *trackedConn) read(p []byte) {
 		if xid == notificationXid {
 			continue
 		}
-		if sent, ok := c.sent.take(xid); ok && code != errSessionExpired && code != errSessionMoved {
+		if sent, ok := c.sent.take(xid); ok && code != errSessionExpired && code != errSessionMoved && c.leader && sent >= c.leaderFrom {
 			c.trust.answered(sent)
 		}
 	}
@@ -165,6 +224,9 @@ type sentLog struct {
 	byXid     map[int32]time.Duration
 	pings     []time.Duration // oldest first: the server answers a connection's requests in order
 }
+
+// waiting reports whether a request on the connection awaits its reply.
+func (s *sentLog) waiting() bool { return len(s.pings) > 0 || len(s.byXid) > 0 }
 
 func (s *sentLog) add(xid int32, at time.Duration) {
 	if xid == pingXid {

@@ -104,8 +104,8 @@ func TestTrackedConnTracksGreatestZxid(t *testing.T) {
 	}
 }
 
-// The deadline moves only with the send time of requests the server
-// answered: replies are matched to requests by xid, pings in order;
+// On the leader's connection, the deadline moves only with the send time
+// of requests the server answered: replies are matched to requests by xid, pings in order;
 // notifications, replies to nothing and replies that say the session
 // expired or moved prove nothing; a late reply does not move it back.
 func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
@@ -146,6 +146,7 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 		var clock fakeClock
 		var lapses []bool
 		c := &trackedConn{trust: newTestTrust(&clock, &lapses), zxid: new(atomic.Int64)}
+		c.confirmLeader(0) // the leader's connection: every answer counts
 		for _, w := range writes {
 			clock.set(w.at)
 			inPieces(rng, w.bytes, 1+trial%20, func(p []byte) {
@@ -221,5 +222,46 @@ func closedChan(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// A server not known to be the leader proves nothing by its replies: a
+// follower answers pings on its own and passes the session's touches on
+// to the leader later, if it can. Only its handshake (which it answers
+// after the leader revalidated the session) moves the deadline. Once the
+// server is known to be the leader, from an instant on, the replies to
+// requests sent from then on count; earlier ones still do not.
+func TestTrackedConnCountsOnlyTheLeadersReplies(t *testing.T) {
+	var clock fakeClock
+	var lapses []bool
+	tr := newTestTrust(&clock, &lapses)
+	defer tr.stop()
+	c := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
+
+	clock.set(time.Second)
+	c.wrote(connectRequest(), clock.read())
+	c.read(connectResponse(hourMs, 0x10))
+	for i, at := range []time.Duration{2 * time.Second, 3 * time.Second} {
+		clock.set(at)
+		c.wrote(requestFrame(pingXid, 0), clock.read())
+		c.wrote(requestFrame(int32(i+1), 10), clock.read())
+	}
+	c.read(replyFrame(pingXid, 5, 0, 0))
+	c.read(replyFrame(1, 5, 0, 0))
+	if got := heard(tr); got != time.Second {
+		t.Fatalf("a follower's replies moved the deadline: heard at %v, want the handshake's 1s", got)
+	}
+
+	c.confirmLeader(3500 * time.Millisecond)
+	clock.set(4 * time.Second)
+	c.wrote(requestFrame(3, 10), clock.read())
+	c.read(replyFrame(pingXid, 6, 0, 0)) // sent at 3s, before the role was known
+	c.read(replyFrame(2, 6, 0, 0))       // likewise
+	if got := heard(tr); got != time.Second {
+		t.Fatalf("heard at %v after replies to requests sent before the role was known, want 1s", got)
+	}
+	c.read(replyFrame(3, 7, 0, 0))
+	if got := heard(tr); got != 4*time.Second {
+		t.Fatalf("heard at %v after the leader answered a request sent at 4s, want 4s", got)
 	}
 }

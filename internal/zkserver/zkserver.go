@@ -100,6 +100,14 @@ type Server struct {
 	peers     []peer // all members when in an ensemble
 	clientPrt int
 	securePrt int // 0 without Options.TLS
+	// host is the address the server listens on, 127.0.0.1 unless it
+	// lives on a host of its own (see StartEnsembleOn).
+	host string
+	// command makes the command that runs the JVM (exec.Command, or one
+	// that runs it inside a network namespace); dial reaches the client
+	// port for the four-letter words of the readiness checks.
+	command func(name string, args ...string) *exec.Cmd
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu     sync.Mutex // guards proc and closed; held across start/stop
 	proc   *process
@@ -108,6 +116,7 @@ type Server struct {
 
 type peer struct {
 	id                                  int
+	host                                string // "" for 127.0.0.1
 	clientPort, quorumPort, electionPrt int
 	securePort                          int // 0 without Options.TLS
 }
@@ -162,6 +171,9 @@ func newServer(opts Options, inst install, id int, peers []peer) (*Server, error
 		cfgPath: filepath.Join(dir, "zoo.cfg"),
 		logPath: filepath.Join(dir, "zookeeper.log"),
 		id:      id,
+		host:    "127.0.0.1",
+		command: exec.Command,
+		dial:    (&net.Dialer{}).DialContext,
 	}
 	if id == 0 {
 		s.clientPrt, s.securePrt = peers[0].clientPort, peers[0].securePort
@@ -170,6 +182,9 @@ func newServer(opts Options, inst install, id int, peers []peer) (*Server, error
 		for _, p := range peers {
 			if p.id == id {
 				s.clientPrt, s.securePrt = p.clientPort, p.securePort
+				if p.host != "" {
+					s.host = p.host
+				}
 			}
 		}
 	}
@@ -200,7 +215,7 @@ func (s *Server) writeConfig() error {
 		{"syncLimit", strconv.Itoa(ticks(5*time.Second, o.TickTime, 5))},
 		{"dataDir", s.dataDir},
 		{"clientPort", strconv.Itoa(s.clientPrt)},
-		{"clientPortAddress", "127.0.0.1"},
+		{"clientPortAddress", s.host},
 		{"minSessionTimeout", ms(o.MinSessionTimeout)},
 		{"maxSessionTimeout", ms(o.MaxSessionTimeout)},
 		{"maxClientCnxns", "0"},
@@ -219,8 +234,12 @@ func (s *Server) writeConfig() error {
 		kv = append(kv, o.TLS.config(s.securePrt)...)
 	}
 	for _, p := range s.peers {
+		host := p.host
+		if host == "" {
+			host = "127.0.0.1"
+		}
 		kv = append(kv, [2]string{"server." + strconv.Itoa(p.id),
-			fmt.Sprintf("127.0.0.1:%d:%d", p.quorumPort, p.electionPrt)})
+			fmt.Sprintf("%s:%d:%d", host, p.quorumPort, p.electionPrt)})
 	}
 	for k, v := range o.ExtraConfig {
 		replaced := false
@@ -299,7 +318,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	s.writeOwner(0)
 	fmt.Fprintf(logf, "=== zkserver: starting %s at %s ===\n", s.describe(), time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(s.inst.java, s.jvmArgs()...)
+	cmd := s.command(s.inst.java, s.jvmArgs()...)
 	cmd.Dir = s.dir
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = logf
@@ -324,9 +343,9 @@ func (s *Server) start(ctx context.Context) error {
 }
 
 func (s *Server) describe() string {
-	d := fmt.Sprintf("standalone server on 127.0.0.1:%d", s.clientPrt)
+	d := fmt.Sprintf("standalone server on %s:%d", s.host, s.clientPrt)
 	if s.id != 0 {
-		d = fmt.Sprintf("ensemble member %d on 127.0.0.1:%d", s.id, s.clientPrt)
+		d = fmt.Sprintf("ensemble member %d on %s:%d", s.id, s.host, s.clientPrt)
 	}
 	if s.securePrt != 0 {
 		d += fmt.Sprintf(" (TLS on %d)", s.securePrt)
@@ -359,7 +378,7 @@ func (s *Server) waitReady(ctx context.Context, p *process) error {
 func (s *Server) readyOnce(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	r, err := FourLetterWord(cctx, s.Addr(), "ruok")
+	r, err := s.FourLetterWord(cctx, "ruok")
 	if err != nil {
 		return err
 	}
@@ -383,9 +402,9 @@ func (s *Server) readyOnce(ctx context.Context) error {
 	return nil
 }
 
-// Addr is the client address "127.0.0.1:PORT"; it stays the same across
-// Stop and Restart.
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.clientPrt)) }
+// Addr is the client address "127.0.0.1:PORT" (its own host's address for
+// a member of StartEnsembleOn); it stays the same across Stop and Restart.
+func (s *Server) Addr() string { return net.JoinHostPort(s.host, strconv.Itoa(s.clientPrt)) }
 
 // Port is the client port.
 func (s *Server) Port() int { return s.clientPrt }
@@ -507,28 +526,35 @@ func tailFile(path string, n int) string {
 // FourLetterWord sends a four-letter-word command ("ruok", "srvr", "mntr",
 // "cons", ...) to the server and returns its answer.
 func (s *Server) FourLetterWord(ctx context.Context, cmd string) (string, error) {
-	return FourLetterWord(ctx, s.Addr(), cmd)
+	return fourLetterWord(ctx, s.dial, s.Addr(), cmd)
 }
 
 // Mode is the server's mode from srvr: "standalone", "leader" or
 // "follower" (or "observer").
-func (s *Server) Mode(ctx context.Context) (string, error) { return Mode(ctx, s.Addr()) }
+func (s *Server) Mode(ctx context.Context) (string, error) {
+	return srvrField(ctx, s.dial, s.Addr(), "Mode")
+}
 
 // Version is the server's version from srvr's "Zookeeper version:" line,
 // e.g. "3.8.0".
-func (s *Server) Version(ctx context.Context) (string, error) { return Version(ctx, s.Addr()) }
+func (s *Server) Version(ctx context.Context) (string, error) {
+	return version(ctx, s.dial, s.Addr())
+}
 
 // FourLetterWord sends a four-letter-word command to the ZooKeeper server at
 // addr ("host:port") and returns the full answer. Without a deadline in ctx
 // it gives up after 5s.
 func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
+	return fourLetterWord(ctx, (&net.Dialer{}).DialContext, addr, cmd)
+}
+
+func fourLetterWord(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), addr, cmd string) (string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("zkserver: %s %s: %w", cmd, addr, err)
 	}
@@ -547,8 +573,8 @@ func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
 	return string(b), nil
 }
 
-func srvrField(ctx context.Context, addr, key string) (string, error) {
-	out, err := FourLetterWord(ctx, addr, "srvr")
+func srvrField(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), addr, key string) (string, error) {
+	out, err := fourLetterWord(ctx, dial, addr, "srvr")
 	if err != nil {
 		return "", err
 	}
@@ -562,13 +588,19 @@ func srvrField(ctx context.Context, addr, key string) (string, error) {
 }
 
 // Mode asks the server at addr for its mode (srvr "Mode:").
-func Mode(ctx context.Context, addr string) (string, error) { return srvrField(ctx, addr, "Mode") }
+func Mode(ctx context.Context, addr string) (string, error) {
+	return srvrField(ctx, (&net.Dialer{}).DialContext, addr, "Mode")
+}
 
 // Version asks the server at addr for its version (srvr "Zookeeper
 // version:", up to the first comma, without an unexpanded build
 // placeholder), e.g. "3.8.0".
 func Version(ctx context.Context, addr string) (string, error) {
-	v, err := srvrField(ctx, addr, "Zookeeper version")
+	return version(ctx, (&net.Dialer{}).DialContext, addr)
+}
+
+func version(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), addr string) (string, error) {
+	v, err := srvrField(ctx, dial, addr, "Zookeeper version")
 	if err != nil {
 		return "", err
 	}
