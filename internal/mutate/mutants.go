@@ -152,4 +152,10 @@ var mutants = []mutant{
 		changes: []change{{"machine.go", "\tcase c.tryOnly && in.Predicted:\n", "\tcase false && c.tryOnly && in.Predicted:\n"}},
 		checks:  []check{sim, test("./engine/internal/core", "TestCoreInteractions"), test("./lock", "TestTryAcquireAfterAnotherClientLeft")},
 	},
+	{
+		name:    "follower-answers-trusted",
+		class:   "a follower's answer counted as proof that the session lives at the leader (issue 22's Lost() after another grant, behind a partition)",
+		changes: []change{{"zk.go", "code != errSessionMoved && c.leader && sent >= c.leaderFrom {", "code != errSessionMoved {"}},
+		checks:  []check{test("./engine", "TestTrackedConn"), test("./internal/partition", "TestLostBeforeOtherGrantFollowerCut")},
+	},
 }
