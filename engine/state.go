@@ -29,6 +29,7 @@ const (
 
 var stateNames = [...]string{StateConnected: "connected", StateSuspended: "suspended", StateExpired: "expired", StateClosed: "closed"}
 
+// String is the state's lower-case name, for logs and probes.
 func (s State) String() string {
 	if s <= 0 || int(s) >= len(stateNames) {
 		return "State(" + strconv.Itoa(int(s)) + ")"

@@ -24,6 +24,7 @@ const (
 
 var reportKinds = [...]string{"granted", "released", "lost", "suspended", "resumed", "cancelled", "failed", "revoked", "acquiring"}
 
+// String is the kind's lower-case name, for logs.
 func (k ReportKind) String() string {
 	if k < 0 || int(k) >= len(reportKinds) {
 		return "unknown"
