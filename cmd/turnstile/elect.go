@@ -46,13 +46,7 @@ func runElect(ctx context.Context, o options, args []string, stdout, stderr io.W
 	if err != nil {
 		return notTaken(ctx, waitCtx, "lead of "+path, o, err)
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		lead.Resign(rctx) // a lost leadership's resignation reports the loss, said already
-	}()
-	return runWhile(ctx, o, held{path: path, node: lead.Node(), token: lead.Token(), lost: lead.Lost, err: lead.Err, what: "leadership"},
-		argv, stdout, stderr)
+	return runUnder(ctx, o, path, "leadership", lead.Lease, argv, stdout, stderr) // its Release resigns
 }
 
 // leaderEvent is one line of elect -observe.

@@ -86,12 +86,19 @@ func runLock(ctx context.Context, o options, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return notTaken(ctx, waitCtx, "lock "+path, o, err)
 	}
+	return runUnder(ctx, o, path, "lock", l, argv, stdout, stderr)
+}
+
+// runUnder runs argv while lease l (a lock's, or a leadership's) is held,
+// then releases it; a lost lease's release reports the loss, which runWhile
+// has said already.
+func runUnder(ctx context.Context, o options, path, what string, l *engine.Lease, argv []string, stdout, stderr io.Writer) error {
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		l.Release(rctx) // a lost lease's release reports the loss, said already
+		l.Release(rctx)
 	}()
-	return runWhile(ctx, o, held{path: path, node: l.Node(), token: l.Token(), lost: l.Lost, err: l.Err, what: "lock"},
+	return runWhile(ctx, o, held{path: path, node: l.Node(), token: l.Token(), lost: l.Lost, err: l.Err, what: what},
 		argv, stdout, stderr)
 }
 
