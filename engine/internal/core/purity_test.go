@@ -4,12 +4,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/turnstile-go/turnstile/internal/purity"
 )
 
 // The core is deterministic by construction: no goroutine, no client, no
@@ -43,50 +44,16 @@ var allowedModulePackages = map[string]bool{
 	"github.com/turnstile-go/turnstile/queue":                     true,
 }
 
-// unreachable are standard packages through which code reaches the world,
-// waits on it or logs to it; none may be anywhere among the core's
-// dependencies. (fmt brings os, sync, syscall and time in, for its
-// printing to files, and nodename crypto/rand, for the ids the runtime
-// makes; the core's own imports are held to allowedImports instead.)
-var unreachable = []string{"net", "context", "log", "os/exec", "os/signal", "net/http", "plugin"}
-
 // TestPure: go list -deps of the core names nothing outside the standard
 // library but the vocabulary it shares, and its own imports are pure ones.
+// (nodename brings crypto/rand in, for the ids the runtime makes; the
+// core's own imports are held to allowedImports.)
 func TestPure(t *testing.T) {
-	const self = "github.com/turnstile-go/turnstile/engine/internal/core"
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{.Standard}}\t{{join .Imports \" \"}}", ".").Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("go list -deps: %v\n%s", err, stderr)
-	}
-	var deps []string
-	for line := range strings.Lines(strings.TrimSpace(string(out))) {
-		fields := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
-		if len(fields) != 3 {
-			t.Fatalf("go list -deps: unexpected line %q", line)
-		}
-		path, standard, imports := fields[0], fields[1] == "true", strings.Fields(fields[2])
-		deps = append(deps, path)
-		switch {
-		case !standard && !allowedModulePackages[path]:
-			t.Errorf("depends on %s, outside the standard library", path)
-		case slices.ContainsFunc(unreachable, func(p string) bool { return path == p || strings.HasPrefix(path, p+"/") }):
-			t.Errorf("depends on %s", path)
-		}
-		if path == self {
-			for _, imp := range imports {
-				if !allowedImports[imp] {
-					t.Errorf("imports %s", imp)
-				}
-			}
-		}
-	}
-	if !slices.Contains(deps, self) {
-		t.Fatalf("go list -deps did not list the package itself: %v", deps)
-	}
+	purity.Check(t, purity.Rules{
+		Self:           "github.com/turnstile-go/turnstile/engine/internal/core",
+		Imports:        allowedImports,
+		ModulePackages: allowedModulePackages,
+	})
 }
 
 // allowedTime is what the core may use of package time: durations, never
