@@ -66,19 +66,7 @@ func startEnsembleOnce(ctx context.Context, n int, opts Options, inst install) (
 		e.Servers = append(e.Servers, s)
 	}
 
-	// Members only become ready together (a quorum must elect a leader), so
-	// start them all at once.
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range e.Servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.start(ctx)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := e.startAll(ctx); err != nil {
 		bindErr := false
 		for _, s := range e.Servers {
 			bindErr = bindErr || s.logHasBindError()
@@ -174,5 +162,17 @@ func (e *Ensemble) Close() error {
 	for _, s := range e.Servers {
 		errs = append(errs, s.Close())
 	}
+	return errors.Join(errs...)
+}
+
+// startAll starts every member at once and waits for each to be started:
+// members only become ready together (a quorum must elect a leader).
+func (e *Ensemble) startAll(ctx context.Context) error {
+	errs := make([]error, len(e.Servers))
+	var wg sync.WaitGroup
+	for i, s := range e.Servers {
+		wg.Go(func() { errs[i] = s.start(ctx) })
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

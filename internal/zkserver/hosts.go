@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"sync"
 )
 
 // Member places one ensemble member on a host of its own, such as a
@@ -66,17 +65,7 @@ func StartEnsembleOn(ctx context.Context, members []Member, opts Options) (*Ense
 		}
 		e.Servers = append(e.Servers, s)
 	}
-	errs := make([]error, len(members))
-	var wg sync.WaitGroup
-	for i, s := range e.Servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.start(ctx)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := e.startAll(ctx); err != nil {
 		_ = e.Close()
 		return nil, fmt.Errorf("zkserver: ensemble of %d on hosts: %w", len(members), err)
 	}
