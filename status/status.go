@@ -51,6 +51,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/events"
+	"github.com/turnstile-go/turnstile/internal/statusjson"
 )
 
 // reportTokenShift is how far events.Report.Token, a grant's zxid, is
@@ -122,62 +123,26 @@ func (v *View) Observe(r events.Report) {
 	}
 }
 
-// snapshot is the JSON the view serves.
-type snapshot struct {
-	Session       *session `json:"session,omitempty"`
-	Held          []held   `json:"held"`
-	Queued        []queued `json:"queued"`
-	CohortWaiting int64    `json:"cohort_waiting"`
-	InFlight      int      `json:"in_flight"`
-}
-
-type session struct {
-	ID          string `json:"id"`
-	State       string `json:"state"`
-	Disconnects uint64 `json:"disconnects"`
-	Reconnects  uint64 `json:"reconnects"`
-	Untrusted   uint64 `json:"untrusted"`
-	Expirations uint64 `json:"expirations"`
-}
-
-type held struct {
-	ID          uint64    `json:"id"`
-	Path        string    `json:"path"`
-	Node        string    `json:"node"`
-	Token       int64     `json:"token"`
-	Since       time.Time `json:"since"`
-	HeldSeconds float64   `json:"held_seconds"`
-	Suspended   bool      `json:"suspended,omitempty"`
-	Revoked     bool      `json:"revoked,omitempty"`
-}
-
-type queued struct {
-	ID            uint64    `json:"id"`
-	Path          string    `json:"path"`
-	Since         time.Time `json:"since"`
-	WaitedSeconds float64   `json:"waited_seconds"`
-}
-
-func (v *View) snapshot() snapshot {
+func (v *View) snapshot() statusjson.Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.now()
-	s := snapshot{Held: []held{}, Queued: []queued{}}
+	s := statusjson.Snapshot{Held: []statusjson.Held{}, Queued: []statusjson.Queued{}}
 	for _, c := range v.byID {
 		secs := now.Sub(c.since).Round(time.Millisecond).Seconds()
 		if c.held {
-			s.Held = append(s.Held, held{ID: c.id, Path: c.path, Node: c.node, Token: c.token, Since: c.since,
+			s.Held = append(s.Held, statusjson.Held{ID: c.id, Path: c.path, Node: c.node, Token: c.token, Since: c.since,
 				HeldSeconds: secs, Suspended: c.suspended, Revoked: c.revoked})
 		} else {
-			s.Queued = append(s.Queued, queued{ID: c.id, Path: c.path, Since: c.since, WaitedSeconds: secs})
+			s.Queued = append(s.Queued, statusjson.Queued{ID: c.id, Path: c.path, Since: c.since, WaitedSeconds: secs})
 		}
 	}
 	// Oldest first, as a queue is served; the id breaks ties.
-	slices.SortFunc(s.Held, func(a, b held) int { return compare(a.Since, b.Since, a.ID, b.ID) })
-	slices.SortFunc(s.Queued, func(a, b queued) int { return compare(a.Since, b.Since, a.ID, b.ID) })
+	slices.SortFunc(s.Held, func(a, b statusjson.Held) int { return compare(a.Since, b.Since, a.ID, b.ID) })
+	slices.SortFunc(s.Queued, func(a, b statusjson.Queued) int { return compare(a.Since, b.Since, a.ID, b.ID) })
 	if e := v.eng; e != nil {
 		st := e.Sessions()
-		s.Session = &session{ID: fmt.Sprintf("0x%x", uint64(e.SessionID())), State: e.State().String(),
+		s.Session = &statusjson.Session{ID: fmt.Sprintf("0x%x", uint64(e.SessionID())), State: e.State().String(),
 			Disconnects: st.Disconnects, Reconnects: st.Reconnects, Untrusted: st.Untrusted, Expirations: st.Expirations}
 		s.CohortWaiting = e.CohortStats().Waiting
 		s.InFlight = e.InFlight()

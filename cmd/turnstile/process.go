@@ -6,38 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
-)
 
-// processView is what a process serves through package status.
-type processView struct {
-	Session *struct {
-		ID          string `json:"id"`
-		State       string `json:"state"`
-		Disconnects uint64 `json:"disconnects"`
-		Reconnects  uint64 `json:"reconnects"`
-		Untrusted   uint64 `json:"untrusted"`
-		Expirations uint64 `json:"expirations"`
-	} `json:"session,omitempty"`
-	Held []struct {
-		ID          uint64    `json:"id"`
-		Path        string    `json:"path"`
-		Node        string    `json:"node"`
-		Token       int64     `json:"token"`
-		Since       time.Time `json:"since"`
-		HeldSeconds float64   `json:"held_seconds"`
-		Suspended   bool      `json:"suspended,omitempty"`
-		Revoked     bool      `json:"revoked,omitempty"`
-	} `json:"held"`
-	Queued []struct {
-		ID            uint64    `json:"id"`
-		Path          string    `json:"path"`
-		Since         time.Time `json:"since"`
-		WaitedSeconds float64   `json:"waited_seconds"`
-	} `json:"queued"`
-	CohortWaiting int64 `json:"cohort_waiting"`
-	InFlight      int   `json:"in_flight"`
-}
+	"github.com/turnstile-go/turnstile/internal/statusjson"
+)
 
 // runProcess reads what one process's engine holds and queues from the
 // handler it serves (package status) at URL.
@@ -56,7 +27,7 @@ func runProcess(ctx context.Context, o options, args []string, stdout, _ io.Writ
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("read %s: %s", args[0], resp.Status)
 	}
-	var v processView
+	var v statusjson.Snapshot
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&v); err != nil {
 		return fmt.Errorf("read %s: not turnstile's status: %w", args[0], err)
 	}
