@@ -34,7 +34,7 @@ func createFlags(o core.Op) int32 {
 // Stats counts the requests the engine sent to ZooKeeper, by kind.
 type Stats struct {
 	Creates       uint64 // ephemeral sequential creates
-	ParentCreates uint64 // container creates for missing lock paths
+	ParentCreates uint64 // container creates of lock paths and their missing ancestors, in multis with a node's create
 	Lists         uint64 // getChildren
 	Watches       uint64 // getData with a watch
 	Deletes       uint64
@@ -54,7 +54,8 @@ type Stats struct {
 	Recoveries, OwnerChecks uint64
 	// Pins counts the creates and deletes of the engine's pins on lock
 	// paths it cycles on; Predicted the listings a create's own sequence
-	// number made unnecessary (not in Requests: none was sent).
+	// number made unnecessary: a number the pinned path's count predicted,
+	// or 0 on a path made with the node (not in Requests: none was sent).
 	Pins, Predicted uint64
 }
 
@@ -67,6 +68,7 @@ func (s Stats) Requests() uint64 {
 type counters struct {
 	n            [input.NumOpKinds]atomic.Uint64
 	localWatches atomic.Uint64
+	containers   atomic.Uint64 // container creates of lock paths, inside multis
 	multis       atomic.Uint64 // multi requests sent
 	batched      atomic.Uint64 // creates and deletes sent inside them
 	ownerChecks  atomic.Uint64 // exists requests of recovery reads
@@ -76,7 +78,7 @@ type counters struct {
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Creates:       c.n[input.OpCreate].Load(),
-		ParentCreates: c.n[input.OpCreateParents].Load(),
+		ParentCreates: c.containers.Load(),
 		Lists:         c.n[input.OpList].Load(),
 		Watches:       c.n[input.OpWatch].Load() + c.n[input.OpWatchChildren].Load(),
 		RevokeWatches: c.n[input.OpRevokeWatch].Load(),
@@ -113,9 +115,12 @@ func (e *Engine) start(o core.Op) {
 // run carries out one request on its own goroutine and posts its outcome.
 func (e *Engine) run(o core.Op) {
 	var dones []input.OpDone
-	if o.Batch != nil {
+	switch {
+	case o.Batch != nil:
 		dones = e.execBatch(o.Batch)
-	} else {
+	case o.Cold:
+		dones = e.execBatch([]core.Op{o}) // a multi of the node and its lock path
+	default:
 		dones = []input.OpDone{e.exec(o)}
 	}
 	e.gauges.inFlight.Add(-1)
@@ -123,60 +128,6 @@ func (e *Engine) run(o core.Op) {
 		e.inbox.Put(d)
 	}
 	e.inbox.Put(input.RequestDone{Write: o.Write})
-}
-
-// execBatch sends creates and deletes as one multi request and reports
-// each as if sent alone. A multi is all or nothing: when it fails for any
-// reason but a lost connection (one op refused, such as a lock path not
-// created yet or a node already gone; or a request the client could not
-// send), none of it was applied, and each op is sent again on its own so
-// that one op's failure is not every op's. After a lost connection the
-// multi's fate is unknown, and every op reports the loss: the contenders
-// recover from it.
-func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
-	reqs := make([]any, len(batch))
-	for i, o := range batch {
-		e.count.n[o.Kind].Add(1)
-		switch o.Kind {
-		case input.OpCreate:
-			reqs[i] = &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: e.cfg.aclOf(o.Path), Flags: createFlags(o)}
-		case input.OpDelete:
-			reqs[i] = &zk.DeleteRequest{Path: o.Path, Version: -1}
-		}
-	}
-	e.count.multis.Add(1)
-	e.count.batched.Add(uint64(len(batch)))
-	res, err := e.conn.Multi(reqs...)
-	zxid := e.lastZxid.Load() // at least the multi's, read after its reply
-	dones := make([]input.OpDone, len(batch))
-	switch {
-	case err == nil && len(res) == len(batch):
-		for i, o := range batch {
-			dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(res[i].Error), Err: res[i].Error}
-			if o.Kind == input.OpCreate {
-				dones[i].Name = path.Base(res[i].String)
-			}
-			dones[i].Zxid = zxid
-		}
-	case err != nil && classify(err) != input.ConnLoss && classify(err) != input.Closing:
-		// Refused as a whole: send each on its own, one after another on
-		// this goroutine. It holds the multi's slot, so the requests stay
-		// within MaxInFlight; and one at a time, the creates keep the
-		// order they were issued in, which is their order in the queue of
-		// their lock path. That costs a round trip per op, on a path that
-		// is rare (a lock path used for the first time, a node gone).
-		for i, o := range batch {
-			dones[i] = e.exec(o)
-		}
-	default:
-		if err == nil {
-			err = zk.ErrConnectionClosed // a reply that does not match the request
-		}
-		for i, o := range batch {
-			dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}
-		}
-	}
-	return dones
 }
 
 // exec sends one request and waits for its reply.
@@ -191,8 +142,6 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 		// Read after the reply: at least the create's zxid (the token of a
 		// grant made without a listing; see internal/core/prediction.go).
 		done.Zxid = e.lastZxid.Load()
-	case input.OpCreateParents:
-		done.Err = e.ensurePath(o.Path)
 	case input.OpList:
 		children, stat, err := e.conn.Children(o.Path)
 		done.Children, done.Err = children, err
@@ -264,29 +213,6 @@ func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int6
 		}
 	}
 	return children, pzxid, "", foreign, nil
-}
-
-// ensurePath creates p and any missing ancestors as container nodes, which
-// the server removes once they are empty. It works bottom-up, so an existing
-// parent costs one request.
-func (e *Engine) ensurePath(p string) error {
-	_, err := e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
-	switch {
-	case err == nil, errors.Is(err, zk.ErrNodeExists):
-		return nil
-	case errors.Is(err, zk.ErrNoNode):
-		if parent := path.Dir(p); parent != "/" {
-			if err := e.ensurePath(parent); err != nil {
-				return err
-			}
-		}
-		e.count.n[input.OpCreateParents].Add(1)
-		_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
-		if err == nil || errors.Is(err, zk.ErrNodeExists) {
-			return nil
-		}
-	}
-	return err
 }
 
 // classify maps the client's errors to the core's outcomes.

@@ -504,7 +504,8 @@ type simResult struct {
 	cohorts engine.CohortStats
 	// observers is what the election's observers and Leader were checked on.
 	observers observerStats
-	report    string // empty: no violation
+	report    string       // empty: no violation
+	stats     engine.Stats // the engines' requests, summed
 }
 
 func simulate(seed uint64, trace bool) simResult {
@@ -516,6 +517,10 @@ func simulate(seed uint64, trace bool) simResult {
 		refusals: w.check.refusals, losses: w.check.losses}
 	for _, c := range w.clients {
 		addCohort(&r.cohorts, c.eng.CohortStats())
+		s := c.eng.Stats()
+		r.stats.ParentCreates += s.ParentCreates
+		r.stats.Predicted += s.Predicted
+		r.stats.Lists += s.Lists
 	}
 	ec := &w.check.election
 	r.observers = observerStats{observers: len(ec.observers), reports: ec.reports, leaderReads: ec.leaderReads,

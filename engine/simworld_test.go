@@ -311,11 +311,16 @@ func (c *client) Multi(ops ...any) ([]zk.MultiResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := make([]zk.MultiResponse, len(rep.Results))
-	for i, r := range rep.Results {
-		res[i] = zk.MultiResponse{String: r.Path, Error: codeErr(r.Err)}
+	res := make([]zk.MultiResponse, 0, len(rep.Results))
+	for _, r := range rep.Results {
+		if r.Op == zkmodel.OpCreateContainer && r.Err == zkmodel.OK && rep.Err == zkmodel.OK {
+			// go-zookeeper stops reading an applied multi's results at a
+			// container create's, which it cannot decode.
+			return res, zk.ErrAPIError
+		}
+		res = append(res, zk.MultiResponse{String: r.Path, Error: codeErr(r.Err)})
 		if r.Op == zkmodel.OpSetData {
-			res[i].Stat = stat(r.Stat)
+			res[len(res)-1].Stat = stat(r.Stat)
 		}
 	}
 	return res, codeErr(rep.Err)

@@ -416,11 +416,14 @@ func TestMissingParentsCreatedOncePerBurst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Creating root, a, b and c bottom-up costs at most two requests a level.
+	// The path is made with the first node: a multi of the node and c,
+	// refused while c's parent is missing, is sent again with one level
+	// more, so making /test, root, a, b and c costs at most five multis,
+	// carrying 1+2+3+4+5 container creates.
 	s := eng.Stats()
 	t.Logf("%d contenders: %+v", n, s)
-	if s.ParentCreates > 8 {
-		t.Fatalf("%d parent-creation requests for one burst on one missing path, want at most 8", s.ParentCreates)
+	if s.Multis > 5 || s.ParentCreates > 15 {
+		t.Fatalf("%d multis, %d container creates for one burst on one missing path, want at most 5 and 15", s.Multis, s.ParentCreates)
 	}
 }
 

@@ -9,7 +9,7 @@
 //
 //	create ─▶ list ─▶ decide ─┬─▶ held ─▶ delete ─▶ released
 //	   ▲                      └─▶ watch predecessor ─▶ (fired) ─▶ list …
-//	   └── parents missing: create parent containers, then create again
+//	   └── lock path missing: create again, with the path (Effect.Cold)
 //
 // One invariant keeps recovery simple: at most one request of a contender
 // is in flight at a time, and a contender never issues a new request before
@@ -165,7 +165,6 @@ type retryAction int
 const (
 	retryNone    retryAction = iota
 	retryRecover             // a create's fate is unknown: look for our protected id (Recover)
-	retryParents
 	retryList
 	retryDelete
 )
@@ -212,7 +211,7 @@ func (c *Machine) clearNode() { c.node, c.full = "", "" }
 // inFlight reports whether a request of this contender awaits its reply.
 func (c *Machine) inFlight() bool {
 	switch c.phase {
-	case Creating, CreatingParents, Listing, Watching, Deleting:
+	case Creating, Listing, Watching, Deleting:
 		return true
 	}
 	return false
@@ -229,8 +228,6 @@ func (c *Machine) Step(in Input) []Effect {
 		return c.create()
 	case Created:
 		return c.onCreated(in)
-	case ParentsCreated:
-		return c.onParents(in)
 	case Listed:
 		return c.onListed(in)
 	case WatchSet:
@@ -400,8 +397,12 @@ func (c *Machine) onCreated(in Input) []Effect {
 			// the queue ours was to take.
 			return c.fail(errBorrowedPlaceGone)
 		}
-		c.phase = CreatingParents
-		return []Effect{{Kind: CreateParents, Path: c.lockPath}}
+		// The lock path is missing: the next create makes it in the same
+		// request, so a path made is never left without the node that
+		// would let the server reap it.
+		effs := c.create()
+		effs[0].Cold = true
+		return effs
 	case input.ConnLoss:
 		c.recovering = true
 		if c.stale && !c.requeuesOnExpiry() {
@@ -416,30 +417,6 @@ func (c *Machine) onCreated(in Input) []Effect {
 		return c.fail(ErrClosed)
 	}
 	return c.fail(refused("create in", c.lockPath, in))
-}
-
-func (c *Machine) onParents(in Input) []Effect {
-	if c.phase != CreatingParents {
-		return nil
-	}
-	if c.stale {
-		return c.unstale() // no node of ours exists; start under the new session
-	}
-	switch in.Outcome {
-	case input.OK, input.NodeExists:
-		if c.cancelled {
-			return c.finish()
-		}
-		return c.create()
-	case input.ConnLoss:
-		if c.cancelled {
-			return c.finish()
-		}
-		return c.park(retryParents)
-	case input.Closing:
-		return c.fail(ErrClosed)
-	}
-	return c.fail(refused("create", c.lockPath, in))
 }
 
 func (c *Machine) onListed(in Input) []Effect {
@@ -839,9 +816,6 @@ func (c *Machine) onRetry() []Effect {
 	switch a {
 	case retryRecover:
 		return c.list()
-	case retryParents:
-		c.phase = CreatingParents
-		return []Effect{{Kind: CreateParents, Path: c.lockPath}}
 	case retryList:
 		if c.cancelled {
 			return c.cleanup()

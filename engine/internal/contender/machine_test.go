@@ -198,12 +198,26 @@ func TestStaleWatchEventIgnored(t *testing.T) {
 	s.phase(Held)
 }
 
-func TestMissingParentCreated(t *testing.T) {
+// A create that finds its lock path missing is sent again with the path
+// made in the same request (Cold): no request ever makes the path alone,
+// which a cancel in between would leave without a child, and so never
+// reaped.
+func TestMissingLockPathCreatedWithTheNode(t *testing.T) {
 	s := newScript(t)
 	s.step(Input{Kind: Start}, create(1))
-	s.step(reply(Created, input.NoNode), Effect{Kind: CreateParents, Path: "/locks/a"})
-	s.step(reply(ParentsCreated, input.NodeExists), create(2))
+	cold := create(2)
+	cold.Cold = true
+	s.step(reply(Created, input.NoNode), cold)
 	s.step(created(node(2, 0)), list)
+}
+
+// Cancelled while the create that found the path missing was in flight:
+// nothing was made, and nothing is sent.
+func TestCancelledCreateOnMissingPathEnds(t *testing.T) {
+	s := newScript(t)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Cancel, Err: context.Canceled}, fail(context.Canceled))
+	s.step(reply(Created, input.NoNode), done)
 }
 
 func TestCancelBeforeCreateReply(t *testing.T) {
@@ -573,7 +587,7 @@ func TestRefusedRequestFailsAndCleansUp(t *testing.T) {
 func TestEveryPathResolvesOnce(t *testing.T) {
 	inputs := []Input{
 		{Kind: Start}, created(node(1, 5)), reply(Created, input.ConnLoss), reply(Created, input.NoNode),
-		reply(ParentsCreated, input.OK), listed(1, node(1, 5)), listed(1, other(1), node(1, 5)), listed(1, other(1)),
+		listed(1, node(1, 5)), listed(1, other(1), node(1, 5)), listed(1, other(1)),
 		reply(Listed, input.ConnLoss), reply(WatchSet, input.OK), reply(WatchSet, input.NoNode),
 		{Kind: WatchFired}, reply(Deleted, input.OK), reply(Deleted, input.ConnLoss), {Kind: Release},
 		{Kind: Cancel, Err: context.Canceled}, {Kind: Cancel, Err: ErrClosed, Closing: true},

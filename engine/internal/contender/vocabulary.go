@@ -16,21 +16,20 @@ import (
 type Phase int
 
 const (
-	Unstarted       Phase = iota // made; Start not yet stepped
-	Creating                     // create in flight
-	CreatingParents              // parent-container creation in flight
-	Listing                      // waiting for a listing of the lock path
-	Watching                     // watch on the predecessor in flight
-	Waiting                      // watch armed; nothing in flight
-	Held                         // granted; nothing in flight
-	Deleting                     // delete of our node in flight
-	Parked                       // a request failed on a connection loss; waiting to retry
-	Done                         // terminal
+	Unstarted Phase = iota // made; Start not yet stepped
+	Creating               // create in flight
+	Listing                // waiting for a listing of the lock path
+	Watching               // watch on the predecessor in flight
+	Waiting                // watch armed; nothing in flight
+	Held                   // granted; nothing in flight
+	Deleting               // delete of our node in flight
+	Parked                 // a request failed on a connection loss; waiting to retry
+	Done                   // terminal
 )
 
 // phaseNames are the phases as the engine's debug log and its scripted
 // tests print them.
-var phaseNames = [...]string{"new", "creating", "parents", "listing", "watching", "waiting", "held", "deleting", "parked", "done"}
+var phaseNames = [...]string{"new", "creating", "listing", "watching", "waiting", "held", "deleting", "parked", "done"}
 
 func (p Phase) String() string {
 	if p < 0 || int(p) >= len(phaseNames) {
@@ -44,26 +43,25 @@ func (p Phase) String() string {
 type InputKind int
 
 const (
-	Start          InputKind = iota
-	Created                  // reply to create: Name, or Outcome
-	ParentsCreated           // reply to parent creation
-	Listed                   // a listing of the lock path
-	WatchSet                 // reply to the watch request
-	WatchFired               // the watched predecessor changed or vanished
-	Deleted                  // reply to delete
-	Release                  // the holder releases
-	Cancel                   // the caller gave up (context done) or the engine closes
-	Disconnected             // connection dropped, session may live
-	Reconnected              // connection back, same session
-	Expired                  // the session is gone, and with it our node
-	Untrusted                // the server may already have expired us: no word from it for too long
-	Retry                    // time to retry what a connection loss interrupted
-	Handoff                  // the node we wait for was released by our engine; Pzxid is the token
-	Trusted                  // the same session answers again, in time
-	GrantRefused             // the grant just made was refused: the session stopped being trusted first
+	Start        InputKind = iota
+	Created                // reply to create: Name, or Outcome
+	Listed                 // a listing of the lock path
+	WatchSet               // reply to the watch request
+	WatchFired             // the watched predecessor changed or vanished
+	Deleted                // reply to delete
+	Release                // the holder releases
+	Cancel                 // the caller gave up (context done) or the engine closes
+	Disconnected           // connection dropped, session may live
+	Reconnected            // connection back, same session
+	Expired                // the session is gone, and with it our node
+	Untrusted              // the server may already have expired us: no word from it for too long
+	Retry                  // time to retry what a connection loss interrupted
+	Handoff                // the node we wait for was released by our engine; Pzxid is the token
+	Trusted                // the same session answers again, in time
+	GrantRefused           // the grant just made was refused: the session stopped being trusted first
 )
 
-var inputNames = [...]string{"start", "created", "parents", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused"}
+var inputNames = [...]string{"start", "created", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused"}
 
 func (k InputKind) String() string {
 	if k < 0 || int(k) >= len(inputNames) {
@@ -117,23 +115,22 @@ func (in *Input) parsed() *queue.Listing {
 type EffectKind int
 
 const (
-	Create        EffectKind = iota // create an ephemeral sequential node: Path is the full prefix path
-	CreateParents                   // create the lock path (and its ancestors) as containers
-	List                            // list the lock path's children
-	Recover                         // recovery read: sync Path, list it, find the node carrying ID and its owner
-	Watch                           // set a data watch on Path (its children's, with Children)
-	Delete                          // delete Path
-	Grant                           // resolve the acquisition with a lease
-	Fail                            // resolve the acquisition with Err
-	Released                        // resolve the release with Err (nil: released)
-	Suspend                         // the lease's session is disconnected
-	Resume                          // the lease's session is back
-	Lost                            // the lease is lost, with Err
-	Park                            // wait for Retry; Err: the unexpected refusal to retry, if any
-	Forget                          // terminal: forget the contender; Err: why our node was left to the session's end, if it was
+	Create   EffectKind = iota // create an ephemeral sequential node: Path is the full prefix path; Cold: make the lock path too
+	List                       // list the lock path's children
+	Recover                    // recovery read: sync Path, list it, find the node carrying ID and its owner
+	Watch                      // set a data watch on Path (its children's, with Children)
+	Delete                     // delete Path
+	Grant                      // resolve the acquisition with a lease
+	Fail                       // resolve the acquisition with Err
+	Released                   // resolve the release with Err (nil: released)
+	Suspend                    // the lease's session is disconnected
+	Resume                     // the lease's session is back
+	Lost                       // the lease is lost, with Err
+	Park                       // wait for Retry; Err: the unexpected refusal to retry, if any
+	Forget                     // terminal: forget the contender; Err: why our node was left to the session's end, if it was
 )
 
-var effectNames = [...]string{"create", "create-parents", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "forget"}
+var effectNames = [...]string{"create", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "forget"}
 
 func (k EffectKind) String() string {
 	if k < 0 || int(k) >= len(effectNames) {
@@ -152,10 +149,16 @@ type Effect struct {
 	Err       error
 	Children  bool // Watch: watch Path's children, not its data
 	Suspended bool // Grant: the connection is down, so the lease starts suspended
+	// Cold, with Create: the lock path is missing (the last create found
+	// no such node), so the request that makes the node makes the path
+	// and its missing ancestors first, as containers.
+	Cold bool
 }
 
 func (e Effect) String() string {
 	switch {
+	case e.Path != "" && e.Cold:
+		return e.Kind.String() + " " + e.Path + " cold"
 	case e.Path != "":
 		return e.Kind.String() + " " + e.Path
 	case e.Err != nil:

@@ -120,14 +120,12 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 	switch ef.Kind {
 	case contender.Create:
 		en.attempts = 0
+		// Asked before sendingCreate, which makes the path's view. A node
+		// with a borrowed number is made only beside its lender's, so its
+		// path exists (and must not be made again if gone).
+		cold := !en.c.Borrowed() && (ef.Cold || c.cold(en.c.LockPath()))
 		c.sendingCreate(en)
-		c.commit.submit(&c.rd, Op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.data, Fixed: en.c.Borrowed()})
-	case contender.CreateParents:
-		waiting, inFlight := c.parents[ef.Path]
-		c.parents[ef.Path] = append(waiting, en.id)
-		if !inFlight {
-			c.commit.submit(&c.rd, Op{Kind: input.OpCreateParents, Path: ef.Path})
-		}
+		c.commit.submit(&c.rd, Op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.data, Fixed: en.c.Borrowed(), Cold: cold})
 	case contender.List:
 		c.requestListing(ef.Path, en.id)
 	case contender.Recover:

@@ -51,7 +51,6 @@ type Core struct {
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
 	cancels    map[uint64]*cancelGroup
 	listings   map[string]*listing // lock path → shared listing
-	parents    map[string][]uint64 // lock path → contenders awaiting its creation
 	revokers   map[string]uint64   // held node path → its revocable contender
 	// Revocable holders whose revocation watch failed on a connection loss.
 	retryRevoke []uint64
@@ -76,6 +75,10 @@ type Core struct {
 	// changing counts, per lock path, this engine's creates and deletes of
 	// its children in flight (pins included).
 	changing map[string]int
+	// warm are lock paths known to exist lately; fresh the create reply
+	// being handled, if it made its path (see cold.go).
+	warm  warmSet
+	fresh freshCreate
 
 	timers     map[uint64]struct{} // armed, not yet fired or stopped
 	nextTimer  uint64
@@ -202,7 +205,6 @@ func New(cfg Config, trust Admitter) *Core {
 		nodes:      make(map[string]uint64),
 		cancels:    make(map[uint64]*cancelGroup),
 		listings:   make(map[string]*listing),
-		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
 		borrowed:   make(map[string]int),
 		views:      make(map[string]*pathView),

@@ -17,7 +17,11 @@ type Op struct {
 	ID    uint64 // the contender; 0 for shared listings
 	Path  string
 	Data  []byte
-	Fixed bool   // OpCreate: a non-sequential node
+	Fixed bool // OpCreate: a non-sequential node
+	// Cold, with OpCreate: the lock path may not exist (see cold.go):
+	// the request makes it, and any missing ancestor, as containers
+	// before the node, in one multi.
+	Cold  bool
 	Write bool   // counted in the writes in flight
 	Find  string // OpRecover: the protected id to look for
 }
@@ -213,7 +217,14 @@ const (
 // aclBytes(path) bytes) or a delete inside a multi.
 func multiOpSize(o Op, aclBytes func(path string) int) int {
 	if o.Kind == input.OpCreate {
-		return multiHeaderSize + 4 + len(o.Path) + 4 + len(o.Data) + aclBytes(o.Path) + 4 // path, data, acl, flags
+		n := multiHeaderSize + 4 + len(o.Path) + 4 + len(o.Data) + aclBytes(o.Path) + 4 // path, data, acl, flags
+		if o.Cold {
+			// The lock path's container create; missing ancestors, rare,
+			// are left to the margin below the server's limit.
+			lockPath := o.Path[:strings.LastIndexByte(o.Path, '/')]
+			n += multiHeaderSize + 4 + len(lockPath) + 4 + aclBytes(lockPath) + 4
+		}
+		return n
 	}
 	return multiHeaderSize + 4 + len(o.Path) + 4 // path, version
 }

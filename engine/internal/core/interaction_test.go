@@ -29,7 +29,8 @@ import (
 //	disconnect | expire        the connection dropped | the session expired
 //	lapse | trust              the watchdog's verdict changed
 //	acquire NAME [path=P] [recipe=mutex|read|write] [try] [revocable] [ctx=G]
-//	created NAME seq=N [zxid=Z] [outcome=O]
+//	created NAME seq=N [zxid=Z] [outcome=O] [fresh]
+//	                           fresh: the request made the lock path too
 //	listed [path=P] children=(NAME|x:N|w:N|pin, ...) [outcome=O] [pzxid=Z] [cversion=V]
 //	                           x:N a mutex node of another client, w:N a writer,
 //	                           pin the engine's pin
@@ -138,7 +139,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 			node = strings.TrimPrefix(en.c.CreatePath(), en.c.LockPath()+"/")
 		}
 		ev = input.OpDone{Op: input.OpCreate, Contender: en.id, Path: en.c.CreatePath(), Name: node, Outcome: outcomeArg(t, d),
-			Zxid: int64Arg(t, d, "zxid")}
+			Zxid: int64Arg(t, d, "zxid"), Fresh: d.HasArg("fresh")}
 	case "listed":
 		path := pathArg(t, d)
 		ev = input.OpDone{Op: input.OpList, Path: path, Children: s.children(t, d), Pzxid: int64Arg(t, d, "pzxid"),
@@ -468,6 +469,9 @@ func (s *coreScript) op(o Op) string {
 		return "multi [" + strings.Join(parts, ", ") + "]"
 	}
 	str := o.Kind.String() + " " + o.Path
+	if o.Cold {
+		str += " cold"
+	}
 	if who := s.who[o.ID]; who != "" {
 		str += " (" + who + ")"
 	}

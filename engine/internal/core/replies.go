@@ -30,17 +30,8 @@ func (c *Core) handleOpDone(d input.OpDone) {
 		c.commit.createAnswered(lockPath)
 		c.createAnswered(d, lockPath)
 		defer c.unverify(lockPath, d.Contender)
-	case input.OpCreateParents:
-		// One creation serves every contender that found the path missing.
-		in.Kind = contender.ParentsCreated
-		waiting := c.parents[d.Path]
-		delete(c.parents, d.Path)
-		for _, id := range waiting {
-			if en := c.contenders[id]; en != nil {
-				c.stepContender(en, in)
-			}
-		}
-		return
+		c.createdFresh(d, lockPath)
+		defer func() { c.fresh = freshCreate{} }()
 	case input.OpRecover:
 		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case input.OpWatch:

@@ -94,8 +94,9 @@ type WatchFired struct {
 type OpKind int
 
 const (
+	// OpCreate creates a contender's node; made with its lock path (see
+	// the core's Op.Cold), in one request.
 	OpCreate OpKind = iota
-	OpCreateParents
 	OpList
 	OpWatch
 	OpDelete
@@ -120,8 +121,6 @@ func (k OpKind) String() string {
 	switch k {
 	case OpCreate:
 		return "create"
-	case OpCreateParents:
-		return "create-parents"
 	case OpList:
 		return "list"
 	case OpWatch:
@@ -190,6 +189,11 @@ type OpDone struct {
 	// Foreign, for OpRecover: a child carries the contender's protected id,
 	// but another session owns it.
 	Foreign bool
+	// Fresh, for OpCreate: the request that made the node made its lock
+	// path too, as a container, and the node was the path's first child.
+	// The create and the container's were one transaction, so no other
+	// node was on the path when the node was made.
+	Fresh bool
 }
 
 // RequestDone reports that a request the core sent (one multi request

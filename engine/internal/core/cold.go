@@ -1,0 +1,104 @@
+package core
+
+import (
+	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// Cold lock paths: a key locked once (a job id, an order id) has no lock
+// path until its first acquisition makes one. The create of a node on a
+// path the engine has no sign of is sent cold (Op.Cold): one multi makes
+// the path, as a container, and then the node. Two facts of that one
+// transaction let the contender hold without listing: the container's
+// create succeeded, so the path did not exist an instant before, and no
+// other client's request runs inside a multi, so the node was the path's
+// only child when it was made (the runtime reports it Fresh, numbered 0).
+// Any holder before on the same path had its node under a znode that is
+// gone, so it was gone too. A guess wrong the other way (the path exists:
+// another client's key, or one made by this engine longer ago than the
+// engine remembers) makes the server refuse the multi, and the runtime
+// sends it again without the container: one round trip, never a wrong
+// grant; the contender then lists as usual. A path is never made without
+// the node in the same transaction, so a path of ours always had a child,
+// and the server reaps it once empty: an acquisition cancelled meanwhile
+// leaves nothing else behind. DESIGN.md, "Cold keys", says it in full.
+
+// warmPaths bounds the lock paths the core remembers to exist: a FIFO
+// of the last paths a create of its own was made on. A path forgotten is
+// only guessed cold, at the cost of one round trip.
+const warmPaths = 4096
+
+// warmSet is the lock paths known to have existed lately.
+type warmSet struct {
+	has  map[string]struct{}
+	ring []string
+	next int
+}
+
+func (w *warmSet) contains(p string) bool {
+	_, ok := w.has[p]
+	return ok
+}
+
+func (w *warmSet) add(p string) {
+	if w.contains(p) {
+		return
+	}
+	if w.has == nil {
+		w.has = make(map[string]struct{})
+		w.ring = make([]string, warmPaths)
+	}
+	if old := w.ring[w.next]; old != "" {
+		delete(w.has, old)
+	}
+	w.ring[w.next] = p
+	w.has[p] = struct{}{}
+	w.next = (w.next + 1) % len(w.ring)
+}
+
+// cold reports whether a create on lockPath goes with its lock path: the
+// engine has no sign the path exists. Anything of the engine's on the
+// path (a create or delete in flight, a listing, a view) is one.
+func (c *Core) cold(lockPath string) bool {
+	return !c.warm.contains(lockPath) && c.changing[lockPath] == 0 && c.listings[lockPath] == nil && c.views[lockPath] == nil
+}
+
+// freshCreate is the create reply being handled, when it made its lock
+// path and the node is the path's first child (see createdFresh).
+type freshCreate struct {
+	id   uint64
+	node string
+	zxid int64
+}
+
+// createdFresh notes a create's reply before its contender steps on it:
+// the path exists; and a node made with its path, numbered 0, is the
+// path's only child, so the listing the contender asks next is answered
+// with it alone.
+func (c *Core) createdFresh(d input.OpDone, lockPath string) {
+	if d.Outcome != input.OK {
+		return
+	}
+	c.warm.add(lockPath)
+	if n, ok := queue.Parse(d.Name); ok && d.Fresh && n.Seq == 0 {
+		c.fresh = freshCreate{id: d.Contender, node: d.Name, zxid: d.Zxid}
+	}
+}
+
+// freshListing answers the listing a contender asks for right after its
+// create made the lock path: its own node alone, as of the create, with
+// the greatest zxid read once the reply came as token (see prediction.go
+// for why that zxid is a token). The recipe decides on it as on a
+// predicted listing: it misses no child, and only a try refused on it
+// lists the server (no recipe refuses a node alone on its path).
+func (c *Core) freshListing(path string, id uint64) bool {
+	f := c.fresh
+	if f.id == 0 || f.id != id {
+		return false
+	}
+	c.fresh = freshCreate{}
+	c.rd.Counts.Predicted++
+	c.rd.Loopback = append(c.rd.Loopback, input.OpDone{Op: input.OpList, Contender: id, Path: path,
+		Children: []string{f.node}, Pzxid: f.zxid, Outcome: input.OK})
+	return true
+}

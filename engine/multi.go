@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"errors"
+	"path"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/turnstile-go/turnstile/engine/internal/core"
+	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// Multi requests: the creates and deletes group commit sends together
+// (internal/core/groupcommit.go), and the create of a node on a lock path
+// that may not exist yet (core.Op.Cold), sent with the container creates
+// of its path in one transaction. DESIGN.md, "Cold keys", argues why a
+// node so made holds without a listing.
+
+// sentOp is one op of a multi as the executor sends it: a create preceded,
+// in the same multi, by container creates of its lock path and of
+// levels-1 of the path's ancestors, the highest first; levels is 0 for an
+// op sent alone.
+type sentOp struct {
+	core.Op
+	levels int
+}
+
+// lockPath is the path of the lock the op's node is a child of.
+func (o *sentOp) lockPath() string { return path.Dir(o.Path) }
+
+// container is the path of the container create at level j of the op's
+// levels, 0 the highest.
+func (o *sentOp) container(j int) string {
+	p := o.lockPath()
+	for range o.levels - 1 - j {
+		p = path.Dir(p)
+	}
+	return p
+}
+
+// maxFixes bounds the multis one batch is sent as while the server refuses
+// it for a lock path (or an ancestor) missing, or made meanwhile: each try
+// makes one level more or fewer of one op, and clients that make and
+// remove the same paths all the while could otherwise keep it going.
+const maxFixes = 32
+
+// execBatch sends creates and deletes as one multi request and reports
+// each as if sent alone. A multi is all or nothing. The server refuses it
+// whole when a create's lock path is missing (a key used for the first
+// time, or a container the server reaped), or a container it was to make
+// exists (made by another client, or by an earlier op of the batch): the
+// executor then changes that one op (makes the path with it, or makes one
+// level fewer) and sends the whole multi again, so that one key's first
+// use costs the batch one round trip, never one per op. When it fails for
+// any other reason but a lost connection (one op refused, such as a node
+// already gone; or a request the client could not send), none of it was
+// applied, and each op is sent again on its own so that one op's failure
+// is not every op's. After a lost connection the multi's fate is unknown,
+// and every op reports the loss: the contenders recover from it.
+func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
+	ops := make([]sentOp, len(batch))
+	for i, o := range batch {
+		ops[i].Op = o
+		if o.Cold {
+			ops[i].levels = 1
+		}
+	}
+	dones, err := e.multi(ops)
+	if err == nil {
+		return dones
+	}
+	// Refused as a whole: send each on its own, one after another on
+	// this goroutine. It holds the multi's slot, so the requests stay
+	// within MaxInFlight; and one at a time, the creates keep the order
+	// they were issued in, which is their order in the queue of their lock
+	// path. That costs a round trip per op, on a path that is rare (a node
+	// gone, a refusal).
+	dones = make([]input.OpDone, len(ops))
+	for i, o := range ops {
+		if o.levels == 0 {
+			dones[i] = e.exec(o.Op)
+			continue
+		}
+		d, err := e.multi([]sentOp{o})
+		if err != nil {
+			d = []input.OpDone{{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}}
+		}
+		dones[i] = d[0]
+	}
+	return dones
+}
+
+// multi sends ops as one multi request, again with one op changed while
+// the server refuses it for a lock path that is missing or exists (see
+// execBatch), and returns one OpDone per op, in the order of ops. err is
+// the refusal of a multi that no such change answers: nothing of it was
+// applied.
+func (e *Engine) multi(ops []sentOp) (dones []input.OpDone, err error) {
+	for try := 0; ; try++ {
+		if len(ops) == 1 && ops[0].levels == 0 {
+			// A cold create whose path exists after all: a plain create.
+			return []input.OpDone{e.exec(ops[0].Op)}, nil
+		}
+		order := arrange(ops)
+		if multiSize(ops) > maxColdMulti && containersIn(ops) {
+			if len(ops) > 1 {
+				return nil, errColdTooLarge // op by op
+			}
+			return []input.OpDone{e.execApart(ops[0])}, nil
+		}
+		reqs, at := e.multiRequests(ops, order)
+		res, err := e.conn.Multi(reqs...)
+		zxid := e.lastZxid.Load() // at least the multi's, read after its reply
+		switch {
+		case err == nil && len(res) == len(reqs):
+			return e.applied(ops, at, res, zxid), nil
+		case errors.Is(err, zk.ErrAPIError) && containersIn(ops):
+			// go-zookeeper cannot read the result of a container create
+			// inside a multi (ZooKeeper answers it as a createContainer,
+			// which its Multi does not decode) and stops reading there,
+			// though the server applied the multi: a refused multi is
+			// answered with error results only, which it reads. The ops
+			// before the first container create are read; arrange put
+			// every op whose name is not among them after one.
+			return e.applied(ops, at, res, zxid), nil
+		case err != nil && classify(err) != input.ConnLoss && classify(err) != input.Closing:
+			if try < maxFixes && fix(ops, at, res) {
+				continue
+			}
+			return nil, err
+		}
+		if err == nil {
+			err = zk.ErrConnectionClosed // a reply that does not match the request
+		}
+		dones = make([]input.OpDone, len(ops))
+		for i, o := range ops {
+			dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}
+		}
+		return dones, nil
+	}
+}
+
+// arrange is the order ops are sent in: first, in their order, those on
+// lock paths no op of the multi makes; then, in their order, those on the
+// paths it makes. Each lock path's ops keep their order (creates on one
+// path are its queue), and ops on different paths commute. So the replies
+// go-zookeeper can read (see multi) come first, and every create after
+// the first container create is on a path made in the multi, whose name
+// its place there tells.
+func arrange(ops []sentOp) []int {
+	var made map[string]bool
+	for i := range ops {
+		if ops[i].levels > 0 {
+			if made == nil {
+				made = make(map[string]bool)
+			}
+			made[ops[i].lockPath()] = true
+		}
+	}
+	order := make([]int, 0, len(ops))
+	for i := range ops {
+		if !made[ops[i].lockPath()] {
+			order = append(order, i)
+		}
+	}
+	for i := range ops {
+		if made[ops[i].lockPath()] {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// containersIn reports whether any op makes its lock path.
+func containersIn(ops []sentOp) bool {
+	for i := range ops {
+		if ops[i].levels > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// reqRef says what one request of a multi is: op's own (level -1), or the
+// container create at that level of op's.
+type reqRef struct{ op, level int }
+
+// multiRequests encodes ops, in order, as a multi's requests, and counts
+// them.
+func (e *Engine) multiRequests(ops []sentOp, order []int) (reqs []any, at []reqRef) {
+	for _, i := range order {
+		o := &ops[i]
+		for j := range o.levels {
+			p := o.container(j)
+			reqs = append(reqs, &zk.CreateRequest{Path: p, Acl: e.cfg.aclOf(p), Flags: zk.FlagContainer})
+			at = append(at, reqRef{i, j})
+			e.count.containers.Add(1)
+		}
+		switch o.Kind {
+		case input.OpCreate:
+			reqs = append(reqs, &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: e.cfg.aclOf(o.Path), Flags: createFlags(o.Op)})
+		case input.OpDelete:
+			reqs = append(reqs, &zk.DeleteRequest{Path: o.Path, Version: -1})
+		}
+		at = append(at, reqRef{i, -1})
+		e.count.n[o.Kind].Add(1)
+	}
+	e.count.multis.Add(1)
+	e.count.batched.Add(uint64(len(reqs)))
+	return reqs, at
+}
+
+// applied reports each op of a multi the server applied. A create whose
+// result was not read is on a lock path the multi made (see arrange): a
+// new path's n-th child is numbered n, since its count of children ever
+// made starts at 0, and no other request ran between the ops of one
+// multi. The first child of a path the multi made is Fresh.
+func (e *Engine) applied(ops []sentOp, at []reqRef, res []zk.MultiResponse, zxid int64) []input.OpDone {
+	dones := make([]input.OpDone, len(ops))
+	made := make(map[string]bool)
+	children := make(map[string]int64)
+	for k, ref := range at {
+		o := &ops[ref.op]
+		lp := o.lockPath()
+		if ref.level >= 0 {
+			made[o.container(ref.level)] = true
+			continue
+		}
+		d := input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Zxid: zxid}
+		if o.Kind == input.OpCreate {
+			n := children[lp]
+			children[lp]++
+			switch {
+			case k < len(res) && res[k].Error == nil && res[k].String != "":
+				d.Name = path.Base(res[k].String)
+			case made[lp] && !o.Fixed:
+				d.Name = path.Base(o.Path) + nodename.FormatSeq(n)
+			default:
+				// Not read, and not on a path the multi made: arrange
+				// never sends one so. Made all the same; the recovery
+				// read finds it by its protected id.
+				d.Outcome, d.Err = input.ConnLoss, errUnreadName
+				dones[ref.op] = d
+				continue
+			}
+			d.Fresh = made[lp] && n == 0
+		}
+		dones[ref.op] = d
+	}
+	return dones
+}
+
+// errUnreadName: a multi made a node whose name its reply did not give.
+var errUnreadName = errors.New("turnstile: multi applied, created node's name not in the reply")
+
+// fix changes the one op of a refused multi that the refusal names, when
+// making its lock path (or one level more or fewer of it) answers the
+// refusal, and reports whether it did. The failed request is the first
+// whose result carries an error: those before it report OK, those after
+// it a runtime inconsistency.
+func fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
+	k := -1
+	for i := range res {
+		if res[i].Error != nil {
+			k = i
+			break
+		}
+	}
+	if k < 0 || k >= len(at) {
+		return false
+	}
+	ref, err := at[k], res[k].Error
+	o := &ops[ref.op]
+	switch {
+	case ref.level >= 0 && errors.Is(err, zk.ErrNodeExists):
+		// That container exists, and with it every level above: make only
+		// those below it (none: a plain create).
+		o.levels -= ref.level + 1
+		return true
+	case ref.level == 0 && errors.Is(err, zk.ErrNoNode) && path.Dir(o.container(0)) != "/":
+		o.levels++ // its parent is missing too
+		return true
+	case ref.level < 0 && o.Kind == input.OpCreate && !o.Fixed && o.levels == 0 && errors.Is(err, zk.ErrNoNode):
+		// The lock path is missing (a key used for the first time, or
+		// reaped since this engine used it): make it with the node. Never
+		// for a node with a borrowed number, whose place is gone with the
+		// path.
+		o.levels = 1
+		return true
+	}
+	return false
+}
+
+// maxColdMulti bounds the encoded size of a multi that makes lock paths.
+// The server resets the connection on a request past its jute.maxbuffer
+// (0xfffff bytes by default), and a node's data may take nearly all of
+// that (MaxDataLen): the container creates of its path (up to MaxPathLen
+// bytes each, and one per missing level) would push it over. Past this
+// bound, the path is made by requests of its own (execApart).
+const maxColdMulti = 512 << 10
+
+// errColdTooLarge: a batch that makes lock paths grew past maxColdMulti
+// (each missing level adds a container create); its ops go one by one.
+var errColdTooLarge = errors.New("turnstile: multi that makes lock paths too large")
+
+// multiSize is the encoded size of ops as one multi, near enough: each
+// request's header, paths, data and the ACL of the path.
+func multiSize(ops []sentOp) int {
+	const header = 4 + 1 + 4
+	n := 4 + 4 + header
+	for i := range ops {
+		o := &ops[i]
+		for j := range o.levels {
+			n += header + 4 + len(o.container(j)) + 4 + 4 + 4 + 64 // an ACL as large as the node's, roughly
+		}
+		n += header + 4 + len(o.Path) + 4 + len(o.Data) + 4 + 4 + 64
+	}
+	return n
+}
+
+// execApart makes a cold op's lock path and then its node by requests of
+// their own, one after the other, on this goroutine: for a node whose data
+// leaves no room for the containers in one request. The path is made
+// bottom up, so an existing parent costs one request. The node was the
+// path's only child when made if the container create of the lock path
+// succeeded (the path did not exist, and a container that never had a
+// child is not reaped, so it is the same znode at the create) and the
+// node is numbered 0 (no child was made there before it): Fresh, as from
+// a multi. Unlike a multi, a connection lost between the two requests
+// leaves the path without a child if the acquisition then ends; nodes so
+// large are rare.
+func (e *Engine) execApart(o sentOp) input.OpDone {
+	made, err := e.makePath(o.lockPath())
+	if err != nil {
+		return input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}
+	}
+	d := e.exec(o.Op)
+	if n, ok := queue.Parse(d.Name); ok && d.Outcome == input.OK && made && n.Seq == 0 {
+		d.Fresh = true
+	}
+	return d
+}
+
+// makePath creates p, and any missing ancestor, as containers; made
+// reports whether p itself was created by this call.
+func (e *Engine) makePath(p string) (made bool, err error) {
+	e.count.containers.Add(1)
+	_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, zk.ErrNodeExists):
+		return false, nil
+	case errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/":
+		if _, err := e.makePath(path.Dir(p)); err != nil {
+			return false, err
+		}
+		return e.makePath(p)
+	}
+	return false, err
+}
