@@ -112,7 +112,8 @@ func TestCohortPassesInOrderWithoutRequests(t *testing.T) {
 func TestCohortUncontendedAsksNothingMore(t *testing.T) {
 	eng := startEngine(t, engine.Config{})
 	m := lock.NewMutex(eng, testRoot(t)+"/cold")
-	release(t, mustGet(t, m.Acquire(context.Background()))) // the lock path made
+	mkdirs(t, rawConn(t), m.Path()) // made before: a path the engine makes holds its first node without a listing
+	release(t, mustGet(t, m.Acquire(context.Background())))
 	before := eng.Stats()
 	release(t, mustGet(t, m.Acquire(context.Background())))
 	d := eng.Stats()

@@ -86,6 +86,7 @@ type Engine struct {
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
+	noPrune  atomic.Bool   // the server refused a lock path's delete for lack of rights (see multi.go)
 	// dialErr is the last dial's failure, nil once a dial succeeds: Start
 	// wraps it into ErrUnreachable, so that a caller (and errors.Is) sees
 	// why no session came (a refused port, a certificate that does not

@@ -118,7 +118,7 @@ func (e *Engine) run(o core.Op) {
 	switch {
 	case o.Batch != nil:
 		dones = e.execBatch(o.Batch)
-	case o.Cold:
+	case o.Cold || o.Prune:
 		dones = e.execBatch([]core.Op{o}) // a multi of the node and its lock path
 	default:
 		dones = []input.OpDone{e.exec(o)}

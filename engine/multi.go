@@ -20,11 +20,19 @@ import (
 // sentOp is one op of a multi as the executor sends it: a create preceded,
 // in the same multi, by container creates of its lock path and of
 // levels-1 of the path's ancestors, the highest first; levels is 0 for an
-// op sent alone.
+// op sent alone. prune: a delete followed by the delete of its lock path.
 type sentOp struct {
 	core.Op
 	levels int
+	prune  bool
 }
+
+// Levels of a request of a multi that are not container creates: the op's
+// own request, and the delete of its lock path after it.
+const (
+	levelOp    = -1
+	levelPrune = -2
+)
 
 // lockPath is the path of the lock the op's node is a child of.
 func (o *sentOp) lockPath() string { return path.Dir(o.Path) }
@@ -65,6 +73,7 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 		if o.Cold {
 			ops[i].levels = 1
 		}
+		ops[i].prune = o.Prune && !e.noPrune.Load()
 	}
 	dones, err := e.multi(ops)
 	if err == nil {
@@ -78,7 +87,7 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 	// gone, a refusal).
 	dones = make([]input.OpDone, len(ops))
 	for i, o := range ops {
-		if o.levels == 0 {
+		if o.levels == 0 && !o.prune {
 			dones[i] = e.exec(o.Op)
 			continue
 		}
@@ -98,12 +107,14 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 // applied.
 func (e *Engine) multi(ops []sentOp) (dones []input.OpDone, err error) {
 	for try := 0; ; try++ {
-		if len(ops) == 1 && ops[0].levels == 0 {
-			// A cold create whose path exists after all: a plain create.
+		if len(ops) == 1 && ops[0].levels == 0 && !ops[0].prune {
+			// A cold create whose path exists after all, or a delete whose
+			// path is not to go: a request of its own.
 			return []input.OpDone{e.exec(ops[0].Op)}, nil
 		}
 		order := arrange(ops)
 		if multiSize(ops) > maxColdMulti && containersIn(ops) {
+			// (A prune adds a few bytes to a delete: never this large.)
 			if len(ops) > 1 {
 				return nil, errColdTooLarge // op by op
 			}
@@ -125,7 +136,7 @@ func (e *Engine) multi(ops []sentOp) (dones []input.OpDone, err error) {
 			// every op whose name is not among them after one.
 			return e.applied(ops, at, res, zxid), nil
 		case err != nil && classify(err) != input.ConnLoss && classify(err) != input.Closing:
-			if try < maxFixes && fix(ops, at, res) {
+			if try < maxFixes && e.fix(ops, at, res) {
 				continue
 			}
 			return nil, err
@@ -182,8 +193,9 @@ func containersIn(ops []sentOp) bool {
 	return false
 }
 
-// reqRef says what one request of a multi is: op's own (level -1), or the
-// container create at that level of op's.
+// reqRef says what one request of a multi is: op's own (levelOp), the
+// delete of its lock path (levelPrune), or the container create at that
+// level of op's.
 type reqRef struct{ op, level int }
 
 // multiRequests encodes ops, in order, as a multi's requests, and counts
@@ -203,8 +215,13 @@ func (e *Engine) multiRequests(ops []sentOp, order []int) (reqs []any, at []reqR
 		case input.OpDelete:
 			reqs = append(reqs, &zk.DeleteRequest{Path: o.Path, Version: -1})
 		}
-		at = append(at, reqRef{i, -1})
+		at = append(at, reqRef{i, levelOp})
 		e.count.n[o.Kind].Add(1)
+		if o.prune {
+			reqs = append(reqs, &zk.DeleteRequest{Path: o.lockPath(), Version: -1})
+			at = append(at, reqRef{i, levelPrune})
+			e.count.n[input.OpDelete].Add(1) // a delete, in Stats
+		}
 	}
 	e.count.multis.Add(1)
 	e.count.batched.Add(uint64(len(reqs)))
@@ -223,8 +240,14 @@ func (e *Engine) applied(ops []sentOp, at []reqRef, res []zk.MultiResponse, zxid
 	for k, ref := range at {
 		o := &ops[ref.op]
 		lp := o.lockPath()
-		if ref.level >= 0 {
+		switch {
+		case ref.level >= 0:
 			made[o.container(ref.level)] = true
+			continue
+		case ref.level == levelPrune:
+			// Gone: a create after it in the multi made it again.
+			made[lp], children[lp] = false, 0
+			dones[ref.op].Pruned = true
 			continue
 		}
 		d := input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Zxid: zxid}
@@ -259,7 +282,7 @@ var errUnreadName = errors.New("turnstile: multi applied, created node's name no
 // refusal, and reports whether it did. The failed request is the first
 // whose result carries an error: those before it report OK, those after
 // it a runtime inconsistency.
-func fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
+func (e *Engine) fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
 	k := -1
 	for i := range res {
 		if res[i].Error != nil {
@@ -273,6 +296,17 @@ func fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
 	ref, err := at[k], res[k].Error
 	o := &ops[ref.op]
 	switch {
+	case ref.level == levelPrune:
+		// Something else is on the path (another client's node), or it is
+		// gone already: the node's delete goes alone. Refused for lack of
+		// rights (the path's parent lets this engine create children but
+		// not delete them), it would be refused every time: the server
+		// reaps the engine's paths from then on.
+		if noAuth(err) {
+			e.noPrune.Store(true)
+		}
+		o.prune = false
+		return true
 	case ref.level >= 0 && errors.Is(err, zk.ErrNodeExists):
 		// That container exists, and with it every level above: make only
 		// those below it (none: a plain create).
@@ -281,7 +315,7 @@ func fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
 	case ref.level == 0 && errors.Is(err, zk.ErrNoNode) && path.Dir(o.container(0)) != "/":
 		o.levels++ // its parent is missing too
 		return true
-	case ref.level < 0 && o.Kind == input.OpCreate && !o.Fixed && o.levels == 0 && errors.Is(err, zk.ErrNoNode):
+	case ref.level == levelOp && o.Kind == input.OpCreate && !o.Fixed && o.levels == 0 && errors.Is(err, zk.ErrNoNode):
 		// The lock path is missing (a key used for the first time, or
 		// reaped since this engine used it): make it with the node. Never
 		// for a node with a borrowed number, whose place is gone with the
@@ -315,6 +349,9 @@ func multiSize(ops []sentOp) int {
 			n += header + 4 + len(o.container(j)) + 4 + 4 + 4 + 64 // an ACL as large as the node's, roughly
 		}
 		n += header + 4 + len(o.Path) + 4 + len(o.Data) + 4 + 4 + 64
+		if o.prune {
+			n += header + 4 + len(o.lockPath()) + 4
+		}
 	}
 	return n
 }

@@ -73,6 +73,10 @@ func TestTryAcquireAfterAnotherClientLeft(t *testing.T) {
 			b := inspect(t, shared.Addr())
 			path := lockRoot(t) + "/L"
 			cycle, try, on, kind := tc.setup(a, path)
+			// Made before, by another client: a path the engine makes for
+			// its node goes with its last node, and is predicted on only
+			// once pinned.
+			mkdirs(t, b, on)
 
 			// Cycle until a create is decided with no listing: the path is
 			// pinned and its children known.

@@ -40,6 +40,9 @@ func (w *warmSet) contains(p string) bool {
 	return ok
 }
 
+// remove forgets p; its slot in the ring goes when its turn comes.
+func (w *warmSet) remove(p string) { delete(w.has, p) }
+
 func (w *warmSet) add(p string) {
 	if w.contains(p) {
 		return
@@ -57,10 +60,40 @@ func (w *warmSet) add(p string) {
 }
 
 // cold reports whether a create on lockPath goes with its lock path: the
-// engine has no sign the path exists. Anything of the engine's on the
-// path (a create or delete in flight, a listing, a view) is one.
+// engine has no sign the path exists. A create answered there lately is
+// one, and so is anything of the engine's on the path now (a create or
+// delete in flight, a listing).
 func (c *Core) cold(lockPath string) bool {
-	return !c.warm.contains(lockPath) && c.changing[lockPath] == 0 && c.listings[lockPath] == nil && c.views[lockPath] == nil
+	return !c.warm.contains(lockPath) && c.changing[lockPath] == 0 && c.listings[lockPath] == nil
+}
+
+// prunes reports whether the delete of en's node deletes its lock path
+// too (Op.Prune): the node was made with the path, so the path is a
+// container of this engine's making that the server would reap once empty
+// anyway; deleting it in the node's own request spares the server that
+// reaping, a transaction of its own per key. Only while nothing else of
+// the engine is on the path: no waiter of its own behind the node, no
+// create, delete or listing in flight, no pin, and no earlier grant on it
+// lately (a path cycled on is kept, and pinned at its second grant).
+// Another client's node there makes the server refuse it, and the runtime
+// sends the delete again alone.
+func (c *Core) prunes(en *entry, node string) bool {
+	lockPath := en.c.LockPath()
+	if _, made := c.made[en.id]; !made || c.localWatch[node] != nil || c.changing[lockPath] > 0 || c.listings[lockPath] != nil {
+		return false
+	}
+	if v := c.views[lockPath]; v != nil && (v.pin != pinNone || v.grants > 1) {
+		return false
+	}
+	return true
+}
+
+// deletedPath notes a delete's reply: a lock path deleted with the node
+// is made again by the next create.
+func (c *Core) deletedPath(d input.OpDone, lockPath string) {
+	if d.Pruned {
+		c.warm.remove(lockPath)
+	}
 }
 
 // freshCreate is the create reply being handled, when it made its lock
@@ -82,6 +115,10 @@ func (c *Core) createdFresh(d input.OpDone, lockPath string) {
 	c.warm.add(lockPath)
 	if n, ok := queue.Parse(d.Name); ok && d.Fresh && n.Seq == 0 {
 		c.fresh = freshCreate{id: d.Contender, node: d.Name, zxid: d.Zxid}
+		if c.made == nil {
+			c.made = make(map[uint64]struct{})
+		}
+		c.made[d.Contender] = struct{}{}
 	}
 }
 

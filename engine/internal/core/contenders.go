@@ -124,6 +124,7 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 		// with a borrowed number is made only beside its lender's, so its
 		// path exists (and must not be made again if gone).
 		cold := !en.c.Borrowed() && (ef.Cold || c.cold(en.c.LockPath()))
+		delete(c.made, en.id)
 		c.sendingCreate(en)
 		c.commit.submit(&c.rd, Op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.data, Fixed: en.c.Borrowed(), Cold: cold})
 	case contender.List:
@@ -133,8 +134,9 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 	case contender.Watch:
 		c.watch(en, ef)
 	case contender.Delete:
+		prune := c.prunes(en, ef.Path)
 		c.sendingChange(en.c.LockPath())
-		o := Op{Kind: input.OpDelete, ID: en.id, Path: ef.Path}
+		o := Op{Kind: input.OpDelete, ID: en.id, Path: ef.Path, Prune: prune}
 		if en.c.Granted() && c.localWatch[ef.Path] != nil {
 			// A holder lets go and a waiter of ours is next: the lock is
 			// idle until this delete is answered, so it waits for nothing.
@@ -224,6 +226,7 @@ func (c *Core) forget(en *entry, err error) {
 		}
 	}
 	c.detach(en)
+	delete(c.made, en.id)
 	if en.leased() {
 		c.trust.Forget(en.id)
 		c.endLease(en, Notice{Kind: NoteEnded, ID: en.id, Token: en.token})

@@ -79,6 +79,9 @@ type Core struct {
 	// being handled, if it made its path (see cold.go).
 	warm  warmSet
 	fresh freshCreate
+	// made are the contenders whose node was made with its lock path; kept
+	// out of entry, which every waiter pays for.
+	made map[uint64]struct{}
 
 	timers     map[uint64]struct{} // armed, not yet fired or stopped
 	nextTimer  uint64

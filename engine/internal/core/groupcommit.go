@@ -21,7 +21,10 @@ type Op struct {
 	// Cold, with OpCreate: the lock path may not exist (see cold.go):
 	// the request makes it, and any missing ancestor, as containers
 	// before the node, in one multi.
-	Cold  bool
+	Cold bool
+	// Prune, with OpDelete: delete the lock path too, once the node is
+	// gone, if nothing else is on it (see cold.go).
+	Prune bool
 	Write bool   // counted in the writes in flight
 	Find  string // OpRecover: the protected id to look for
 }
@@ -226,5 +229,9 @@ func multiOpSize(o Op, aclBytes func(path string) int) int {
 		}
 		return n
 	}
-	return multiHeaderSize + 4 + len(o.Path) + 4 // path, version
+	n := multiHeaderSize + 4 + len(o.Path) + 4 // path, version
+	if o.Prune {
+		n *= 2 // the lock path's delete, a shorter path
+	}
+	return n
 }

@@ -37,7 +37,8 @@ import (
 //	pinned | unpinned [path=P] [outcome=O]   the pin's create or delete answered
 //	watch-set NAME [outcome=O] [children=(...)]
 //	fired NAME|x:N [path=P] [type=deleted|data-changed|children-changed]
-//	deleted NAME [zxid=Z] [outcome=O]
+//	deleted NAME [zxid=Z] [outcome=O] [pruned]
+//	                           pruned: the lock path was deleted too
 //	revoke-read NAME [data=D] [outcome=O]
 //	release NAME | cancel ctx=G | close | timer ID
 //	contenders                 (no event) the live contenders: name, phase, node
@@ -173,7 +174,8 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		ev = input.WatchFired{Type: typ, Path: path}
 	case "deleted":
 		en := s.entry(t, d.CmdArgs[0].Key)
-		ev = input.OpDone{Op: input.OpDelete, Contender: en.id, Path: en.c.NodePath(), Zxid: int64Arg(t, d, "zxid"), Outcome: outcomeArg(t, d)}
+		ev = input.OpDone{Op: input.OpDelete, Contender: en.id, Path: en.c.NodePath(), Zxid: int64Arg(t, d, "zxid"), Outcome: outcomeArg(t, d),
+			Pruned: d.HasArg("pruned")}
 	case "revoke-read":
 		en := s.entry(t, d.CmdArgs[0].Key)
 		var data string
@@ -471,6 +473,9 @@ func (s *coreScript) op(o Op) string {
 	str := o.Kind.String() + " " + o.Path
 	if o.Cold {
 		str += " cold"
+	}
+	if o.Prune {
+		str += " prune"
 	}
 	if who := s.who[o.ID]; who != "" {
 		str += " (" + who + ")"

@@ -45,6 +45,7 @@ func (c *Core) handleOpDone(d input.OpDone) {
 	case input.OpDelete:
 		in.Kind = contender.Deleted
 		c.deleteAnswered(d, path.Dir(d.Path))
+		c.deletedPath(d, path.Dir(d.Path))
 		// A holder's node deleted by our own request: the waiter next in
 		// line behind it, if ours, is granted on this reply (see gone).
 		en := c.contenders[d.Contender]

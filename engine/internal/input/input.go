@@ -194,6 +194,8 @@ type OpDone struct {
 	// The create and the container's were one transaction, so no other
 	// node was on the path when the node was made.
 	Fresh bool
+	// Pruned, for OpDelete: the lock path was deleted with the node.
+	Pruned bool
 }
 
 // RequestDone reports that a request the core sent (one multi request
