@@ -225,6 +225,9 @@ func (c *Machine) Step(in Input) []Effect {
 	}
 	switch in.Kind {
 	case Start:
+		if c.phase != Unstarted {
+			return nil // started once
+		}
 		return c.create()
 	case Created:
 		return c.onCreated(in)
@@ -375,6 +378,7 @@ func (c *Machine) onCreated(in Input) []Effect {
 	switch in.Outcome {
 	case input.OK:
 		c.setNode(in.Name)
+		stale := c.stale
 		if c.stale && !c.requeuesOnExpiry() {
 			// Made under the new session by a create sent late: with a
 			// borrowed number it would jump the queue, and a contender
@@ -386,6 +390,15 @@ func (c *Machine) onCreated(in Input) []Effect {
 		c.stale = false // the listing below tells whether this node lives
 		if c.cancelled {
 			return c.cleanup()
+		}
+		if in.Fresh && !stale {
+			// Made with its lock path, the path's first child: the
+			// children at the create were this node alone, which a
+			// listing would only tell again. Not after an expiry heard
+			// of meanwhile: the reply may come from the session that
+			// ended, and the node be gone with it; a listing tells.
+			c.phase = Listing
+			return c.onListed(Input{Kind: Listed, Children: []string{c.node}, Pzxid: in.Pzxid, Predicted: true})
 		}
 		return c.list()
 	case input.NoNode:

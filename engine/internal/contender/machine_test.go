@@ -211,6 +211,28 @@ func TestMissingLockPathCreatedWithTheNode(t *testing.T) {
 	s.step(created(node(2, 0)), list)
 }
 
+// A node made with its lock path, its first child, holds on itself alone:
+// no listing, the token the one the reply carried.
+func TestFreshNodeHoldsWithoutListing(t *testing.T) {
+	s := newScript(t)
+	s.step(Input{Kind: Start}, create(1))
+	fresh := created(node(1, 0))
+	fresh.Fresh, fresh.Pzxid = true, 7
+	s.step(fresh, grant(7))
+	s.phase(Held)
+}
+
+// A fresh reply after an expiry heard of while the create was in flight
+// may be from the session that ended, its node gone: it lists.
+func TestFreshNodeAfterExpiryLists(t *testing.T) {
+	s := newScript(t)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(Input{Kind: Expired})
+	fresh := created(node(1, 0))
+	fresh.Fresh, fresh.Pzxid = true, 7
+	s.step(fresh, list)
+}
+
 // Cancelled while the create that found the path missing was in flight:
 // nothing was made, and nothing is sent.
 func TestCancelledCreateOnMissingPathEnds(t *testing.T) {
@@ -594,6 +616,7 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		{Kind: Disconnected}, {Kind: Reconnected}, {Kind: Expired}, {Kind: Untrusted}, {Kind: Retry},
 		listed(2, node(2, 6)), created(node(2, 6)), {Kind: Handoff, Pzxid: 3}, {Kind: Trusted}, {Kind: GrantRefused},
 		recovered(4, node(1, 5), node(1, 5)), {Kind: Listed, Children: []string{node(1, 5)}, Foreign: true},
+		{Kind: Created, Name: node(1, 0), Fresh: true, Pzxid: 2},
 	}
 	// A small deterministic walk: every sequence of up to 4 inputs after start.
 	var walk func(prefix []int)

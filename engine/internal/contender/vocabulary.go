@@ -78,7 +78,7 @@ type Input struct {
 	Err      error         // the reply's error, or the cancel's reason
 	Name     string        // Created: the node created; Listed: ours, found by a recovery read
 	Children []string      // Listed
-	Pzxid    int64         // Listed, Handoff: the grant's token
+	Pzxid    int64         // Listed, Handoff, a Fresh Created: the grant's token
 	Closing  bool          // Cancel: the engine is closing, so a held lease goes too
 	// ChildWatch, with WatchSet: the reply to a children watch, with
 	// Children and Pzxid.
@@ -90,6 +90,10 @@ type Input struct {
 	// session that answered has ended, not because the current one is
 	// untrusted.
 	SessionEnded bool
+	// Fresh, with Created: the request made the node with its lock path,
+	// as the path's first child, so no other node was there (see the
+	// core's cold.go); Pzxid is the grant's token then.
+	Fresh bool
 	// Predicted, with Listed: the engine answered from what it knows of
 	// the lock path (its listing-free cycle), not from the server. Such a
 	// listing misses no child, but may still show children deleted since

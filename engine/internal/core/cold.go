@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -96,46 +97,20 @@ func (c *Core) deletedPath(d input.OpDone, lockPath string) {
 	}
 }
 
-// freshCreate is the create reply being handled, when it made its lock
-// path and the node is the path's first child (see createdFresh).
-type freshCreate struct {
-	id   uint64
-	node string
-	zxid int64
-}
-
 // createdFresh notes a create's reply before its contender steps on it:
-// the path exists; and a node made with its path, numbered 0, is the
-// path's only child, so the listing the contender asks next is answered
-// with it alone.
-func (c *Core) createdFresh(d input.OpDone, lockPath string) {
+// the path exists; a node made with its path, numbered 0, was the path's
+// only child (in.Fresh: the machine holds on it without a listing, unless
+// an expiry came between), and its delete may take the path (prunes).
+func (c *Core) createdFresh(d input.OpDone, lockPath string, in *contender.Input) {
 	if d.Outcome != input.OK {
 		return
 	}
 	c.warm.add(lockPath)
 	if n, ok := queue.Parse(d.Name); ok && d.Fresh && n.Seq == 0 {
-		c.fresh = freshCreate{id: d.Contender, node: d.Name, zxid: d.Zxid}
+		in.Fresh, in.Pzxid = true, d.Zxid
 		if c.made == nil {
 			c.made = make(map[uint64]struct{})
 		}
 		c.made[d.Contender] = struct{}{}
 	}
-}
-
-// freshListing answers the listing a contender asks for right after its
-// create made the lock path: its own node alone, as of the create, with
-// the greatest zxid read once the reply came as token (see prediction.go
-// for why that zxid is a token). The recipe decides on it as on a
-// predicted listing: it misses no child, and only a try refused on it
-// lists the server (no recipe refuses a node alone on its path).
-func (c *Core) freshListing(path string, id uint64) bool {
-	f := c.fresh
-	if f.id == 0 || f.id != id {
-		return false
-	}
-	c.fresh = freshCreate{}
-	c.rd.Counts.Predicted++
-	c.rd.Loopback = append(c.rd.Loopback, input.OpDone{Op: input.OpList, Contender: id, Path: path,
-		Children: []string{f.node}, Pzxid: f.zxid, Outcome: input.OK})
-	return true
 }

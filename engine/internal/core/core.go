@@ -75,10 +75,8 @@ type Core struct {
 	// changing counts, per lock path, this engine's creates and deletes of
 	// its children in flight (pins included).
 	changing map[string]int
-	// warm are lock paths known to exist lately; fresh the create reply
-	// being handled, if it made its path (see cold.go).
-	warm  warmSet
-	fresh freshCreate
+	// warm are lock paths known to exist lately (see cold.go).
+	warm warmSet
 	// made are the contenders whose node was made with its lock path; kept
 	// out of entry, which every waiter pays for.
 	made map[uint64]struct{}

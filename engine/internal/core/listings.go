@@ -19,7 +19,7 @@ type listing struct {
 }
 
 func (c *Core) requestListing(path string, id uint64) {
-	if c.freshListing(path, id) || c.predictedListing(path, id) {
+	if c.predictedListing(path, id) {
 		return
 	}
 	l := c.listings[path]

@@ -30,8 +30,7 @@ func (c *Core) handleOpDone(d input.OpDone) {
 		c.commit.createAnswered(lockPath)
 		c.createAnswered(d, lockPath)
 		defer c.unverify(lockPath, d.Contender)
-		c.createdFresh(d, lockPath)
-		defer func() { c.fresh = freshCreate{} }()
+		c.createdFresh(d, lockPath, &in)
 	case input.OpRecover:
 		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case input.OpWatch:
@@ -55,5 +54,8 @@ func (c *Core) handleOpDone(d input.OpDone) {
 	}
 	if en := c.contenders[d.Contender]; en != nil {
 		c.stepContender(en, in)
+		if in.Fresh && en.c.Phase() != contender.Listing {
+			c.rd.Counts.Predicted++ // held (or let go) on its own node: no listing
+		}
 	}
 }
