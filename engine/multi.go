@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"path"
 
 	"github.com/go-zookeeper/zk"
@@ -75,7 +76,8 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 		}
 		ops[i].prune = o.Prune && !e.noPrune.Load()
 	}
-	dones, err := e.multi(ops)
+	session := e.conn.SessionID()
+	dones, err := e.multi(ops, session)
 	if err == nil {
 		return dones
 	}
@@ -87,11 +89,18 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 	// gone, a refusal).
 	dones = make([]input.OpDone, len(ops))
 	for i, o := range ops {
+		if e.conn.SessionID() != session {
+			// Sent now, it would be under another session than the one
+			// the batch was sent under, which the contender may have
+			// heard expire before this reply comes: it recovers.
+			dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: input.ConnLoss, Err: errSessionChanged}
+			continue
+		}
 		if o.levels == 0 && !o.prune {
 			dones[i] = e.exec(o.Op)
 			continue
 		}
-		d, err := e.multi([]sentOp{o})
+		d, err := e.multi([]sentOp{o}, session)
 		if err != nil {
 			d = []input.OpDone{{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}}
 		}
@@ -104,9 +113,15 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 // the server refuses it for a lock path that is missing or exists (see
 // execBatch), and returns one OpDone per op, in the order of ops. err is
 // the refusal of a multi that no such change answers: nothing of it was
-// applied.
-func (e *Engine) multi(ops []sentOp) (dones []input.OpDone, err error) {
-	for try := 0; ; try++ {
+// applied. It sends again only under session, the one the first was sent
+// under (see execBatch).
+func (e *Engine) multi(ops []sentOp, session int64) (dones []input.OpDone, err error) {
+	var lost error // the multi's fate is unknown, or it was not sent
+	for try := 0; lost == nil; try++ {
+		if try > 0 && e.conn.SessionID() != session {
+			lost = errSessionChanged
+			break
+		}
 		if len(ops) == 1 && ops[0].levels == 0 && !ops[0].prune {
 			// A cold create whose path exists after all, or a delete whose
 			// path is not to go: a request of its own.
@@ -140,17 +155,23 @@ func (e *Engine) multi(ops []sentOp) (dones []input.OpDone, err error) {
 				continue
 			}
 			return nil, err
+		case err == nil:
+			lost = zk.ErrConnectionClosed // a reply that does not match the request
+		default:
+			lost = err
 		}
-		if err == nil {
-			err = zk.ErrConnectionClosed // a reply that does not match the request
-		}
-		dones = make([]input.OpDone, len(ops))
-		for i, o := range ops {
-			dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}
-		}
-		return dones, nil
 	}
+	dones = make([]input.OpDone, len(ops))
+	for i, o := range ops {
+		dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(lost), Err: lost}
+	}
+	return dones, nil
 }
+
+// errSessionChanged: a request of a batch was not sent, the session having
+// changed since the batch's first; its contender recovers as from a lost
+// connection (classify finds zk.ErrSessionExpired in it).
+var errSessionChanged = fmt.Errorf("turnstile: session changed during a batch: %w", zk.ErrSessionExpired)
 
 // arrange is the order ops are sent in: first, in their order, those on
 // lock paths no op of the multi makes; then, in their order, those on the
