@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/lock"
 )
@@ -78,5 +80,81 @@ func TestCancelledColdAcquireLeavesOnlyReapableContainer(t *testing.T) {
 	}
 	if st.Cversion == 0 {
 		t.Errorf("left behind: %s, a container that never had a child, which the server never reaps", key)
+	}
+}
+
+// A key locked for the first time on a real server: its path is made with
+// the node in one multi, the node holds without a listing, and its delete
+// takes the path along. A path another client made is listed, and kept; a
+// path of the engine's making that another client's node joined is kept
+// too, and the engine's next try there sees that node. Tokens grow across
+// a path deleted and made again.
+func TestColdKeysOnServer(t *testing.T) {
+	ctx := context.Background()
+	root := testRoot(t)
+	raw := rawConn(t)
+	mkdirs(t, raw, root)
+	eng := startEngine(t, engine.Config{})
+	exists := func(p string) bool {
+		t.Helper()
+		ok, _, err := raw.Exists(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	cycle := func(p string) int64 {
+		t.Helper()
+		l, err := lock.NewMutex(eng, p).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return l.Token()
+	}
+
+	before := eng.Stats()
+	first := cycle(root + "/k1")
+	s := eng.Stats()
+	t.Logf("a cold key: %d requests (%d multis), %d listings, %d container creates", s.Requests()-before.Requests(),
+		s.Multis-before.Multis, s.Lists-before.Lists, s.ParentCreates-before.ParentCreates)
+	if s.Lists != before.Lists || s.ParentCreates == before.ParentCreates || s.Requests()-before.Requests() != 2 {
+		t.Errorf("a cold key cost %+v → %+v: want two multis, a container create and no listing", before, s)
+	}
+	if exists(root + "/k1") {
+		t.Errorf("%s/k1 left after its only lock was released", root)
+	}
+	if again := cycle(root + "/k1"); again <= first {
+		t.Errorf("token %d after the path was made again, not above %d", again, first)
+	}
+
+	mkdirs(t, raw, root+"/k2") // another client's path
+	before = eng.Stats()
+	cycle(root + "/k2")
+	if s := eng.Stats(); s.Lists-before.Lists != 1 {
+		t.Errorf("a path made by another client: %d listings, want 1", s.Lists-before.Lists)
+	}
+	if !exists(root + "/k2") {
+		t.Errorf("%s/k2, made by another client, deleted", root)
+	}
+
+	l, err := lock.NewMutex(eng, root+"/k3").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := raw.Create(root+"/k3/_c_ffffffff-ffff-4fff-8fff-ffffffffffff-lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(other) {
+		t.Fatalf("another client's node %s gone with the path", other)
+	}
+	if l, err := lock.NewMutex(eng, root+"/k3").TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
+		t.Errorf("try beside another client's node %s: lease %v, err %v; want ErrWouldBlock", other, l, err)
 	}
 }
