@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
@@ -95,6 +96,6 @@ func RunCallbacksInPlace() (restore func()) {
 
 // The token's encoding, for the tests that take a token apart.
 const (
-	TokenPassBits   = tokenPassBits
-	MaxCohortPasses = maxCohortPasses
+	TokenPassBits   = cohort.PassBits
+	MaxCohortPasses = cohort.MaxPasses
 )

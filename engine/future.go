@@ -16,13 +16,6 @@ type Future[T any] struct {
 	err       error
 	resolved  bool
 	callbacks []func(T, error)
-	// inline, set by the engine's own layers (onResolve), runs on the
-	// resolving goroutine before the future reads as resolved: whoever
-	// Waits, or sees Done closed, sees what it did (a cohort's holder
-	// ended or lost by the time its Release returns). resolving is set
-	// while it runs, so that a second resolve loses as it would after.
-	inline    func(T, error)
-	resolving bool
 }
 
 func newFuture[T any]() *Future[T] { return &Future[T]{} }
@@ -36,17 +29,11 @@ func resolvedFuture[T any](v T, err error) *Future[T] {
 // resolve sets the outcome; the first call wins and later ones report false.
 func (f *Future[T]) resolve(v T, err error) bool {
 	f.mu.Lock()
-	if f.resolved || f.resolving {
+	if f.resolved {
 		f.mu.Unlock()
 		return false
 	}
 	f.val, f.err = v, err
-	if inline := f.inline; inline != nil {
-		f.inline, f.resolving = nil, true
-		f.mu.Unlock()
-		inline(v, err)
-		f.mu.Lock()
-	}
 	f.resolved = true
 	cbs := f.callbacks
 	f.callbacks = nil
@@ -62,24 +49,6 @@ func (f *Future[T]) resolve(v T, err error) bool {
 		})
 	}
 	return true
-}
-
-// onResolve runs fn once f resolves: at once if it has, or else on the
-// goroutine that resolves it (the engine's loop, for an acquisition),
-// before the future reads as resolved (Done, Wait, Result) and before any
-// callback, without a goroutine of its own. It is for the
-// engine's own layers: fn must be quick, must not block, and must not
-// wait for the loop. A future takes one.
-func (f *Future[T]) onResolve(fn func(T, error)) {
-	f.mu.Lock()
-	if !f.resolved && !f.resolving {
-		f.inline = fn
-		f.mu.Unlock()
-		return
-	}
-	v, err := f.val, f.err
-	f.mu.Unlock()
-	fn(v, err)
 }
 
 // callbackRunner, when set, runs futures' callbacks in place of a goroutine
@@ -138,7 +107,7 @@ func (f *Future[T]) Result() (v T, resolved bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.resolved {
-		return v, false, nil // the outcome may be set, its inline hook still running
+		return v, false, nil
 	}
 	return f.val, true, f.err
 }

@@ -308,3 +308,22 @@ func (t *sessionTrust) stop() {
 		t.timer.Stop()
 	}
 }
+
+// vouches reports whether the watchdog holds l, admitted and not lost, in
+// the session it trusts now, and the deadline has not passed: a cohort's
+// local pass is a grant, and asks what a grant asks (see admit). A
+// deadline passed unnoticed ends trust here, as in admit. now is the time
+// it read.
+func (t *sessionTrust) vouches(l *Lease) (ok bool, now time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.clock()
+	if _, held := t.held[l]; !held || t.stopped || t.lapsed {
+		return false, now
+	}
+	if now >= t.deadline() {
+		t.lapse()
+		return false, now
+	}
+	return true, now
+}

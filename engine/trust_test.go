@@ -228,30 +228,3 @@ func TestTrustReadsGrantedTimeout(t *testing.T) {
 		}
 	}
 }
-
-// A lapse loses the held leases in the order of their ids, which is the
-// order they were granted in. What a loss sets off runs in that order: a
-// cohort's carrier lost sends its next waiter's acquisition to the loop,
-// so an order taken from the map of held leases (random on each run)
-// would queue those acquisitions in a different order each time, and the
-// simulator's runs would not follow from their seeds.
-func TestTrustLapseLosesLeasesInTheirOrder(t *testing.T) {
-	var clock fakeClock
-	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
-	defer tr.stop()
-	tr.handshake(0, 0x10, hourMs)
-	var lost, want []uint64
-	for id := uint64(1); id <= 32; id++ {
-		l := &Lease{id: id}
-		if !l.followLoss(func(error) { lost = append(lost, id) }) || !tr.admit(l, 0x10) {
-			t.Fatalf("lease %d not admitted", id)
-		}
-		want = append(want, id)
-	}
-	clock.set(time.Hour)
-	tr.check()
-	if !slices.Equal(lost, want) {
-		t.Fatalf("leases lost in the order %v, want %v", lost, want)
-	}
-}

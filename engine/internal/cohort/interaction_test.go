@@ -56,6 +56,7 @@ type script struct {
 }
 
 func newScript(cfg Config) *script {
+	cfg.Closed, cfg.Expired = errClosed, errExpired
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		panic(err)
@@ -109,9 +110,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		in.Lost = true
 		switch v {
 		case "closed":
-			in.Err, in.Closed = errClosed, true
+			in.Err = fmt.Errorf("%w", errClosed)
 		case "expired":
-			in.Err, in.Expired = errExpired, true
+			in.Err = fmt.Errorf("%w", errExpired)
 		default:
 			in.Err = errLost
 		}
@@ -155,9 +156,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	case "granted":
 		in.Kind, in.Attempt, in.Now = Granted, num(), dur("now")
-		in.Listed = has("listed")
+		in.Seen.Listed = has("listed")
 		if v, ok := arg("nodes"); ok {
-			fmt.Sscan(v, &in.Nodes)
+			fmt.Sscan(v, &in.Seen.Nodes)
 		}
 		cause("lost")
 	case "failed":
@@ -266,5 +267,22 @@ func TestConfigBounds(t *testing.T) {
 		if err == nil && (got.MaxPasses == 0 || got.MaxHold == 0) {
 			t.Errorf("%+v: defaults not given: %+v", c.cfg, got)
 		}
+	}
+}
+
+// Note records the listing that grants a node, and only that one.
+func TestNote(t *testing.T) {
+	var seen Seen
+	holds := false
+	decide := Note(func(*queue.Listing, string) queue.Decision { return queue.Decision{Holds: holds} }, &seen)
+	l := queue.NewListing([]string{"lock-0000000001", "lock-0000000002"})
+	decide(l, "lock-0000000002")
+	if seen != (Seen{}) {
+		t.Fatalf("a listing that does not grant noted: %+v", seen)
+	}
+	holds = true
+	decide(l, "lock-0000000001")
+	if seen != (Seen{Listed: true, Nodes: 2}) {
+		t.Fatalf("the granting listing noted as %+v, want listed with 2 nodes", seen)
 	}
 }

@@ -61,6 +61,10 @@ type Config struct {
 	// cohort (the engine's Config.FailOnExpiry), not only of those whose
 	// Key says so.
 	FailOnExpiry bool
+	// Closed and Expired are the errors (as errors.Is finds them) that
+	// say a node was lost because the engine closed, or because the
+	// session expired.
+	Closed, Expired error
 }
 
 // WithDefaults checks the bounds and gives zero ones their defaults.
@@ -100,9 +104,9 @@ const (
 	// in Start, never read). An unchecked one joins only a cohort that
 	// exists, whose members asked the same and were checked.
 	Join InputKind = iota
-	// Granted: the node of Attempt was granted, at Now. Listed: on a
-	// listing (not a deletion's reply), which held Nodes lock nodes. Lost
-	// (with Err, Closed, Expired): it was lost before the shell took it.
+	// Granted: the node of Attempt was granted, at Now, with Seen what the
+	// listing that granted it showed. Lost (with Err): it was lost before
+	// the shell took it.
 	Granted
 	// Failed: the acquisition of Attempt's node failed with Err.
 	Failed
@@ -114,8 +118,7 @@ const (
 	// Children (Failed: it failed), Self the node's own name; Trusted, Now,
 	// CarrierLost and Fired as for Release.
 	Watched
-	// Lost: the node of Attempt was lost, for Err (Closed: the engine
-	// closed; Expired: the session expired).
+	// Lost: the node of Attempt was lost, for Err.
 	Lost
 	// Cancel: the contexts of cancel group Group ended, for Err.
 	Cancel
@@ -134,20 +137,43 @@ type Input struct {
 	Req                     any
 	Now                     time.Duration
 	Trusted, CarrierLost    bool
-	Fired, Listed, Failed   bool
-	Nodes                   int
+	Fired, Failed           bool
+	Seen                    Seen
 	Children                []string
 	Self, Path              string
 	Err                     error
-	Lost, Closed, Expired   bool
+	Lost                    bool
+}
+
+// Seen is what the listing that granted a node showed, as Note noted it:
+// Listed, that one did (not a deletion's reply: a local handoff), and
+// Nodes, the lock nodes it held.
+type Seen struct {
+	Listed bool
+	Nodes  int
+}
+
+// Note wraps decide, the recipe a cohort's node is acquired with, so that
+// the listing that grants the node is noted in s: it is an exclusive
+// holder's, so any other lock node in it waits behind this one. The
+// wrapped recipe runs where the recipe would (the engine's loop), and s is
+// read once the grant is told.
+func Note(decide func(*queue.Listing, string) queue.Decision, s *Seen) func(*queue.Listing, string) queue.Decision {
+	return func(l *queue.Listing, self string) queue.Decision {
+		d := decide(l, self)
+		if d.Holds {
+			s.Listed, s.Nodes = true, len(l.Nodes())
+		}
+		return d
+	}
 }
 
 // EffectKind says what to do.
 type EffectKind uint8
 
 const (
-	// NotJoined: Waiter found no cohort to join unchecked; nothing of it
-	// is kept.
+	// NotJoined: Waiter (under Group) found no cohort to join unchecked;
+	// nothing of it is kept.
 	NotJoined EffectKind = iota
 	// Start: acquire a node for Cohort, as Attempt, with Req.
 	Start
@@ -271,6 +297,21 @@ func (m *Machine) Admits(a Ask) bool {
 // Stats returns what the machine did so far.
 func (m *Machine) Stats() Stats { return m.stats }
 
+// Known reports, of the cohorts of path that hold a node, whether each has
+// had the answer to the listing that tells whether another client waits
+// (listed), and whether one knows that another does (others): for tests
+// and diagnostics.
+func (m *Machine) Known(path string) (listed, others bool) {
+	listed = true
+	for _, c := range m.byPath[path] {
+		if c.carrier != 0 {
+			listed = listed && c.watchKnown
+			others = others || c.watchKnown && c.foreign
+		}
+	}
+	return listed, others
+}
+
 // Ready returns the effects of the steps since the last call, in the
 // order they are to be carried out. The slice is the machine's: it is
 // valid until the next Step.
@@ -326,7 +367,7 @@ func (m *Machine) Step(in Input) {
 func (m *Machine) join(in Input) {
 	c := m.find(in.Key, in.Validated, in.Req)
 	if c == nil {
-		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter})
+		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter, Group: in.Group})
 		return
 	}
 	w := &waiter{id: in.Waiter, group: in.Group}
@@ -487,7 +528,7 @@ func (m *Machine) granted(in Input) {
 	m.stats.Carriers++
 	c.carrier, c.holder, c.passes, c.grantedAt, c.sealed = a, w.id, 0, in.Now, false
 	c.foreign, c.watchKnown, c.parked = false, false, false
-	if in.Listed && in.Nodes > 1 {
+	if in.Seen.Listed && in.Seen.Nodes > 1 {
 		// The listing that granted the node shows another client waiting
 		// behind this exclusive holder: the node goes back after it, and
 		// nothing need be asked.
@@ -558,7 +599,7 @@ func (m *Machine) watched(in Input) {
 		return
 	}
 	c.watchKnown = true
-	c.foreign = c.foreign || in.Failed
+	c.foreign = c.foreign || in.Failed || in.Fired
 	for _, name := range in.Children {
 		if _, ok := queue.Parse(name); ok && name != in.Self {
 			c.foreign = true
@@ -577,7 +618,8 @@ func (m *Machine) watched(in Input) {
 func (m *Machine) afterLoss(c *cohort, in Input) {
 	switch {
 	case c.waiting == 0:
-	case in.Closed, in.Expired && (c.key.FailOnExpiry || m.cfg.FailOnExpiry):
+	case m.cfg.Closed != nil && errors.Is(in.Err, m.cfg.Closed),
+		m.cfg.Expired != nil && errors.Is(in.Err, m.cfg.Expired) && (c.key.FailOnExpiry || m.cfg.FailOnExpiry):
 		m.failAll(c, in.Err)
 	default:
 		m.attempt(c)
