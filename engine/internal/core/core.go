@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
@@ -49,7 +50,7 @@ type Core struct {
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
-	cancels    map[uint64]*cancelGroup
+	cancels    cancelgroup.Set
 	listings   map[string]*listing // lock path → shared listing
 	parents    map[string][]uint64 // lock path → contenders awaiting its creation
 	revokers   map[string]uint64   // held node path → its revocable contender
@@ -200,7 +201,6 @@ func New(cfg Config, trust Admitter) *Core {
 		watchers:   make(map[string][]uint64),
 		localWatch: make(map[string][]uint64),
 		nodes:      make(map[string]uint64),
-		cancels:    make(map[uint64]*cancelGroup),
 		listings:   make(map[string]*listing),
 		parents:    make(map[string][]uint64),
 		revokers:   make(map[string]uint64),
