@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
+	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // Lock cohorting's shell: the cohort machine (engine/internal/cohort)
@@ -57,7 +58,7 @@ func (cs *cohorts) init(cfg cohort.Config) {
 // given it. A checked req (valid, on the server's path) makes the cohort
 // if there is none; an unchecked one only joins one: nil if none.
 func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Request, checked bool) *Future[*Lease] {
-	fut := newFuture[*Lease]()
+	fut := future.Make[*Lease]()
 	in := cohort.Input{Kind: cohort.Join, Validated: checked,
 		Key: cohort.Key{Path: path, Kind: req.Kind, Data: req.Data, FailOnExpiry: req.FailOnExpiry}}
 	if checked {
@@ -77,7 +78,7 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Requ
 // release ends the turn of l, a lease passed in a cohort.
 func (cs *cohorts) release(l *Lease) *Future[struct{}] {
 	h := cs.heldBy(l)
-	r := &releaseCmd{passed: l, fut: newFuture[struct{}]()}
+	r := &releaseCmd{passed: l, fut: future.Make[struct{}]()}
 	cs.stepNode(l.eng, cohort.Input{Kind: cohort.Release, Cohort: h.cohort, Waiter: l.id}, h.attempt, h.carrier, nil, r)
 	return r.fut
 }
@@ -213,9 +214,9 @@ func (cs *cohorts) step(e *Engine, in cohort.Input, r *releaseCmd) (joined bool)
 	for _, d := range buf {
 		switch d.Kind {
 		case cohort.Hand:
-			d.fut.resolve(d.lease, nil)
+			future.Resolve(d.fut, d.lease, nil)
 		case cohort.Fail:
-			d.fut.resolve(nil, d.Err)
+			future.Resolve(d.fut, nil, d.Err)
 		case cohort.Ended:
 			e.released(r, nil)
 		case cohort.NotHolder: // its node was lost, and it with it
@@ -223,7 +224,7 @@ func (cs *cohorts) step(e *Engine, in cohort.Input, r *releaseCmd) (joined bool)
 		case cohort.GiveBack:
 			back := r // whose release ends with the deletion, if any
 			if d.Waiter == 0 {
-				back = &releaseCmd{fut: newFuture[struct{}]()}
+				back = &releaseCmd{fut: future.Make[struct{}]()}
 				back.fut.Then(func(_ struct{}, err error) {
 					if err != nil {
 						e.log.Warn("lock cohort: giving back the node", "node", e.namespacePath(back.lease.node), "err", err)

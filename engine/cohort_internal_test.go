@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -22,7 +23,7 @@ func TestCohortPassAsksTheWatchdog(t *testing.T) {
 	var lapses []bool
 	tr := newTestTrust(&clock, &lapses)
 	defer tr.stop()
-	tr.handshake(0, 0x10, hourMs)
+	tr.Handshake(0, 0x10, hourMs)
 	carrier, stranger := &Lease{}, &Lease{}
 	if !tr.admit(carrier, 0x10) {
 		t.Fatal("carrier not admitted")
@@ -52,7 +53,7 @@ func cohortEngine(t *testing.T) *Engine {
 	}
 	e := newEngine(cfg)
 	e.rt.goroutine = func(func()) {} // the cohort's listing: the test answers it
-	e.trust.handshake(e.trust.clock(), 0x10, hourMs)
+	e.trust.Handshake(e.trust.clock(), 0x10, hourMs)
 	t.Cleanup(func() { e.trust.stop() })
 	return e
 }
@@ -145,7 +146,7 @@ func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
 		t.Fatal("the release returned before the node's deletion")
 	}
 	e.released(releases[0], nil)
-	if _, err := released.wait(); err != nil || held.Context().Err() == nil {
+	if _, err := future.Await(released); err != nil || held.Context().Err() == nil {
 		t.Fatalf("release %v, lease's context %v; want it ended with the deletion", err, held.Context().Err())
 	}
 	if _, ok, _ := third.Result(); ok {
@@ -172,7 +173,7 @@ func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
 		t.Fatalf("%d releases sent, want the node's", len(releases))
 	}
 	e.released(releases[0], releases[0].lease.Err()) // the loop refuses a lost lease's release with its loss
-	if _, err := released.wait(); !errors.Is(err, ErrLost) {
+	if _, err := future.Await(released); !errors.Is(err, ErrLost) {
 		t.Fatalf("release during the loss: %v, want ErrLost", err)
 	}
 	select {

@@ -11,14 +11,6 @@ import (
 	"github.com/turnstile-go/turnstile/internal/seam"
 )
 
-// NewPromise returns an unresolved future and the function that resolves
-// it (the first call wins; later ones return false). Recipes built from
-// several acquisitions use it to hand their caller one future.
-func NewPromise[T any]() (*Future[T], func(T, error) bool) {
-	f := newFuture[T]()
-	return f, f.resolve
-}
-
 // children lists path's children on the engine's session; path is under
 // Config.Root, as for every method of the engine. Recipes and
 // tools use it for one-off reads (who holds, who waits); acquisitions never

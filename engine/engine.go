@@ -22,6 +22,8 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
+	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -87,17 +89,10 @@ type Engine struct {
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
-	// dialErr is the last dial's failure, nil once a dial succeeds: Start
-	// wraps it into ErrUnreachable, so that a caller (and errors.Is) sees
-	// why no session came (a refused port, a certificate that does not
-	// verify), not only that none did.
-	dialErr atomic.Pointer[error]
-	gauges  gauges // for monitoring; see gauges.go
-	// conns are the open connections, and bg counts the goroutines that
-	// keep them and probe servers (servers.go).
-	conns connSet
-	bg    sync.WaitGroup
-	hosts hostList // the client's servers, in turn
+	gauges   gauges        // for monitoring; see gauges.go
+	// servers are the connections to the servers, which feed trust
+	// (engine/internal/serverconn).
+	servers *serverconn.Conns
 
 	// wg counts the goroutines of the engine's own work, but the loop:
 	// requests and direct reads. Users' callbacks are not counted (see
@@ -160,9 +155,9 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	e := newEngine(cfg)
 	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(e.onZKEvent),
-		zk.WithDialer(e.dial),
-		zk.WithHostProvider(&e.hosts),
-		zk.WithLogger(zkLogger{e}),
+		zk.WithDialer(e.servers.Dial),
+		zk.WithHostProvider(e.servers.Hosts()),
+		zk.WithLogger(serverconn.Logger(e.log)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
@@ -178,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 			// The client's goroutines have exited once its event channel closes.
 			for range zkEv {
 			}
-			e.closeConns()
+			e.servers.Close()
 		},
 	}
 	go e.loop()
@@ -188,13 +183,13 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	select {
 	case <-e.ready:
 		if err = e.authenticate(ctx); err == nil {
-			e.checkTick(conn.Server())
+			e.servers.CheckTick(conn.Server(), e.trust.marginNow())
 			return e, nil
 		}
 	case <-timer.C:
 		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
-		if last := e.dialErr.Load(); last != nil {
-			err = fmt.Errorf("%w: last dial: %w", err, *last)
+		if last := e.servers.DialErr(); last != nil {
+			err = fmt.Errorf("%w: last dial: %w", err, last)
 		}
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", ErrUnreachable, context.Cause(ctx))
@@ -220,6 +215,8 @@ func newEngine(cfg Config) *Engine {
 	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
 		e.inbox.Put(input.TrustChanged{Lapsed: lapsed})
 	})
+	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,
+		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})
 	e.rt.newID = nodename.NewID
 	e.cohorts.init(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
 		MaxHold: cfg.Cohort.MaxHold, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired})
@@ -257,7 +254,7 @@ func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 // engine or ctx included).
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if err := checkCall(e, ctx); err != nil {
-		return resolvedFuture[*Lease](nil, err)
+		return future.Resolved[*Lease](nil, err)
 	}
 	joins := e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, TryOnly: req.TryOnly, Borrowed: req.Seq != "", Revocable: req.Revocable})
 	if joins && req.Decide != nil && ctx.Err() == nil {
@@ -266,16 +263,16 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 		}
 	}
 	if err := req.validate(); err != nil {
-		return resolvedFuture[*Lease](nil, err)
+		return future.Resolved[*Lease](nil, err)
 	}
 	path := req.Path
 	full, err := e.serverPath(req.Path)
 	if err != nil {
-		return resolvedFuture[*Lease](nil, err)
+		return future.Resolved[*Lease](nil, err)
 	}
 	req.Path = full
 	if ctx.Err() != nil {
-		return resolvedFuture[*Lease](nil, context.Cause(ctx))
+		return future.Resolved[*Lease](nil, context.Cause(ctx))
 	}
 	if req.Seq != "" {
 		// A node with a borrowed number takes the place of a held one of
@@ -285,7 +282,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if joins {
 		return e.cohorts.acquire(e, ctx, path, req, true)
 	}
-	cmd := &acquireCmd{ctx: ctx, fut: newFuture[*Lease](), req: coreAcquire(req)}
+	cmd := &acquireCmd{ctx: ctx, fut: future.Make[*Lease](), req: coreAcquire(req)}
 	e.acquire(cmd)
 	return cmd.fut
 }
@@ -311,7 +308,7 @@ func (e *Engine) acquired(cmd *acquireCmd, l *Lease, err error) {
 		e.cohorts.granted(e, cmd.node, l, err)
 		return
 	}
-	cmd.fut.resolve(l, err)
+	future.Resolve(cmd.fut, l, err)
 }
 
 // release hands the loop the release of r.lease, a lease it granted.
@@ -331,7 +328,7 @@ func (e *Engine) released(r *releaseCmd, err error) {
 	if r.passed != nil {
 		r.passed.endWith(err)
 	}
-	r.fut.resolve(struct{}{}, err)
+	future.Resolve(r.fut, struct{}{}, err)
 }
 
 // post hands a command to the loop; false once the engine is closed.

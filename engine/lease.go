@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // Lease is a granted lock: proof, while it is neither released nor lost,
@@ -172,15 +174,15 @@ func (l *Lease) Held() bool { return !l.releasing.Load() && l.Err() == nil }
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if l == nil {
-		return resolvedFuture(struct{}{}, errNilLease)
+		return future.Resolved(struct{}{}, errNilLease)
 	}
 	if !l.releasing.CompareAndSwap(false, true) {
-		return resolvedFuture(struct{}{}, ErrNotHeld)
+		return future.Resolved(struct{}{}, ErrNotHeld)
 	}
 	if l.id >= passedIDs {
 		return l.eng.cohorts.release(l)
 	}
-	return l.eng.release(&releaseCmd{lease: l, fut: newFuture[struct{}]()})
+	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
 }
 
 // passedIDs numbers the leases passed inside cohorts (cohort.go), each by
@@ -297,3 +299,11 @@ func (s *signal) fire() {
 		close(s.ch)
 	}
 }
+
+// closed is a channel closed from the start, for signals that fired before
+// anyone asked.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
