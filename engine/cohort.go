@@ -26,12 +26,11 @@ import (
 type cohorts struct {
 	mu      sync.Mutex
 	m       *cohort.Machine
-	waiters map[uint64]*Future[*Lease] // queued, by waiter id
-	held    map[uint64]passed          // leases handed out, by waiter id
-	nodes   map[uint64]*node           // node acquisitions, by attempt id
-	byLease map[uint64]uint64          // carriers' attempts, by lease id
-	groups  contextGroups              // the waiters' cancel groups
-	last    uint64                     // the last waiter id
+	held    map[uint64]passed // leases handed out, by waiter id
+	nodes   map[uint64]*node  // node acquisitions, by attempt id
+	byLease map[uint64]uint64 // carriers' attempts, by lease id
+	groups  contextGroups     // the waiters' cancel groups
+	last    uint64            // the last waiter id
 }
 
 // passed is a lease handed to a holder, and its cohort and node.
@@ -50,7 +49,7 @@ type node struct {
 }
 
 func (cs *cohorts) init(cfg cohort.Config) {
-	cs.m, cs.last, cs.waiters = cohort.New(cfg), passedIDs, map[uint64]*Future[*Lease]{}
+	cs.m, cs.last = cohort.New(cfg), passedIDs
 	cs.held, cs.nodes, cs.byLease = map[uint64]passed{}, map[uint64]*node{}, map[uint64]uint64{}
 }
 
@@ -59,7 +58,7 @@ func (cs *cohorts) init(cfg cohort.Config) {
 // if there is none; an unchecked one only joins one: nil if none.
 func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Request, checked bool) *Future[*Lease] {
 	fut := future.Make[*Lease]()
-	in := cohort.Input{Kind: cohort.Join, Validated: checked,
+	in := cohort.Input{Kind: cohort.Join, Validated: checked, Data: fut,
 		Key: cohort.Key{Path: path, Kind: req.Kind, Data: req.Data, FailOnExpiry: req.FailOnExpiry}}
 	if checked {
 		r := req // boxed only here: a join of a cohort that exists allocates no copy
@@ -68,8 +67,7 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Requ
 	cs.mu.Lock()
 	cs.last++
 	in.Waiter, in.Group = cs.last, cs.groups.group(ctx)
-	cs.waiters[in.Waiter] = fut
-	if !cs.step(e, in, nil) {
+	if !cs.step(e, &in, nil, nil) {
 		return nil
 	}
 	return fut
@@ -77,16 +75,15 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Requ
 
 // release ends the turn of l, a lease passed in a cohort.
 func (cs *cohorts) release(l *Lease) *Future[struct{}] {
-	h := cs.heldBy(l)
-	r := &releaseCmd{passed: l, fut: future.Make[struct{}]()}
-	cs.stepNode(l.eng, cohort.Input{Kind: cohort.Release, Cohort: h.cohort, Waiter: l.id}, h.attempt, h.carrier, nil, r)
-	return r.fut
+	h, fut := cs.heldBy(l), future.Make[struct{}]()
+	cs.stepNode(l.eng, &cohort.Input{Kind: cohort.Release, Cohort: h.cohort, Waiter: l.id}, h.attempt, h.carrier, nil, l, fut)
+	return fut
 }
 
 // stepNode steps an input about carrier, the lease of attempt's node, with
 // whether the watchdog vouches for it (asked outside mu: it may lose
 // leases), whether it is lost, whether the watch (ch, if new) fired.
-func (cs *cohorts) stepNode(e *Engine, in cohort.Input, attempt uint64, carrier *Lease, ch <-chan zk.Event, r *releaseCmd) {
+func (cs *cohorts) stepNode(e *Engine, in *cohort.Input, attempt uint64, carrier *Lease, ch <-chan zk.Event, holder *Lease, fut *Future[struct{}]) {
 	if carrier != nil {
 		in.Trusted, in.Now = e.trust.vouches(carrier)
 		in.CarrierLost = carrier.Err() != nil
@@ -100,7 +97,7 @@ func (cs *cohorts) stepNode(e *Engine, in cohort.Input, attempt uint64, carrier 
 		default:
 		}
 	}
-	cs.step(e, in, r)
+	cs.step(e, in, holder, fut)
 }
 
 // granted takes the outcome of a node's acquisition, on the loop.
@@ -120,7 +117,7 @@ func (cs *cohorts) granted(e *Engine, attempt uint64, l *Lease, err error) {
 	if in.Err != nil {
 		delete(cs.nodes, attempt)
 	}
-	cs.step(e, in, nil)
+	cs.step(e, &in, nil, nil)
 }
 
 // lost: l was lost, for cause; if it holds a cohort's node, the cohort
@@ -135,13 +132,13 @@ func (cs *cohorts) lost(l *Lease, cause error) {
 	}
 	delete(cs.byLease, l.id)
 	delete(cs.nodes, attempt)
-	cs.step(l.eng, cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: cause}, nil)
+	cs.step(l.eng, &cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: cause}, nil, nil)
 }
 
 // seal: a node with a borrowed number is made on path (a downgrade).
 func (cs *cohorts) seal(e *Engine, path string) {
 	cs.mu.Lock()
-	cs.step(e, cohort.Input{Kind: cohort.Seal, Path: path}, nil)
+	cs.step(e, &cohort.Input{Kind: cohort.Seal, Path: path}, nil, nil)
 }
 
 // heldBy is what the shell keeps of l, a lease passed in a cohort, while
@@ -163,23 +160,24 @@ type deed struct {
 
 // step steps the machine with in (mu is held) and does what it decided:
 // the maps and the holders' losses under mu, the rest (futures, requests)
-// once mu is released. r is the release being stepped, if any; false if a
-// Join found no cohort.
-func (cs *cohorts) step(e *Engine, in cohort.Input, r *releaseCmd) (joined bool) {
+// once mu is released. holder is the lease whose release is stepped, if
+// any, and fut that release's; false if a Join found no cohort.
+func (cs *cohorts) step(e *Engine, in *cohort.Input, holder *Lease, fut *Future[struct{}]) (joined bool) {
 	cs.m.Step(in)
-	var deeds [6]deed
+	var deeds [4]deed
 	buf := deeds[:0]
 	joined = true
 	for _, f := range cs.m.Ready() {
-		d := deed{Effect: f, node: cs.nodes[f.Attempt]}
+		d := deed{Effect: f}
+		if f.Attempt != 0 {
+			d.node = cs.nodes[f.Attempt]
+		}
 		switch f.Kind {
 		case cohort.NotJoined:
-			delete(cs.waiters, f.Waiter)
 			cs.groups.forgetIdle(f.Group)
 			joined = false
 		case cohort.Hand, cohort.Fail:
-			d.fut = cs.waiters[f.Waiter]
-			delete(cs.waiters, f.Waiter)
+			d.fut = f.Data.(*Future[*Lease])
 			if c := d.node; f.Kind == cohort.Hand {
 				d.lease = c.lease.passTo(f.Waiter, f.Pass)
 				cs.held[f.Waiter] = passed{lease: d.lease, carrier: c.lease, cohort: f.Cohort, attempt: f.Attempt}
@@ -203,7 +201,7 @@ func (cs *cohorts) step(e *Engine, in cohort.Input, r *releaseCmd) (joined bool)
 		case cohort.Follow:
 			cs.groups.follow(f.Group, e.rt.afterDone, func(g uint64, cause error) {
 				cs.mu.Lock()
-				cs.step(e, cohort.Input{Kind: cohort.Cancel, Group: g, Err: cause}, nil)
+				cs.step(e, &cohort.Input{Kind: cohort.Cancel, Group: g, Err: cause}, nil, nil)
 			})
 		case cohort.Unfollow:
 			cs.groups.drop(f.Group)
@@ -218,11 +216,12 @@ func (cs *cohorts) step(e *Engine, in cohort.Input, r *releaseCmd) (joined bool)
 		case cohort.Fail:
 			future.Resolve(d.fut, nil, d.Err)
 		case cohort.Ended:
-			e.released(r, nil)
+			holder.end(nil)
+			future.Resolve(fut, struct{}{}, nil)
 		case cohort.NotHolder: // its node was lost, and it with it
-			e.released(r, cmp.Or(r.passed.Err(), ErrNotHeld))
+			future.Resolve(fut, struct{}{}, cmp.Or(holder.Err(), ErrNotHeld))
 		case cohort.GiveBack:
-			back := r // whose release ends with the deletion, if any
+			back := &releaseCmd{passed: holder, fut: fut} // whose release ends with the deletion, if any
 			if d.Waiter == 0 {
 				back = &releaseCmd{fut: future.Make[struct{}]()}
 				back.fut.Then(func(_ struct{}, err error) {
@@ -242,7 +241,7 @@ func (cs *cohorts) step(e *Engine, in cohort.Input, r *releaseCmd) (joined bool)
 			self := l.node[strings.LastIndexByte(l.node, '/')+1:]
 			e.watchChildren(l.path, func(children []string, ch <-chan zk.Event, err error) {
 				in := cohort.Input{Kind: cohort.Watched, Attempt: attempt, Self: self, Children: children, Failed: err != nil}
-				cs.stepNode(e, in, attempt, l, ch, nil)
+				cs.stepNode(e, &in, attempt, l, ch, nil, nil)
 			})
 		}
 	}

@@ -17,39 +17,65 @@ import (
 // (a context that never ends). Members are ids of the machine's own.
 // The zero Set is empty and ready.
 type Set struct {
-	groups map[uint64]map[uint64]struct{}
+	groups map[uint64]members
 }
 
-// Join adds member to group; first reports that the group was empty, so
-// that its context is to be followed from now on. Group 0 is no group:
-// nothing is kept, and first is false.
+// members is a live group's members: the first inline (most groups have
+// one: a worker's own context), the others in a map made for them.
+type members struct {
+	first uint64 // 0 once it left
+	rest  map[uint64]struct{}
+}
+
+func (g members) size() int {
+	n := len(g.rest)
+	if g.first != 0 {
+		n++
+	}
+	return n
+}
+
+// Join adds member (not 0) to group; first reports that the group was
+// empty, so that its context is to be followed from now on. Group 0 is no
+// group: nothing is kept, and first is false.
 func (s *Set) Join(group, member uint64) (first bool) {
 	if group == 0 {
 		return false
 	}
 	if s.groups == nil {
-		s.groups = make(map[uint64]map[uint64]struct{})
+		s.groups = make(map[uint64]members)
 	}
-	g := s.groups[group]
-	if g == nil {
-		g = make(map[uint64]struct{})
-		s.groups[group] = g
-		first = true
+	g, ok := s.groups[group]
+	switch {
+	case !ok:
+		g.first = member
+	case g.first == 0:
+		g.first = member
+	default:
+		if g.rest == nil {
+			g.rest = make(map[uint64]struct{})
+		}
+		g.rest[member] = struct{}{}
 	}
-	g[member] = struct{}{}
-	return first
+	s.groups[group] = g
+	return !ok
 }
 
 // Leave takes member out of group (it was granted, or it ended); last
 // reports that the group is now empty, and forgotten: its context no
 // longer matters.
 func (s *Set) Leave(group, member uint64) (last bool) {
-	g := s.groups[group]
-	if g == nil {
+	g, ok := s.groups[group]
+	if !ok {
 		return false
 	}
-	delete(g, member)
-	if len(g) > 0 {
+	if g.first == member {
+		g.first = 0
+	} else {
+		delete(g.rest, member)
+	}
+	if g.size() > 0 {
+		s.groups[group] = g
 		return false
 	}
 	delete(s.groups, group)
@@ -59,11 +85,16 @@ func (s *Set) Leave(group, member uint64) (last bool) {
 // End forgets group, whose context ended, and returns its members in the
 // order of their ids (the order they were made in, where ids count up);
 // ok is false for a group not live.
-func (s *Set) End(group uint64) (members []uint64, ok bool) {
+func (s *Set) End(group uint64) (ids []uint64, ok bool) {
 	g, ok := s.groups[group]
 	if !ok {
 		return nil, false
 	}
 	delete(s.groups, group)
-	return slices.Sorted(maps.Keys(g)), true
+	ids = slices.Collect(maps.Keys(g.rest))
+	if g.first != 0 {
+		ids = append(ids, g.first)
+	}
+	slices.Sort(ids)
+	return ids, true
 }

@@ -194,7 +194,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	default:
 		t.Fatalf("%s: unknown command %s", d.Pos, d.Cmd)
 	}
-	s.m.Step(in)
+	s.m.Step(&in)
 	var out []string
 	for _, e := range s.m.Ready() {
 		out = append(out, s.format(e))

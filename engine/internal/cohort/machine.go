@@ -98,8 +98,9 @@ type Key struct {
 type InputKind uint8
 
 const (
-	// Join: waiter Waiter, under cancel group Group (0: none), asks Key.
-	// Validated: its request was checked, so it may make a cohort (Req is
+	// Join: waiter Waiter, under cancel group Group (0: none), asks Key;
+	// Data is the shell's, kept with the waiter and handed back in its Hand
+	// or Fail (its future), never read. Validated: its request was checked, so it may make a cohort (Req is
 	// then what the cohort's nodes are acquired with, kept and handed back
 	// in Start, never read). An unchecked one joins only a cohort that
 	// exists, whose members asked the same and were checked.
@@ -134,7 +135,7 @@ type Input struct {
 	Group                   uint64
 	Key                     Key
 	Validated               bool
-	Req                     any
+	Req, Data               any
 	Now                     time.Duration
 	Trusted, CarrierLost    bool
 	Fired, Failed           bool
@@ -181,9 +182,10 @@ const (
 	// acquisition up (a node granted all the same is released, see
 	// GiveBack).
 	Abandon
-	// Hand: Waiter holds Cohort's node, Attempt's, as pass Pass.
+	// Hand: Waiter (with its Data) holds Cohort's node, Attempt's, as
+	// pass Pass.
 	Hand
-	// Fail: Waiter's acquisition ends with Err.
+	// Fail: Waiter's acquisition (with its Data) ends with Err.
 	Fail
 	// Ended: Waiter's turn ended: its release succeeds now.
 	Ended
@@ -211,7 +213,7 @@ type Effect struct {
 	Group                   uint64
 	Pass                    int
 	Err                     error
-	Req                     any
+	Req, Data               any
 }
 
 // Stats counts what the machine did (see engine.CohortStats).
@@ -266,6 +268,7 @@ type cohort struct {
 // waiter is one acquisition queued in a cohort.
 type waiter struct {
 	id, group  uint64
+	data       any // the shell's, see Join
 	c          *cohort
 	prev, next *waiter
 }
@@ -323,8 +326,8 @@ func (m *Machine) Ready() []Effect {
 
 func (m *Machine) emit(e Effect) { m.effects = append(m.effects, e) }
 
-// Step takes one input.
-func (m *Machine) Step(in Input) {
+// Step takes one input; it does not keep in.
+func (m *Machine) Step(in *Input) {
 	switch in.Kind {
 	case Join:
 		m.join(in)
@@ -364,13 +367,13 @@ func (m *Machine) Step(in Input) {
 }
 
 // join queues a waiter in its cohort, making the cohort if it may.
-func (m *Machine) join(in Input) {
+func (m *Machine) join(in *Input) {
 	c := m.find(in.Key, in.Validated, in.Req)
 	if c == nil {
 		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter, Group: in.Group})
 		return
 	}
-	w := &waiter{id: in.Waiter, group: in.Group}
+	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data}
 	m.push(c, w)
 	switch {
 	case c.carrier == 0 && c.pending == 0:
@@ -476,7 +479,7 @@ func (m *Machine) pop(c *cohort) *waiter {
 // failAll ends every waiter of c with err.
 func (m *Machine) failAll(c *cohort, err error) {
 	for w := m.pop(c); w != nil; w = m.pop(c) {
-		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: err})
+		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: err, Data: w.data})
 	}
 }
 
@@ -494,7 +497,7 @@ func (m *Machine) dropCarrier(c *cohort) {
 }
 
 // granted takes the outcome of an attempt.
-func (m *Machine) granted(in Input) {
+func (m *Machine) granted(in *Input) {
 	a := in.Attempt
 	c := m.attempts[a]
 	if c == nil || c.pending != a {
@@ -535,7 +538,7 @@ func (m *Machine) granted(in Input) {
 		c.foreign, c.watchKnown = true, true
 	}
 	c.watchAsked = c.waiting > 0 || c.watchKnown
-	m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: a})
+	m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: a, Data: w.data})
 	if c.watchAsked && !c.watchKnown {
 		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: a})
 	}
@@ -546,7 +549,7 @@ func (m *Machine) granted(in Input) {
 // node's acquisition if waiters remain; or nothing yet (parked). holder
 // is whose turn ended (0 when the choice waited for the listing), whose
 // release ends with the deletion if the node goes back.
-func (m *Machine) next(c *cohort, in Input, holder uint64) {
+func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	if in.Fired {
 		c.foreign = true
 	}
@@ -571,7 +574,7 @@ func (m *Machine) next(c *cohort, in Input, holder uint64) {
 		if holder != 0 {
 			m.emit(Effect{Kind: Ended, Waiter: holder})
 		}
-		m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: c.carrier, Pass: c.passes})
+		m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: c.carrier, Pass: c.passes, Data: w.data})
 		return
 	}
 	// The next waiter's node is asked for before the deletion of the node
@@ -593,7 +596,7 @@ func (m *Machine) next(c *cohort, in Input, holder uint64) {
 // carrier's is another client's (or another recipe's of this engine)
 // waiting, and so is any change the watch reports later. A failed read
 // tells nothing, so it counts as one. A turn that waited for it goes on.
-func (m *Machine) watched(in Input) {
+func (m *Machine) watched(in *Input) {
 	c := m.attempts[in.Attempt]
 	if c == nil || c.carrier != in.Attempt {
 		return
@@ -615,7 +618,7 @@ func (m *Machine) watched(in Input) {
 // afterLoss decides what becomes of the waiters once the node is lost:
 // they fail with the loss when the engine closes, or when the session
 // expired and expiries fail waiters; else the next one queues a node.
-func (m *Machine) afterLoss(c *cohort, in Input) {
+func (m *Machine) afterLoss(c *cohort, in *Input) {
 	switch {
 	case c.waiting == 0:
 	case m.cfg.Closed != nil && errors.Is(in.Err, m.cfg.Closed),
@@ -631,16 +634,17 @@ func (m *Machine) afterLoss(c *cohort, in Input) {
 // in the order they came, and fail with the cause; a waiter granted
 // meanwhile left the group and keeps its lease. A node pending for a
 // cohort nobody waits in any more is given up.
-func (m *Machine) cancel(in Input) {
+func (m *Machine) cancel(in *Input) {
 	ids, ok := m.groups.End(in.Group)
 	if !ok {
 		return
 	}
 	m.emit(Effect{Kind: Unfollow, Group: in.Group})
-	for _, id := range ids {
+	ws := make([]*waiter, len(ids))
+	for i, id := range ids {
 		w := m.waiters[id]
 		delete(m.waiters, id)
-		w.group = 0 // the group is gone already
+		w.group, ws[i] = 0, w // the group is gone already
 		c := w.c
 		m.remove(w)
 		if c.waiting == 0 && c.pending != 0 {
@@ -650,7 +654,7 @@ func (m *Machine) cancel(in Input) {
 			m.forgetIfIdle(c)
 		}
 	}
-	for _, id := range ids {
-		m.emit(Effect{Kind: Fail, Waiter: id, Err: in.Err})
+	for _, w := range ws {
+		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: in.Err, Data: w.data})
 	}
 }
