@@ -22,20 +22,26 @@ import (
 // holder's Lost closes under it (LoseHolder), so that a release racing the
 // loss finds its lease lost.
 
+// passedIDs numbers the leases passed inside cohorts, each by the id of
+// the waiter it was handed to: above every contender id the loop gives,
+// so that the two never meet.
+const passedIDs = 1 << 63
+
 // cohorts is the machine and what its ids name, all under mu.
 type cohorts struct {
 	mu      sync.Mutex
 	m       *cohort.Machine
-	held    map[uint64]passed // leases handed out, by waiter id
+	held    map[uint64]*Lease // leases handed out, by waiter id
 	nodes   map[uint64]*node  // node acquisitions, by attempt id
 	byLease map[uint64]uint64 // carriers' attempts, by lease id
 	groups  contextGroups     // the waiters' cancel groups
 	last    uint64            // the last waiter id
 }
 
-// passed is a lease handed to a holder, and its cohort and node.
+// passed is the shell's handle on a lease passed to a holder
+// (Lease.passed): its node's lease, its cohort and node attempt.
 type passed struct {
-	lease, carrier  *Lease
+	carrier         *Lease
 	cohort, attempt uint64
 }
 
@@ -50,7 +56,7 @@ type node struct {
 
 func (cs *cohorts) init(cfg cohort.Config) {
 	cs.m, cs.last = cohort.New(cfg), passedIDs
-	cs.held, cs.nodes, cs.byLease = map[uint64]passed{}, map[uint64]*node{}, map[uint64]uint64{}
+	cs.held, cs.nodes, cs.byLease = map[uint64]*Lease{}, map[uint64]*node{}, map[uint64]uint64{}
 }
 
 // acquire queues req in its cohort; path is its lock path as Acquire was
@@ -75,7 +81,7 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Requ
 
 // release ends the turn of l, a lease passed in a cohort.
 func (cs *cohorts) release(l *Lease) *Future[struct{}] {
-	h, fut := cs.heldBy(l), future.Make[struct{}]()
+	h, fut := l.passed, future.Make[struct{}]()
 	cs.stepNode(l.eng, &cohort.Input{Kind: cohort.Release, Cohort: h.cohort, Waiter: l.id}, h.attempt, h.carrier, nil, l, fut)
 	return fut
 }
@@ -141,14 +147,6 @@ func (cs *cohorts) seal(e *Engine, path string) {
 	cs.step(e, &cohort.Input{Kind: cohort.Seal, Path: path}, nil, nil)
 }
 
-// heldBy is what the shell keeps of l, a lease passed in a cohort, while
-// l holds: its node, the lease that holds it.
-func (cs *cohorts) heldBy(l *Lease) passed {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.held[l.id]
-}
-
 // deed is an effect, with what the shell took for it under mu.
 type deed struct {
 	cohort.Effect
@@ -179,11 +177,11 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, holder *Lease, fut *Future[
 		case cohort.Hand, cohort.Fail:
 			d.fut = f.Data.(*Future[*Lease])
 			if c := d.node; f.Kind == cohort.Hand {
-				d.lease = c.lease.passTo(f.Waiter, f.Pass)
-				cs.held[f.Waiter] = passed{lease: d.lease, carrier: c.lease, cohort: f.Cohort, attempt: f.Attempt}
+				d.lease = c.lease.passTo(f.Waiter, f.Pass, &passed{carrier: c.lease, cohort: f.Cohort, attempt: f.Attempt})
+				cs.held[f.Waiter] = d.lease
 			}
 		case cohort.LoseHolder:
-			cs.held[f.Waiter].lease.markLost(f.Err)
+			cs.held[f.Waiter].markLost(f.Err)
 			delete(cs.held, f.Waiter)
 		case cohort.Ended, cohort.NotHolder:
 			delete(cs.held, f.Waiter)

@@ -52,7 +52,7 @@ func (e *Engine) CohortLeases() []*Lease {
 	defer cs.mu.Unlock()
 	var leases []*Lease
 	for _, id := range slices.Sorted(maps.Keys(cs.held)) {
-		leases = append(leases, cs.held[id].lease)
+		leases = append(leases, cs.held[id])
 	}
 	slices.SortStableFunc(leases, func(a, b *Lease) int { return cmp.Compare(a.path, b.path) })
 	return leases

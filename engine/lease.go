@@ -17,6 +17,10 @@ type Lease struct {
 	path  string // the lock path on the server, under Config.Root
 	node  string // the node's path on the server
 	token int64  // the fencing token; see Token
+	// passed is the cohorts' handle on a lease passed inside a cohort
+	// (cohort.go): its node's lease and its place there. nil for a lease
+	// the loop granted.
+	passed *passed
 
 	releasing atomic.Bool
 
@@ -179,30 +183,25 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return future.Resolved(struct{}{}, ErrNotHeld)
 	}
-	if l.id >= passedIDs {
+	if l.passed != nil {
 		return l.eng.cohorts.release(l)
 	}
 	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
 }
 
-// passedIDs numbers the leases passed inside cohorts (cohort.go), each by
-// the id of the waiter it was handed to: above every contender id the loop
-// gives, so that such a lease is known by its id.
-const passedIDs = 1 << 63
-
 // passTo is a lease on l's node, and l's grant, passed locally to waiter
-// id as pass number pass (see Token).
-func (l *Lease) passTo(id uint64, pass int) *Lease {
-	return &Lease{eng: l.eng, id: id, path: l.path, node: l.node, token: l.token | int64(pass)}
+// id as pass number pass (see Token), with the cohorts' handle h.
+func (l *Lease) passTo(id uint64, pass int, h *passed) *Lease {
+	return &Lease{eng: l.eng, id: id, path: l.path, node: l.node, token: l.token | int64(pass), passed: h}
 }
 
 // carrier is the lease that holds the node of l, a lease passed inside a
-// cohort while it holds; nil for any other lease.
+// cohort; nil for any other lease.
 func (l *Lease) carrier() *Lease {
-	if l.id < passedIDs {
+	if l.passed == nil {
 		return nil
 	}
-	return l.eng.cohorts.heldBy(l).carrier
+	return l.passed.carrier
 }
 
 // Revoked is closed when someone asked this holder to let go (lock.Revoke,
@@ -237,7 +236,7 @@ func (l *Lease) markLost(err error) {
 	l.endLocked(l.lostErr)
 	l.lost.fire()
 	l.mu.Unlock()
-	if l.eng != nil && l.id < passedIDs {
+	if l.eng != nil && l.passed == nil {
 		l.eng.cohorts.lost(l, err) // a cohort's node: its holder is lost with it
 	}
 }
