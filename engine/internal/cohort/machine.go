@@ -226,11 +226,10 @@ type Stats struct {
 type Machine struct {
 	cfg      Config
 	byPath   map[string][]*cohort
-	cohorts  map[uint64]*cohort // by id
-	attempts map[uint64]*cohort // by the attempt pending or carrying its node
-	waiters  map[uint64]*waiter // queued under a cancel group, by id
-	groups   cancelgroup.Set
-	last     uint64 // the last cohort or attempt id given
+	cohorts  map[uint64]*cohort       // by id
+	attempts map[uint64]*cohort       // by the attempt pending or carrying its node
+	groups   cancelgroup.Set[*waiter] // the waiters queued under each cancel group
+	last     uint64                   // the last cohort or attempt id given
 	stats    Stats
 	effects  []Effect
 }
@@ -276,7 +275,7 @@ type waiter struct {
 // New returns a machine with no cohort; cfg has its defaults.
 func New(cfg Config) *Machine {
 	return &Machine{cfg: cfg, byPath: map[string][]*cohort{}, cohorts: map[uint64]*cohort{},
-		attempts: map[uint64]*cohort{}, waiters: map[uint64]*waiter{}}
+		attempts: map[uint64]*cohort{}}
 }
 
 // Ask is what an acquisition asks that decides whether it may join a
@@ -436,8 +435,7 @@ func (m *Machine) push(c *cohort, w *waiter) {
 	c.waiting++
 	m.stats.Waiting++
 	if w.group != 0 {
-		m.waiters[w.id] = w
-		if m.groups.Join(w.group, w.id) {
+		if m.groups.Join(w.group, w.id, w) {
 			m.emit(Effect{Kind: Follow, Group: w.group})
 		}
 	}
@@ -460,7 +458,6 @@ func (m *Machine) remove(w *waiter) {
 	c.waiting--
 	m.stats.Waiting--
 	if w.group != 0 {
-		delete(m.waiters, w.id)
 		if m.groups.Leave(w.group, w.id) {
 			m.emit(Effect{Kind: Unfollow, Group: w.group})
 		}
@@ -635,16 +632,13 @@ func (m *Machine) afterLoss(c *cohort, in *Input) {
 // meanwhile left the group and keeps its lease. A node pending for a
 // cohort nobody waits in any more is given up.
 func (m *Machine) cancel(in *Input) {
-	ids, ok := m.groups.End(in.Group)
+	ws, ok := m.groups.End(in.Group)
 	if !ok {
 		return
 	}
 	m.emit(Effect{Kind: Unfollow, Group: in.Group})
-	ws := make([]*waiter, len(ids))
-	for i, id := range ids {
-		w := m.waiters[id]
-		delete(m.waiters, id)
-		w.group, ws[i] = 0, w // the group is gone already
+	for _, w := range ws {
+		w.group = 0 // the group is gone already
 		c := w.c
 		m.remove(w)
 		if c.waiting == 0 && c.pending != 0 {

@@ -23,7 +23,7 @@ func (c *Core) attach(en *entry, group uint64) {
 	if group == 0 {
 		return // never cancelled
 	}
-	if c.cancels.Join(group, en.id) {
+	if c.cancels.Join(group, en.id, en.id) {
 		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: group})
 	}
 	en.cancelOn = group

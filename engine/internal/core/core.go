@@ -50,7 +50,7 @@ type Core struct {
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
-	cancels    cancelgroup.Set
+	cancels    cancelgroup.Set[uint64]
 	listings   map[string]*listing // lock path → shared listing
 	parents    map[string][]uint64 // lock path → contenders awaiting its creation
 	revokers   map[string]uint64   // held node path → its revocable contender
