@@ -30,6 +30,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/turnstile-go/turnstile/internal/future"
+
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
@@ -90,7 +92,7 @@ func New(eng *engine.Engine, path string, opts ...Option) *Election {
 // was there before it.
 func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*Leadership] {
 	value = bytes.Clone(value)
-	f, resolve := engine.NewPromise[*Leadership]()
+	f, resolve := future.New[*Leadership]()
 	if e == nil {
 		resolve(nil, errNilElection)
 		return f

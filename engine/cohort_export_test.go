@@ -1,12 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 )
 
-// What the cohort tests (cohort_test.go, package engine_test) read of a
-// cohort's inside.
+// What the cohort tests (cohort_test.go, package engine_test) read of the
+// cohorts' inside.
 
 // CohortSeesOthers reports whether a cohort of path (relative to the root)
 // knows that another client waits: the listing it asked for showed one, or
@@ -15,9 +16,17 @@ func (e *Engine) CohortSeesOthers(path string) bool {
 	cs := &e.cohorts
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for _, c := range cs.byPath[path] {
-		if c.carrier != nil && c.watchKnown && c.othersWait() {
+	if _, others := cs.m.Known(path); others {
+		return true
+	}
+	for _, n := range cs.nodes {
+		if n.lease == nil || n.watch == nil || e.namespacePath(n.lease.path) != path {
+			continue
+		}
+		select {
+		case <-n.watch: // a watch channel closes once it fired: the next release sees it too
 			return true
+		default:
 		}
 	}
 	return false
@@ -27,33 +36,25 @@ func (e *Engine) CohortSeesOthers(path string) bool {
 // has had the answer to the listing that tells whether another client
 // waits.
 func (e *Engine) CohortListed(path string) bool {
-	cs := &e.cohorts
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	for _, c := range cs.byPath[path] {
-		if c.carrier != nil && !c.watchKnown {
-			return false
-		}
-	}
-	return true
+	e.cohorts.mu.Lock()
+	defer e.cohorts.mu.Unlock()
+	listed, _ := e.cohorts.m.Known(path)
+	return listed
 }
 
 // CohortLeases are the leases held now by way of a cohort, one per cohort
 // holding a node: the leases passed to holders, which Leases (the loop's
 // own: a cohort's node is one carrier lease) does not list. In the order
-// of their paths, then of their cohorts.
+// of their paths, then of their passing.
 func (e *Engine) CohortLeases() []*Lease {
 	cs := &e.cohorts
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	var leases []*Lease
-	for _, p := range slices.Sorted(maps.Keys(cs.byPath)) {
-		for _, c := range cs.byPath[p] {
-			if c.holder != nil {
-				leases = append(leases, c.holder)
-			}
-		}
+	for _, id := range slices.Sorted(maps.Keys(cs.held)) {
+		leases = append(leases, cs.held[id])
 	}
+	slices.SortStableFunc(leases, func(a, b *Lease) int { return cmp.Compare(a.path, b.path) })
 	return leases
 }
 
@@ -68,4 +69,4 @@ func (e *Engine) LapseTrust() {
 
 // CarrierLost reports whether l was passed in a cohort and the lease of
 // its node is lost.
-func (l *Lease) CarrierLost() bool { return l.carrier != nil && l.carrier.Err() != nil }
+func (l *Lease) CarrierLost() bool { c := l.carrier(); return c != nil && c.Err() != nil }

@@ -3,10 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -19,7 +23,7 @@ func TestCohortPassAsksTheWatchdog(t *testing.T) {
 	var lapses []bool
 	tr := newTestTrust(&clock, &lapses)
 	defer tr.stop()
-	tr.handshake(0, 0x10, hourMs)
+	tr.Handshake(0, 0x10, hourMs)
 	carrier, stranger := &Lease{}, &Lease{}
 	if !tr.admit(carrier, 0x10) {
 		t.Fatal("carrier not admitted")
@@ -39,80 +43,137 @@ func TestCohortPassAsksTheWatchdog(t *testing.T) {
 	}
 }
 
-// A downgrade's read node takes the number of the node it comes from, so
-// that node may not pass on: the Acquire of a borrowed number seals the
-// cohorts of its path, and the holder's release gives the node back with
-// the waiters still queued. On a real server the cohort's watch sees the
-// read node too and yields (TestCohortDowngradeEndsThePasses); this is
-// what holds where there is no watch to fire, as in the simulator's
-// client.
-func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
+// cohortEngine is an engine never started, whose loop the test plays: its
+// commands stay in the inbox (see commands), its requests' goroutines
+// never run, and its watchdog trusts session 0x10.
+func cohortEngine(t *testing.T) *Engine {
 	cfg, err := Config{Servers: []string{"127.0.0.1:1"}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEngine(cfg) // never started: Acquire only queues its command
-	c := e.cohorts.find(e, "/p", Request{Path: "/p", Kind: queue.KindWrite, Cohort: true}, true)
-	carrier := &Lease{eng: e, path: "/p", node: "/p/_c_x-__WRIT__0000000001"}
-	c.carrier, c.holder, c.watchKnown = carrier, c.view(carrier, 0), true
-	c.push(&waiter{fut: newFuture[*Lease]()})
-	if tr := c.next(true, 0); tr.waiter == nil {
-		t.Fatal("no pass to the waiter before the downgrade: the test's cohort is wrong")
-	}
-	c.holder = c.view(carrier, c.passes)
-	c.push(&waiter{fut: newFuture[*Lease]()})
+	e := newEngine(cfg)
+	e.rt.goroutine = func(func()) {} // the cohort's listing: the test answers it
+	e.trust.Handshake(e.trust.clock(), 0x10, hourMs)
+	t.Cleanup(func() { e.trust.stop() })
+	return e
+}
 
-	read := Request{Path: "/p", Kind: queue.KindRead, Seq: "0000000001",
-		Decide: func(*queue.Listing, string) queue.Decision { return queue.Decision{Holds: true} }}
-	e.Acquire(context.Background(), read)
-	c.holder = nil
-	tr := c.next(true, 0)
-	if tr.waiter != nil || tr.back != carrier || tr.start == nil {
-		t.Fatalf("after a downgrade's Acquire: pass to a waiter %v, node back %v, next node asked %v; want the node back and the waiter queued on a node of its own",
-			tr.waiter != nil, tr.back == carrier, tr.start != nil)
+// commands takes the commands posted to the loop so far.
+func commands(e *Engine) (acquires []*acquireCmd, releases []*releaseCmd) {
+	for _, ev := range e.inbox.Drain(nil) {
+		if cmd, ok := ev.(input.Command); ok {
+			switch cmd := cmd.Payload.(type) {
+			case *acquireCmd:
+				acquires = append(acquires, cmd)
+			case *releaseCmd:
+				releases = append(releases, cmd)
+			}
+		}
 	}
-	tr.start.cancel()
+	return acquires, releases
+}
+
+// grantNode plays the loop granting cmd, a cohort's node, as contender
+// id: the watchdog admits its lease, and the cohort hears of the grant.
+func grantNode(t *testing.T, e *Engine, cmd *acquireCmd, id uint64) *Lease {
+	t.Helper()
+	if cmd.node == 0 {
+		t.Fatalf("acquisition %v is not a cohort's node", cmd.req.Path)
+	}
+	l := &Lease{eng: e, id: id, path: cmd.req.Path, node: fmt.Sprintf("%s/_c_x-lock-%010d", cmd.req.Path, id), token: int64(id) << cohort.PassBits}
+	if !e.trust.admit(l, 0x10) {
+		t.Fatal("the node's lease was not admitted")
+	}
+	e.acquired(cmd, l, nil)
+	return l
+}
+
+// holding is a cohort of path with its node granted to a first holder
+// (returned) and the listing with a watch answered with nobody else: the
+// next waiter that joins may be passed the lease.
+func holding(t *testing.T, e *Engine, path string, kind queue.Kind, id uint64) (carrier, holder *Lease, req Request) {
+	t.Helper()
+	req = Request{Path: path, Kind: kind, Cohort: true,
+		Decide: func(*queue.Listing, string) queue.Decision { return queue.Decision{Holds: true} }}
+	f := e.Acquire(context.Background(), req)
+	acquires, _ := commands(e)
+	if len(acquires) != 1 {
+		t.Fatalf("%d acquisitions posted for a cohort's first waiter, want 1", len(acquires))
+	}
+	carrier = grantNode(t, e, acquires[0], id)
+	holder = resolved(t, f)
+	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil, nil, nil)
+	return carrier, holder, req
+}
+
+func resolved[T any](t *testing.T, f *Future[T]) T {
+	t.Helper()
+	v, ok, err := f.Result()
+	if !ok || err != nil {
+		t.Fatalf("future: resolved %v, err %v", ok, err)
+	}
+	return v
+}
+
+// A downgrade's read node takes the number of the node it comes from, so
+// that node may not pass on: the Acquire of a borrowed number seals the
+// cohorts of its path (the machine's seal.txt says what a seal does), and
+// the holder's release gives the node back with the waiters still queued.
+// On a real server the cohort's watch sees the read node too and yields
+// (TestCohortDowngradeEndsThePasses); this is what holds where there is no
+// watch to fire, as in the simulator's client.
+func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
+	e := cohortEngine(t)
+	carrier, first, req := holding(t, e, "/p", queue.KindWrite, 1)
+	second := e.Acquire(context.Background(), req)
+	if err := first.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	held := resolved(t, second)
+	if acquires, releases := commands(e); len(acquires)+len(releases) != 0 || held.Token() != carrier.Token()+1 {
+		t.Fatalf("before the downgrade: token %d after %d, %d commands; want a pass, and nothing sent", held.Token(), carrier.Token(), len(acquires)+len(releases))
+	}
+	third := e.Acquire(context.Background(), req)
+	read := Request{Path: "/p", Kind: queue.KindRead, Seq: "0000000001", Decide: req.Decide}
+	e.Acquire(context.Background(), read)
+	released := held.ReleaseAsync()
+	acquires, releases := commands(e)
+	if len(acquires) != 2 || acquires[0].node != 0 || acquires[1].node == 0 || len(releases) != 1 || releases[0].lease != carrier {
+		t.Fatalf("after a downgrade's Acquire, the holder's release sent %d acquisitions and %d releases; want the read node, the next node and the node given back",
+			len(acquires), len(releases))
+	}
+	if _, ok, _ := released.Result(); ok {
+		t.Fatal("the release returned before the node's deletion")
+	}
+	e.released(releases[0], nil)
+	if _, err := future.Await(released); err != nil || held.Context().Err() == nil {
+		t.Fatalf("release %v, lease's context %v; want it ended with the deletion", err, held.Context().Err())
+	}
+	if _, ok, _ := third.Result(); ok {
+		t.Fatal("the waiter behind was granted on the sealed node")
+	}
 }
 
 // A holder that lets go while the node is being lost is told of the loss
 // as a lease of the loop is: its Lost closes and Err reports it, as its
 // release does. The loop forgets a lost lease in the watchdog (so the
 // release finds it untrusted and gives the node back, with no pass) before
-// it marks it lost; the carrier's follower then finds the node given back
+// it marks it lost; the carrier's loss then finds the node given back
 // already, and only the release's outcome can tell the holder.
 func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
-	cfg, err := Config{Servers: []string{"127.0.0.1:1"}}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEngine(cfg) // never started: the test plays the loop's part
-	defer e.trust.stop()
-	e.trust.handshake(e.trust.clock(), 0x10, hourMs)
-	c := e.cohorts.find(e, "/p", Request{Path: "/p", Kind: queue.KindMutex, Cohort: true}, true)
-	carrier := &Lease{eng: e, id: 1, path: "/p", node: "/p/_c_x-lock-0000000001"}
-	if !e.trust.admit(carrier, 0x10) || !carrier.followLoss(func(cause error) { c.lost(carrier, cause) }) {
-		t.Fatal("the test's carrier was not admitted")
-	}
-	held := c.view(carrier, 0)
-	c.carrier, c.holder, c.watchKnown = carrier, held, true
-	c.push(&waiter{fut: newFuture[*Lease]()})
+	e := cohortEngine(t)
+	carrier, held, req := holding(t, e, "/p", queue.KindMutex, 1)
+	e.Acquire(context.Background(), req)
 
 	e.trust.forget(carrier) // the loop's step that loses the contender
 	released := held.ReleaseAsync()
 	carrier.markLost(ErrLost) // the loop carrying that step out
-	for _, ev := range e.inbox.Drain(nil) {
-		cmd, ok := ev.(input.Command)
-		if !ok {
-			continue // the watchdog's news
-		}
-		switch cmd := cmd.Payload.(type) {
-		case *releaseCmd: // the loop refuses a lost lease's release with its loss
-			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
-		case *acquireCmd: // the next waiter's node
-			cmd.fut.resolve(nil, ErrClosed)
-		}
+	_, releases := commands(e)
+	if len(releases) != 1 {
+		t.Fatalf("%d releases sent, want the node's", len(releases))
 	}
-	if _, err := released.wait(); !errors.Is(err, ErrLost) {
+	e.released(releases[0], releases[0].lease.Err()) // the loop refuses a lost lease's release with its loss
+	if _, err := future.Await(released); !errors.Is(err, ErrLost) {
 		t.Fatalf("release during the loss: %v, want ErrLost", err)
 	}
 	select {
@@ -122,5 +183,39 @@ func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
 	}
 	if !errors.Is(held.Err(), ErrLost) {
 		t.Fatalf("lease's Err %v, want ErrLost", held.Err())
+	}
+}
+
+// A lapse loses the held leases in the order of their ids, which is the
+// order they were granted in. What a loss sets off runs in that order: a
+// cohort's node lost loses its holder and sends its next waiter's
+// acquisition to the loop, so an order taken from the map of held leases
+// (random on each run) would queue those acquisitions in a different
+// order each time, and the simulator's runs would not follow from their
+// seeds.
+func TestTrustLapseLosesLeasesInTheirOrder(t *testing.T) {
+	e := cohortEngine(t)
+	var want []string
+	var holders []*Lease
+	for id := uint64(1); id <= 32; id++ {
+		path := fmt.Sprintf("/p%d", id)
+		_, held, req := holding(t, e, path, queue.KindMutex, id)
+		e.Acquire(context.Background(), req)
+		holders = append(holders, held)
+		want = append(want, path)
+	}
+	e.LapseTrust()
+	acquires, _ := commands(e)
+	var got []string
+	for _, a := range acquires {
+		got = append(got, a.req.Path)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("next nodes asked for in the order %v, want %v", got, want)
+	}
+	for _, h := range holders {
+		if !errors.Is(h.Err(), ErrLost) {
+			t.Fatalf("holder %s not lost with its node: %v", h.Path(), h.Err())
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
@@ -161,9 +162,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.dialTimeout = min(max(c.SessionTimeout/8, 250*time.Millisecond), time.Second)
 	c.probeGrace = min(max(c.SessionTimeout/20, 50*time.Millisecond), 500*time.Millisecond)
-	if err := c.Cohort.withDefaults(); err != nil {
-		return c, err
+	cohorts, err := cohort.Config{MaxPasses: c.Cohort.MaxPasses, MaxHold: c.Cohort.MaxHold}.WithDefaults()
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	c.Cohort.MaxPasses, c.Cohort.MaxHold = cohorts.MaxPasses, cohorts.MaxHold
 	if err := c.validateSecurity(); err != nil {
 		return c, err
 	}
@@ -187,6 +190,33 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// CohortConfig bounds lock cohorting (see Request.Cohort): how long a node
+// that this engine holds passes among its own waiters before it goes back
+// to the other clients.
+type CohortConfig struct {
+	// StrictFIFO turns cohorting off: every acquisition queues a node of
+	// its own on ZooKeeper and is granted in the order of the nodes, across
+	// every client, at the cost of a ZooKeeper write for each handoff.
+	StrictFIFO bool
+	// MaxPasses bounds the local passes of one grant of a node (default
+	// 1000, at most 4095, the pass numbers a token holds).
+	MaxPasses int
+	// MaxHold bounds the time, from the grant of the node, after which no
+	// local pass starts (default 100ms). With no other client seen
+	// waiting, the node goes back at whichever bound comes first; with one,
+	// after the current holder. So another client waits for a node that
+	// passes at most MaxHold and one holder's hold, however long the local
+	// queue. Holders that hold for longer than MaxHold get no passes, and
+	// lose nothing by it: next to such a hold, the handoff through
+	// ZooKeeper that a pass saves is short.
+	MaxHold time.Duration
+}
+
+// DefaultCohortHold is the MaxHold a zero CohortConfig takes, exported for
+// what measures a wait against it (a client another engine keeps out waits
+// at most MaxHold and one hold).
+const DefaultCohortHold = cohort.DefaultMaxHold
 
 // Credential is one identity the session presents to ZooKeeper (addAuth):
 // an authentication scheme the server knows, such as "digest", and its

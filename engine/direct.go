@@ -6,16 +6,10 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/internal/seam"
 )
-
-// NewPromise returns an unresolved future and the function that resolves
-// it (the first call wins; later ones return false). Recipes built from
-// several acquisitions use it to hand their caller one future.
-func NewPromise[T any]() (*Future[T], func(T, error) bool) {
-	f := newFuture[T]()
-	return f, f.resolve
-}
 
 // children lists path's children on the engine's session; path is under
 // Config.Root, as for every method of the engine. Recipes and
@@ -59,6 +53,23 @@ func (e *Engine) dataW(ctx context.Context, path string) ([]byte, <-chan zk.Even
 		return read{data, ch}, zkErr(err)
 	})
 	return r.data, r.ch, err
+}
+
+// watchChildren lists path, a server path, with a watch, on the engine's
+// request seam (a goroutine the engine counts, in production), unless the
+// engine is closed, and hands the reply to then: one request, counted as a
+// children watch. A cohort asks it once per grant of a node (cohort.go).
+func (e *Engine) watchChildren(path string, then func(children []string, ch <-chan zk.Event, err error)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.count.n[input.OpWatchChildren].Add(1)
+	e.rt.goroutine(func() {
+		children, _, ch, err := e.conn.ChildrenW(path)
+		then(children, ch, err)
+	})
 }
 
 // setData writes a node's data on the engine's session, whatever its version.

@@ -18,9 +18,12 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
+	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -80,24 +83,17 @@ type Engine struct {
 	inbox *inbox
 	count counters
 	// cohorts are the acquisitions that pass leases among themselves
-	// (cohort.go); not the loop's: it never touches them.
+	// (cohort.go), stepped on their callers' goroutines.
 	cohorts cohorts
 
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
 	noPrune  atomic.Bool   // the server refused a lock path's delete for lack of rights (see multi.go)
-	// dialErr is the last dial's failure, nil once a dial succeeds: Start
-	// wraps it into ErrUnreachable, so that a caller (and errors.Is) sees
-	// why no session came (a refused port, a certificate that does not
-	// verify), not only that none did.
-	dialErr atomic.Pointer[error]
-	gauges  gauges // for monitoring; see gauges.go
-	// conns are the open connections, and bg counts the goroutines that
-	// keep them and probe servers (servers.go).
-	conns connSet
-	bg    sync.WaitGroup
-	hosts hostList // the client's servers, in turn
+	gauges   gauges        // for monitoring; see gauges.go
+	// servers are the connections to the servers, which feed trust
+	// (engine/internal/serverconn).
+	servers *serverconn.Conns
 
 	// wg counts the goroutines of the engine's own work, but the loop:
 	// requests and direct reads. Users' callbacks are not counted (see
@@ -119,29 +115,34 @@ type Engine struct {
 	// dropped, the releases waiting for their outcome. nextID is the last
 	// id given.
 	nextID    uint64
-	acquiring map[uint64]*Future[*Lease]
+	acquiring map[uint64]*acquireCmd
 	leases    map[uint64]*Lease
 	releasing map[uint64]*releaseCmd
-	// The cancel groups' contexts, by group, and the groups by their
-	// contexts' Done channel (see cancelGroup).
-	contexts  map[uint64]followed
-	groups    map[<-chan struct{}]uint64
-	nextGroup uint64
+	// cancels names the acquisitions' cancel groups by their contexts,
+	// and follows those the core follows (see cancel.go).
+	cancels contextGroups
 }
 
 // acquireCmd and releaseCmd are the users' commands as posted to the
 // loop: the core's command, and what the runtime keeps for it. The loop
 // hands the core a pointer into them (see step).
+//
+// An acquisition's outcome resolves fut or, for the node of a cohort's
+// attempt node, goes to the cohorts (see acquired). A release's outcome
+// resolves fut and, for a cohort's node given back at the release of the
+// lease passed on it, ends that lease too (see released).
 type acquireCmd struct {
-	ctx context.Context
-	fut *Future[*Lease]
-	req core.Acquire
+	ctx  context.Context
+	fut  *Future[*Lease]
+	node uint64
+	req  core.Acquire
 }
 
 type releaseCmd struct {
-	lease *Lease
-	fut   *Future[struct{}]
-	req   core.Release
+	lease  *Lease
+	passed *Lease
+	fut    *Future[struct{}]
+	req    core.Release
 }
 
 // Start connects to ZooKeeper and starts the loop. It returns once a session
@@ -155,9 +156,9 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	e := newEngine(cfg)
 	conn, zkEv, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithEventCallback(e.onZKEvent),
-		zk.WithDialer(e.dial),
-		zk.WithHostProvider(&e.hosts),
-		zk.WithLogger(zkLogger{e}),
+		zk.WithDialer(e.servers.Dial),
+		zk.WithHostProvider(e.servers.Hosts()),
+		zk.WithLogger(serverconn.Logger(e.log)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
@@ -173,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 			// The client's goroutines have exited once its event channel closes.
 			for range zkEv {
 			}
-			e.closeConns()
+			e.servers.Close()
 		},
 	}
 	go e.loop()
@@ -183,13 +184,13 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	select {
 	case <-e.ready:
 		if err = e.authenticate(ctx); err == nil {
-			e.checkTick(conn.Server())
+			e.servers.CheckTick(conn.Server(), e.trust.marginNow())
 			return e, nil
 		}
 	case <-timer.C:
 		err = fmt.Errorf("%w: no session with %v within %v", ErrUnreachable, cfg.Servers, cfg.ConnectTimeout)
-		if last := e.dialErr.Load(); last != nil {
-			err = fmt.Errorf("%w: last dial: %w", err, *last)
+		if last := e.servers.DialErr(); last != nil {
+			err = fmt.Errorf("%w: last dial: %w", err, last)
 		}
 	case <-ctx.Done():
 		err = fmt.Errorf("%w: %w", ErrUnreachable, context.Cause(ctx))
@@ -208,16 +209,18 @@ func newEngine(cfg Config) *Engine {
 		loopDone:  make(chan struct{}),
 		ready:     make(chan struct{}),
 		timers:    make(map[uint64]timer),
-		acquiring: make(map[uint64]*Future[*Lease]),
+		acquiring: make(map[uint64]*acquireCmd),
 		leases:    make(map[uint64]*Lease),
 		releasing: make(map[uint64]*releaseCmd),
-		contexts:  make(map[uint64]followed),
-		groups:    make(map[<-chan struct{}]uint64),
 	}
 	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed bool) {
 		e.inbox.Put(input.TrustChanged{Lapsed: lapsed})
 	})
+	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,
+		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})
 	e.rt.newID = nodename.NewID
+	e.cohorts.init(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
+		MaxHold: cfg.Cohort.MaxHold, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired})
 	e.core = core.New(core.Config{
 		CloseTimeout: cfg.CloseTimeout,
 		MaxInFlight:  cfg.MaxInFlight,
@@ -252,56 +255,81 @@ func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 // engine or ctx included).
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if err := checkCall(e, ctx); err != nil {
-		return resolvedFuture[*Lease](nil, err)
+		return future.Resolved[*Lease](nil, err)
 	}
-	cohort := e.cohorts.admits(e, req)
-	if cohort && req.Decide != nil && ctx.Err() == nil {
+	joins := e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, TryOnly: req.TryOnly, Borrowed: req.Seq != "", Revocable: req.Revocable})
+	if joins && req.Decide != nil && ctx.Err() == nil {
 		if f := e.cohorts.acquire(e, ctx, req.Path, req, false); f != nil {
 			return f // joined a cohort of requests the same as req
 		}
 	}
 	if err := req.validate(); err != nil {
-		return resolvedFuture[*Lease](nil, err)
+		return future.Resolved[*Lease](nil, err)
 	}
 	path := req.Path
 	full, err := e.serverPath(req.Path)
 	if err != nil {
-		return resolvedFuture[*Lease](nil, err)
+		return future.Resolved[*Lease](nil, err)
 	}
 	req.Path = full
 	if ctx.Err() != nil {
-		return resolvedFuture[*Lease](nil, context.Cause(ctx))
+		return future.Resolved[*Lease](nil, context.Cause(ctx))
 	}
 	if req.Seq != "" {
 		// A node with a borrowed number takes the place of a held one of
 		// this engine (a downgrade): that node may not pass on.
-		e.cohorts.seal(path)
+		e.cohorts.seal(e, path)
 	}
-	if cohort {
+	if joins {
 		return e.cohorts.acquire(e, ctx, path, req, true)
 	}
-	fut := newFuture[*Lease]()
-	e.acquire(ctx, req, fut)
-	return fut
+	cmd := &acquireCmd{ctx: ctx, fut: future.Make[*Lease](), req: coreAcquire(req)}
+	e.acquire(cmd)
+	return cmd.fut
 }
 
-// acquire hands the loop an acquisition, with a valid request on the
-// server's path, whose outcome resolves fut.
-func (e *Engine) acquire(ctx context.Context, req Request, fut *Future[*Lease]) {
-	cmd := &acquireCmd{ctx: ctx, fut: fut, req: core.Acquire{Path: req.Path, Kind: req.Kind,
-		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly,
-		Revocable: req.Revocable, FailOnExpiry: req.FailOnExpiry}}
+// coreAcquire is a valid request, on the server's path, as the core takes it.
+func coreAcquire(req Request) core.Acquire {
+	return core.Acquire{Path: req.Path, Kind: req.Kind, Decide: contender.Decider(req.Decide), Data: req.Data,
+		Seq: req.Seq, TryOnly: req.TryOnly, Revocable: req.Revocable, FailOnExpiry: req.FailOnExpiry}
+}
+
+// acquire hands the loop an acquisition.
+func (e *Engine) acquire(cmd *acquireCmd) {
 	if !e.post(cmd) {
-		fut.resolve(nil, ErrClosed)
+		e.acquired(cmd, nil, ErrClosed)
 	}
 }
 
-func (e *Engine) release(l *Lease) *Future[struct{}] {
-	fut := newFuture[struct{}]()
-	if !e.post(&releaseCmd{lease: l, fut: fut}) {
-		fut.resolve(struct{}{}, l.Err())
+// acquired resolves an acquisition, on the loop (or on the caller's
+// goroutine, refused as the engine closes): its future, or, for a
+// cohort's node, the cohort's grant (cohort.go).
+func (e *Engine) acquired(cmd *acquireCmd, l *Lease, err error) {
+	if cmd.node != 0 {
+		e.cohorts.granted(e, cmd.node, l, err)
+		return
 	}
-	return fut
+	future.Resolve(cmd.fut, l, err)
+}
+
+// release hands the loop the release of r.lease, a lease it granted.
+func (e *Engine) release(r *releaseCmd) *Future[struct{}] {
+	r.lease.releasing.Store(true) // a cohort's node given back, or ReleaseAsync's lease
+	if err := r.lease.Err(); err != nil {
+		e.released(r, err)
+	} else if !e.post(r) {
+		e.released(r, r.lease.Err())
+	}
+	return r.fut
+}
+
+// released resolves a release with err; a lease passed on the node, whose
+// release gave it back, ends as the node's release did.
+func (e *Engine) released(r *releaseCmd, err error) {
+	if r.passed != nil {
+		r.passed.endWith(err)
+	}
+	future.Resolve(r.fut, struct{}{}, err)
 }
 
 // post hands a command to the loop; false once the engine is closed.

@@ -1,22 +1,29 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/lock"
 )
 
-// Then runs a callback once the future resolves, never on the engine's
-// loop goroutine.
+// Then runs a callback once the future resolves, on a goroutine of its
+// own, never on the engine's loop goroutine.
 func ExampleFuture_Then() {
-	f, resolve := engine.NewPromise[string]()
+	eng, err := engine.Start(context.Background(), engine.Config{Servers: []string{"127.0.0.1:2181"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer eng.Close()
 	done := make(chan struct{})
-	f.Then(func(v string, err error) {
-		fmt.Println(v, err)
+	lock.NewMutex(eng, "/jobs/42").Acquire(context.Background()).Then(func(l *lock.Lease, err error) {
+		if err == nil {
+			fmt.Println("holding", l.Path())
+			l.Release(context.Background())
+		}
 		close(done)
 	})
-	resolve("granted", nil)
 	<-done
-	// Output:
-	// granted <nil>
 }

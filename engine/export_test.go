@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // What the simulator (sim_test.go, package engine_test) needs of the
@@ -63,10 +65,10 @@ func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(&core.Close{}) })
 
 // Handshake, Answered and SawZxid are what trackedConn reads off the wire.
 func (e *Engine) Handshake(sent time.Duration, session int64, timeout time.Duration) {
-	e.trust.handshake(sent, session, int32(timeout/time.Millisecond))
+	e.trust.Handshake(sent, session, int32(timeout/time.Millisecond))
 }
 
-func (e *Engine) Answered(sent time.Duration) { e.trust.answered(sent) }
+func (e *Engine) Answered(sent time.Duration) { e.trust.Answered(sent) }
 
 func (e *Engine) SawZxid(zxid int64) {
 	if zxid > e.lastZxid.Load() {
@@ -87,14 +89,15 @@ func (e *Engine) Contenders() int { return e.core.Contenders() }
 // RunCallbacksInPlace has every future run its callbacks at once on the
 // resolving goroutine, until restore is called: the simulator's one
 // goroutine runs everything.
-func RunCallbacksInPlace() (restore func()) {
-	inPlace := func(f func()) { f() }
-	callbackRunner.Store(&inPlace)
-	return func() { callbackRunner.Store(nil) }
-}
+func RunCallbacksInPlace() (restore func()) { return future.RunCallbacksInPlace() }
 
 // The token's encoding, for the tests that take a token apart.
 const (
-	TokenPassBits   = tokenPassBits
-	MaxCohortPasses = maxCohortPasses
+	TokenPassBits   = cohort.PassBits
+	MaxCohortPasses = cohort.MaxPasses
 )
+
+// OnLeader reports whether a connection of the engine is open to a server
+// known to be the leader (or standalone), whose every answer moves the
+// trust deadline.
+func (e *Engine) OnLeader() bool { return e.servers.OnLeader() }

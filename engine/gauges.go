@@ -49,3 +49,29 @@ func (e *Engine) Sessions() SessionStats {
 // Config.MaxInFlight. Reads made through Children, Data and SetData are not
 // counted. It is safe to call from any goroutine while the engine runs.
 func (e *Engine) InFlight() int { return int(e.gauges.inFlight.Load()) }
+
+// CohortStats counts what cohorting did since Start.
+type CohortStats struct {
+	// Carriers counts grants of a node to a cohort.
+	Carriers uint64
+	// Passes counts leases passed from one holder to the next without a
+	// ZooKeeper request.
+	Passes uint64
+	// Yielded counts grants that went back, local waiters still queued,
+	// because another client was seen waiting; Bounded, those that went
+	// back at MaxPasses or MaxHold (or lost the session's trust, or
+	// made way for a downgrade).
+	Yielded, Bounded uint64
+	// Waiting is the acquisitions queued in cohorts now, behind a node of
+	// this engine, without one of their own.
+	Waiting int64
+}
+
+// CohortStats returns what cohorting did so far. It is safe to call from
+// any goroutine.
+func (e *Engine) CohortStats() CohortStats {
+	e.cohorts.mu.Lock()
+	defer e.cohorts.mu.Unlock()
+	s := e.cohorts.m.Stats()
+	return CohortStats{Carriers: s.Carriers, Passes: s.Passes, Yielded: s.Yielded, Bounded: s.Bounded, Waiting: s.Waiting}
+}

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // Lease is a granted lock: proof, while it is neither released nor lost,
@@ -13,15 +16,11 @@ type Lease struct {
 	id    uint64
 	path  string // the lock path on the server, under Config.Root
 	node  string // the node's path on the server
-	token int64  // the zxid of the node's grant; see Token
-
-	// A lease passed inside a cohort (see cohort.go) shares its carrier's
-	// node and zxid: pass numbers it among the leases of that grant (0 for
-	// the first), cohort takes its release, and carrier is the lease that
-	// holds the node.
-	pass    int
-	cohort  *cohort
-	carrier *Lease
+	token int64  // the fencing token; see Token
+	// passed is the cohorts' handle on a lease passed inside a cohort
+	// (cohort.go): its node's lease and its place there. nil for a lease
+	// the loop granted.
+	passed *passed
 
 	releasing atomic.Bool
 
@@ -37,10 +36,6 @@ type Lease struct {
 	ended  error
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// onLost, set on a carrier by its cohort, is told of the carrier's
-	// loss, after Lost closed, so that the lease passed to the current
-	// holder is lost with it.
-	onLost func(cause error)
 }
 
 // Path is the lock path, as given to Acquire: relative to Config.Root.
@@ -81,7 +76,7 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 // node's deletion. The encoding holds zxids below 2^51:
 // a ZooKeeper epoch (the zxid's high 32 bits, one more at each leader
 // election) below 2^19, 524,288.
-func (l *Lease) Token() int64 { return l.token<<tokenPassBits | int64(l.pass) }
+func (l *Lease) Token() int64 { return l.token }
 
 // Lost is closed when the lease can no longer be trusted: the session
 // expired, or the server may expire it before the engine hears from it
@@ -113,8 +108,8 @@ func (l *Lease) Err() error {
 //
 // A lease passed inside a cohort follows the node's: its carrier's.
 func (l *Lease) Suspended() <-chan struct{} {
-	if l.carrier != nil {
-		return l.carrier.Suspended()
+	if c := l.carrier(); c != nil {
+		return c.Suspended()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -183,18 +178,30 @@ func (l *Lease) Held() bool { return !l.releasing.Load() && l.Err() == nil }
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if l == nil {
-		return resolvedFuture(struct{}{}, errNilLease)
+		return future.Resolved(struct{}{}, errNilLease)
 	}
 	if !l.releasing.CompareAndSwap(false, true) {
-		return resolvedFuture(struct{}{}, ErrNotHeld)
+		return future.Resolved(struct{}{}, ErrNotHeld)
 	}
-	if l.cohort != nil {
-		return l.cohort.release(l)
+	if l.passed != nil {
+		return l.eng.cohorts.release(l)
 	}
-	if err := l.Err(); err != nil {
-		return resolvedFuture(struct{}{}, err)
+	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
+}
+
+// passTo is a lease on l's node, and l's grant, passed locally to waiter
+// id as pass number pass (see Token), with the cohorts' handle h.
+func (l *Lease) passTo(id uint64, pass int, h *passed) *Lease {
+	return &Lease{eng: l.eng, id: id, path: l.path, node: l.node, token: l.token | int64(pass), passed: h}
+}
+
+// carrier is the lease that holds the node of l, a lease passed inside a
+// cohort; nil for any other lease.
+func (l *Lease) carrier() *Lease {
+	if l.passed == nil {
+		return nil
 	}
-	return l.eng.release(l)
+	return l.passed.carrier
 }
 
 // Revoked is closed when someone asked this holder to let go (lock.Revoke,
@@ -228,24 +235,30 @@ func (l *Lease) markLost(err error) {
 	// The context first: whoever sees Lost closed sees it cancelled.
 	l.endLocked(l.lostErr)
 	l.lost.fire()
-	onLost := l.onLost
-	l.onLost = nil
 	l.mu.Unlock()
-	if onLost != nil {
-		onLost(err)
+	if l.eng != nil && l.passed == nil {
+		l.eng.cohorts.lost(l, err) // a cohort's node: its holder is lost with it
 	}
 }
 
-// followLoss has f told of l's loss (see onLost); false, and f never
-// called, when l is lost already.
-func (l *Lease) followLoss(f func(cause error)) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lostErr != nil {
-		return false
+// endWith ends l as the release of its node did: lost when err reports a
+// loss (the node was lost while its release was on its way), else ended.
+func (l *Lease) endWith(err error) {
+	if cause, lost := lossCause(err); lost {
+		l.markLost(cause)
+		return
 	}
-	l.onLost = f
-	return true
+	l.end(err)
+}
+
+// lossCause is the cause of a lease's loss that err reports (a lost
+// lease's Err, or the outcome of its release), and whether it reports one.
+func lossCause(err error) (cause error, lost bool) {
+	var l *lostError
+	if !errors.As(err, &l) {
+		return nil, false
+	}
+	return l.cause, true
 }
 
 func (l *Lease) setSuspended(on bool) {
@@ -285,3 +298,11 @@ func (s *signal) fire() {
 		close(s.ch)
 	}
 }
+
+// closed is a channel closed from the start, for signals that fired before
+// anyone asked.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
@@ -132,8 +133,8 @@ func (e *Engine) step(ev input.Event) {
 		case *acquireCmd:
 			e.nextID++
 			cmd.req.ID = e.nextID
-			cmd.req.Cancel = e.cancelGroup(cmd.ctx)
-			e.acquiring[cmd.req.ID] = cmd.fut
+			cmd.req.Cancel = e.cancels.group(cmd.ctx)
+			e.acquiring[cmd.req.ID] = cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
 			return
 		case *releaseCmd:
@@ -144,31 +145,6 @@ func (e *Engine) step(ev input.Event) {
 		}
 	}
 	e.core.Step(ev)
-}
-
-// cancelGroup names the cancel group of an acquisition under ctx: one per
-// Done channel the core follows (see internal/core/cancel.go), 0 for a
-// context that never ends. A group the core never follows (an acquisition
-// refused as the engine closes) stays until shutdown.
-func (e *Engine) cancelGroup(ctx context.Context) uint64 {
-	done := ctx.Done()
-	if done == nil {
-		return 0
-	}
-	if g, ok := e.groups[done]; ok {
-		return g
-	}
-	e.nextGroup++
-	e.groups[done] = e.nextGroup
-	e.contexts[e.nextGroup] = followed{ctx: ctx}
-	return e.nextGroup
-}
-
-// followed is the context of a cancel group, and while the runtime follows
-// it, how to stop.
-type followed struct {
-	ctx  context.Context
-	stop func() bool
 }
 
 // carryOut does what the core decided, in order within each kind.
@@ -192,20 +168,13 @@ func (e *Engine) carryOut(rd core.Ready) {
 		e.timers[id] = e.rt.afterFunc(t.After, func() { e.inbox.Put(input.TimerFired{ID: id}) })
 	}
 	for _, a := range rd.Contexts {
-		f := e.contexts[a.Group]
 		if a.Stop {
-			if f.stop != nil {
-				f.stop()
-			}
-			if f.ctx != nil {
-				delete(e.groups, f.ctx.Done())
-			}
-			delete(e.contexts, a.Group)
+			e.cancels.drop(a.Group)
 			continue
 		}
-		ctx, group := f.ctx, a.Group
-		f.stop = e.rt.afterDone(ctx, func() { e.post(&core.Cancel{Group: group, Cause: context.Cause(ctx)}) })
-		e.contexts[group] = f
+		e.cancels.follow(a.Group, e.rt.afterDone, func(group uint64, cause error) {
+			e.post(&core.Cancel{Group: group, Cause: cause})
+		})
 	}
 	for _, n := range rd.Notices {
 		e.notice(n)
@@ -226,13 +195,13 @@ func (e *Engine) carryOut(rd core.Ready) {
 func (e *Engine) notice(n core.Notice) {
 	switch n.Kind {
 	case core.NoteAcquired:
-		fut := e.acquiring[n.ID]
+		cmd := e.acquiring[n.ID]
 		delete(e.acquiring, n.ID)
 		if n.Err != nil {
-			fut.resolve(nil, n.Err)
+			e.acquired(cmd, nil, n.Err)
 			return
 		}
-		fut.resolve(e.leases[n.ID], nil) // admitted as the core granted it
+		e.acquired(cmd, e.leases[n.ID], nil) // admitted as the core granted it
 	case core.NoteReleased:
 		r := e.releasing[n.ID]
 		delete(e.releasing, n.ID)
@@ -240,7 +209,7 @@ func (e *Engine) notice(n core.Notice) {
 		if n.FromLease {
 			err = r.lease.Err()
 		}
-		r.fut.resolve(struct{}{}, err)
+		e.released(r, err)
 	case core.NoteReleaseRefused:
 		r := e.releasing[n.ID]
 		delete(e.releasing, n.ID)
@@ -248,7 +217,7 @@ func (e *Engine) notice(n core.Notice) {
 		if err == nil {
 			err = ErrNotHeld
 		}
-		r.fut.resolve(struct{}{}, err)
+		e.released(r, err)
 	case core.NoteLost:
 		e.leases[n.ID].markLost(n.Err)
 	case core.NoteEnded:
@@ -290,7 +259,7 @@ type loopTrust struct{ e *Engine }
 // Admit makes the lease of a grant and has the watchdog hold it; the
 // grant's notice hands it out.
 func (t loopTrust) Admit(g core.Grant, session int64) bool {
-	l := &Lease{eng: t.e, id: g.ID, path: g.Path, node: g.Node, token: g.Token}
+	l := &Lease{eng: t.e, id: g.ID, path: g.Path, node: g.Node, token: g.Token << cohort.PassBits}
 	if !t.e.trust.admit(l, session) {
 		return false
 	}
@@ -316,13 +285,7 @@ func (e *Engine) shutdown() {
 		t.Stop()
 		delete(e.timers, id)
 	}
-	for group, f := range e.contexts {
-		if f.stop != nil {
-			f.stop()
-		}
-		delete(e.contexts, group)
-	}
-	clear(e.groups)
+	e.cancels.dropAll()
 	e.rt.closeConn()
 	e.states.set(StateClosed)
 	// Commands posted before closed was set still wait in the inbox.
@@ -333,9 +296,9 @@ func (e *Engine) shutdown() {
 		}
 		switch cmd := cmd.Payload.(type) {
 		case *acquireCmd:
-			cmd.fut.resolve(nil, ErrClosed)
+			e.acquired(cmd, nil, ErrClosed)
 		case *releaseCmd:
-			cmd.fut.resolve(struct{}{}, cmd.lease.Err())
+			e.released(cmd, cmd.lease.Err())
 		}
 	}
 }

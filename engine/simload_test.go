@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
@@ -325,7 +326,7 @@ func (w *world) start(c *client, ctx context.Context, cancel context.CancelFunc,
 		case w.ownerWaiting(a.rm, a.owner):
 			// The owner's own acquisition is still waiting: TryAcquire
 			// fails at once, without blocking.
-			g, resolve := engine.NewPromise[*lock.Lease]()
+			g, resolve := future.New[*lock.Lease]()
 			resolve(a.rm.TryAcquire(ctx, a.owner))
 			f = g
 		default:

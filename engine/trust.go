@@ -28,8 +28,8 @@ import (
 // measured on the monotonic clock. Requests are the client's own requests,
 // its pings and the connect handshake of each connection; replies are
 // matched to them by xid, and counted only on a connection whose server
-// is known to be the leader (see trackedConn, and servers.go for how the
-// engine learns roles and keeps the deadline ahead). What proves nothing
+// is known to be the leader (see engine/internal/serverconn, which also
+// learns the servers' roles and keeps the deadline ahead). What proves nothing
 // does not count: a connection that was merely opened (connecting is not
 // hearing), a watch notification, a reply to no request of this
 // connection, a reply that says the session expired or moved.
@@ -106,10 +106,10 @@ func (t *sessionTrust) sessionID() int64 {
 	return t.session
 }
 
-// handshake is the server's answer to the connect request sent at sent: a
+// Handshake is the server's answer to the connect request sent at sent: a
 // session (0: the server says the session expired) and the timeout it
 // granted, in milliseconds (0 when the answer did not carry one).
-func (t *sessionTrust) handshake(sent time.Duration, session int64, timeoutMs int32) {
+func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
@@ -140,8 +140,8 @@ func (t *sessionTrust) handshake(sent time.Duration, session int64, timeoutMs in
 	t.heardAt(sent)
 }
 
-// answered records the reply to a request sent at sent.
-func (t *sessionTrust) answered(sent time.Duration) {
+// Answered records the reply to a request sent at sent.
+func (t *sessionTrust) Answered(sent time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped || t.session == 0 {
@@ -195,9 +195,12 @@ func (t *sessionTrust) grantedTimeout(ms int32) time.Duration {
 	return d
 }
 
-// lifetimeNow is how long after heard the session is trusted: from the
+// Clock reads the watchdog's monotonic clock.
+func (t *sessionTrust) Clock() time.Duration { return t.clock() }
+
+// Lifetime is how long after heard the session is trusted: from the
 // granted timeout once a handshake was read, else from the one asked.
-func (t *sessionTrust) lifetimeNow() time.Duration {
+func (t *sessionTrust) Lifetime() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.lifetime > 0 {
@@ -307,4 +310,23 @@ func (t *sessionTrust) stop() {
 	if t.timer != nil {
 		t.timer.Stop()
 	}
+}
+
+// vouches reports whether the watchdog holds l, admitted and not lost, in
+// the session it trusts now, and the deadline has not passed: a cohort's
+// local pass is a grant, and asks what a grant asks (see admit). A
+// deadline passed unnoticed ends trust here, as in admit. now is the time
+// it read.
+func (t *sessionTrust) vouches(l *Lease) (ok bool, now time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.clock()
+	if _, held := t.held[l]; !held || t.stopped || t.lapsed {
+		return false, now
+	}
+	if now >= t.deadline() {
+		t.lapse()
+		return false, now
+	}
+	return true, now
 }

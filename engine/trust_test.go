@@ -23,7 +23,7 @@ func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
 	tr := newTestTrust(&clock, &lapses)
 	defer tr.stop()
 	clock.set(10 * time.Second)
-	tr.handshake(10*time.Second, 0x10, hourMs)
+	tr.Handshake(10*time.Second, 0x10, hourMs)
 	deadline := 10*time.Second + 48*time.Minute
 
 	held := &Lease{}
@@ -44,11 +44,11 @@ func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
 		t.Fatal("granted after the deadline")
 	}
 
-	tr.answered(10 * time.Second) // a late reply to a request sent long ago
+	tr.Answered(10 * time.Second) // a late reply to a request sent long ago
 	if tr.admit(&Lease{}, 0x10) {
 		t.Fatal("trusted again on a reply to a request sent before the last one heard")
 	}
-	tr.answered(deadline - time.Second) // sent a second before the lapse
+	tr.Answered(deadline - time.Second) // sent a second before the lapse
 	again := &Lease{}
 	if !tr.admit(again, 0x10) {
 		t.Fatal("not trusted again when a request sent in time is answered")
@@ -68,7 +68,7 @@ func TestTrustAdmitReadsTheClock(t *testing.T) {
 	var lapses []bool
 	tr := newTestTrust(&clock, &lapses)
 	defer tr.stop()
-	tr.handshake(0, 0x10, hourMs)
+	tr.Handshake(0, 0x10, hourMs)
 	held := &Lease{}
 	tr.admit(held, 0x10)
 	clock.set(48 * time.Minute)
@@ -89,12 +89,12 @@ func TestTrustAdmitsOnlyItsSession(t *testing.T) {
 	var lapses []bool
 	tr := newTestTrust(&clock, &lapses)
 	defer tr.stop()
-	tr.handshake(0, 0x10, hourMs)
+	tr.Handshake(0, 0x10, hourMs)
 	if !tr.admit(&Lease{}, 0x10) || !tr.follows(0x10) {
 		t.Fatal("the session of the handshake is not trusted")
 	}
 	clock.set(time.Minute)
-	tr.handshake(time.Minute, 0x11, hourMs) // the old session expired; a new one
+	tr.Handshake(time.Minute, 0x11, hourMs) // the old session expired; a new one
 	if tr.admit(&Lease{}, 0x10) || tr.follows(0x10) {
 		t.Fatal("a grant in the old session admitted after a new session's handshake")
 	}
@@ -121,7 +121,7 @@ func TestTrustTimeoutWhenUnread(t *testing.T) {
 		{int32(40 * time.Minute / time.Millisecond), 40 * time.Minute},
 		{0, 30 * time.Minute},
 	} {
-		tr.handshake(0, 0x10, c.ms)
+		tr.Handshake(0, 0x10, c.ms)
 		if got := grantedTimeout(tr); got != c.want {
 			t.Fatalf("after a handshake granting %dms: timeout %v, want %v", c.ms, got, c.want)
 		}
@@ -157,7 +157,7 @@ func TestTrustIgnoresWallClockSteps(t *testing.T) {
 		lapses = append(lapses, lapsed)
 	})
 	defer tr.stop()
-	tr.handshake(clock(), 0x10, 300) // trusted for 240ms from now
+	tr.Handshake(clock(), 0x10, 300) // trusted for 240ms from now
 	held := &Lease{}
 	if !tr.admit(held, 0x10) {
 		t.Fatal("not trusted after the handshake")
@@ -229,29 +229,69 @@ func TestTrustReadsGrantedTimeout(t *testing.T) {
 	}
 }
 
-// A lapse loses the held leases in the order of their ids, which is the
-// order they were granted in. What a loss sets off runs in that order: a
-// cohort's carrier lost sends its next waiter's acquisition to the loop,
-// so an order taken from the map of held leases (random on each run)
-// would queue those acquisitions in a different order each time, and the
-// simulator's runs would not follow from their seeds.
-func TestTrustLapseLosesLeasesInTheirOrder(t *testing.T) {
+// fakeClock is a monotonic clock the test moves by hand.
+type fakeClock struct{ now atomic.Int64 }
+
+func (c *fakeClock) read() time.Duration     { return time.Duration(c.now.Load()) }
+func (c *fakeClock) set(d time.Duration)     { c.now.Store(int64(d)) }
+func (c *fakeClock) advance(d time.Duration) { c.now.Add(int64(d)) }
+
+// The granted timeout and deadlines in these tests are an hour long, so
+// that the watchdog's real timer never fires while they run: they call
+// check themselves.
+const hourMs = int32(time.Hour / time.Millisecond)
+
+func newTestTrust(clock *fakeClock, lapses *[]bool) *sessionTrust {
+	return newSessionTrust(clock.read, time.Hour, 12*time.Minute, func(lapsed bool) {
+		*lapses = append(*lapses, lapsed)
+	})
+}
+
+func heard(t *sessionTrust) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.heard
+}
+
+func closedChan(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// What a handshake tells the watchdog: trust from its send time, in the
+// session it names; none at all when it names none (the server says the
+// session expired), and every held lease lost; a new session trusted from
+// its own handshake on. (What a connection tells it: TestTrackedConnHandshake
+// in engine/internal/serverconn.)
+func TestTrustHandshakes(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
 	tr := newTestTrust(&clock, &lapses)
 	defer tr.stop()
-	tr.handshake(0, 0x10, hourMs)
-	var lost, want []uint64
-	for id := uint64(1); id <= 32; id++ {
-		l := &Lease{id: id}
-		if !l.followLoss(func(error) { lost = append(lost, id) }) || !tr.admit(l, 0x10) {
-			t.Fatalf("lease %d not admitted", id)
-		}
-		want = append(want, id)
+	clock.set(2 * time.Second)
+	if tr.admit(&Lease{}, 0x10) || len(lapses) != 0 {
+		t.Fatalf("trusted (changes %v) before any handshake", lapses)
 	}
-	clock.set(time.Hour)
-	tr.check()
-	if !slices.Equal(lost, want) {
-		t.Fatalf("leases lost in the order %v, want %v", lost, want)
+	tr.Handshake(2*time.Second, 0x10, hourMs)
+	held := &Lease{}
+	if !tr.admit(held, 0x10) || heard(tr) != 2*time.Second {
+		t.Fatalf("not trusted from the answered handshake sent at 2s (heard at %v)", heard(tr))
+	}
+	clock.set(3 * time.Second)
+	tr.Handshake(3*time.Second, 0, hourMs)
+	if tr.admit(&Lease{}, 0x10) || !closedChan(held.Lost()) {
+		t.Fatal("still trusted, or the held lease not lost, after the server said the session expired")
+	}
+	clock.set(4 * time.Second)
+	tr.Handshake(4*time.Second, 0x11, hourMs)
+	if !tr.admit(&Lease{}, 0x11) || heard(tr) != 4*time.Second {
+		t.Fatalf("a new session is not trusted from its handshake (heard at %v)", heard(tr))
+	}
+	if want := []bool{false, true, false}; !slices.Equal(lapses, want) {
+		t.Fatalf("trust changes %v, want %v", lapses, want)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/turnstile-go/turnstile/internal/future"
+
 	"github.com/turnstile-go/turnstile/engine"
 )
 
@@ -63,7 +65,7 @@ func (m *MultiLock) Paths() []string {
 // when all are held, or with the first failure once what was taken is
 // released.
 func (m *MultiLock) Acquire(ctx context.Context) *engine.Future[*MultiLease] {
-	f, resolve := engine.NewPromise[*MultiLease]()
+	f, resolve := future.New[*MultiLease]()
 	if m == nil {
 		resolve(nil, errNil("MultiLock"))
 		return f
@@ -92,9 +94,9 @@ func (m *MultiLock) TryAcquire(ctx context.Context) (*MultiLease, error) {
 			return nil, fmt.Errorf("%w: %T on %s", ErrNoTry, p, p.Path())
 		}
 	}
-	f, resolve := engine.NewPromise[*MultiLease]()
+	f, resolve := future.New[*MultiLease]()
 	m.next(ctx, nil, func(p Acquirer) *engine.Future[*Lease] {
-		g, set := engine.NewPromise[*Lease]()
+		g, set := future.New[*Lease]()
 		set(p.(tryAcquirer).TryAcquire(ctx))
 		return g
 	}, resolve)

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/turnstile-go/turnstile/internal/future"
+
 	"github.com/turnstile-go/turnstile/engine"
 )
 
@@ -110,7 +112,7 @@ func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engi
 // Called with r.mu held.
 func (r *ReentrantMutex) join(ctx context.Context, owner any, h *hold) *engine.Future[*Lease] {
 	h.count++
-	f, resolve := engine.NewPromise[*Lease]()
+	f, resolve := future.New[*Lease]()
 	stop := context.AfterFunc(ctx, func() {
 		if resolve(nil, context.Cause(ctx)) {
 			r.mu.Lock()
@@ -195,7 +197,7 @@ func checkOwner(owner any) error {
 }
 
 func failed(err error) *engine.Future[*Lease] {
-	f, resolve := engine.NewPromise[*Lease]()
+	f, resolve := future.New[*Lease]()
 	resolve(nil, err)
 	return f
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/turnstile-go/turnstile/internal/future"
+
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
@@ -85,7 +87,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 	if s == nil {
 		return failed(errNil("Semaphore"))
 	}
-	f, resolve := engine.NewPromise[*Lease]()
+	f, resolve := future.New[*Lease]()
 	s.attempt(ctx, try, 1, func(leases []*Lease, err error) {
 		if err != nil {
 			resolve(nil, err)
@@ -111,7 +113,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 // the first Leases()-n+1, and the others are made then, each admitted at
 // once.
 func (s *Semaphore) AcquireN(ctx context.Context, n int) *engine.Future[*MultiLease] {
-	f, resolve := engine.NewPromise[*MultiLease]()
+	f, resolve := future.New[*MultiLease]()
 	switch {
 	case s == nil:
 		resolve(nil, errNil("Semaphore"))

@@ -77,25 +77,25 @@ var mutants = []mutant{
 	{
 		name:    "pass-after-loss",
 		class:   "a cohort pass after the carrier's loss: neither the watchdog's word nor the carrier's end stops passing",
-		changes: []change{{"cohort.go", "case !trusted || carrier.Err() != nil || c.sealed ||", "case c.sealed ||"}},
-		checks:  []check{sim, test("./engine", "Cohort")},
+		changes: []change{{"machine.go", "case !in.Trusted || in.CarrierLost || c.sealed ||", "case c.sealed ||"}},
+		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
 		name:    "pass-overtakes-queued",
 		class:   "a cohort pass before the listing that shows who else waits is answered, overtaking a client queued first",
-		changes: []change{{"cohort.go", "\tcase !c.watchKnown:\n", "\tcase false:\n"}},
-		checks:  []check{sim, test("./engine", "Cohort")},
+		changes: []change{{"machine.go", "\tcase !c.watchKnown:\n", "\tcase false:\n"}},
+		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
 		name:    "pass-ignores-others",
 		class:   "a cohort keeps passing while another client is seen waiting",
-		changes: []change{{"cohort.go", "\tcase c.othersWait():\n", "\tcase false && c.othersWait():\n"}},
-		checks:  []check{sim, test("./engine", "Cohort"), test("./stress", "TwoProcesses")},
+		changes: []change{{"machine.go", "\tcase c.foreign:\n", "\tcase false && c.foreign:\n"}},
+		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort"), test("./stress", "TwoProcesses")},
 	},
 	{
 		name:    "token-without-pass",
 		class:   "a token without the pass number: leases passed within a cohort share their carrier's token",
-		changes: []change{{"lease.go", "return l.token<<tokenPassBits | int64(l.pass)", "return l.token << tokenPassBits"}},
+		changes: []change{{"lease.go", "token: l.token | int64(pass), passed: h}", "token: l.token, passed: h}"}},
 		checks:  []check{sim, test("./engine", "Cohort")},
 	},
 	{
@@ -155,7 +155,7 @@ var mutants = []mutant{
 	{
 		name:    "follower-answers-trusted",
 		class:   "a follower's answer counted as proof that the session lives at the leader (issue 22's Lost() after another grant, behind a partition)",
-		changes: []change{{"zk.go", "code != errSessionMoved && c.leader && sent >= c.leaderFrom {", "code != errSessionMoved {"}},
-		checks:  []check{test("./engine", "TestTrackedConn"), test("./internal/partition", "TestLostBeforeOtherGrantFollowerCut")},
+		changes: []change{{"conn.go", "code != errSessionMoved && c.leader && sent >= c.leaderFrom {", "code != errSessionMoved {"}},
+		checks:  []check{test("./engine/internal/serverconn", "TestTrackedConn"), test("./internal/partition", "TestLostBeforeOtherGrantFollowerCut")},
 	},
 }

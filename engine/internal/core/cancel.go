@@ -1,9 +1,6 @@
 package core
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 )
 
@@ -12,7 +9,8 @@ import (
 // one group, named by the runtime (Acquire.Cancel): the runtime follows
 // each group's context once, however many acquisitions share it (a
 // pipeline issuing thousands under one context pays for one), and posts a
-// Cancel when it ends.
+// Cancel when it ends. Who is in which group is kept by
+// engine/internal/cancelgroup, as for the cohorts' waiters.
 
 // Cancel: the contexts of cancel group Group have ended, for Cause.
 type Cancel struct {
@@ -20,23 +18,14 @@ type Cancel struct {
 	Cause error
 }
 
-// cancelGroup is every live acquisition of one cancel group.
-type cancelGroup struct {
-	ids map[uint64]struct{}
-}
-
 // attach has en cancelled when the contexts of group end.
 func (c *Core) attach(en *entry, group uint64) {
 	if group == 0 {
 		return // never cancelled
 	}
-	g := c.cancels[group]
-	if g == nil {
-		g = &cancelGroup{ids: make(map[uint64]struct{})}
-		c.cancels[group] = g
+	if c.cancels.Join(group, en.id, en.id) {
 		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: group})
 	}
-	g.ids[en.id] = struct{}{}
 	en.cancelOn = group
 }
 
@@ -45,26 +34,21 @@ func (c *Core) detach(en *entry) {
 	if en.cancelOn == 0 {
 		return
 	}
-	if g := c.cancels[en.cancelOn]; g != nil {
-		delete(g.ids, en.id)
-		if len(g.ids) == 0 {
-			c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: en.cancelOn, Stop: true})
-			delete(c.cancels, en.cancelOn)
-		}
+	if c.cancels.Leave(en.cancelOn, en.id) {
+		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: en.cancelOn, Stop: true})
 	}
 	en.cancelOn = 0
 }
 
 // cancel ends every acquisition of a cancel group whose context ended.
 func (c *Core) cancel(cmd *Cancel) {
-	g := c.cancels[cmd.Group]
-	if g == nil {
+	ids, ok := c.cancels.End(cmd.Group)
+	if !ok {
 		return
 	}
-	delete(c.cancels, cmd.Group)
 	// The runtime forgets the context it followed.
 	c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: cmd.Group, Stop: true})
-	for _, id := range slices.Sorted(maps.Keys(g.ids)) {
+	for _, id := range ids {
 		if en := c.contenders[id]; en != nil {
 			en.cancelOn = 0
 			c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: cmd.Cause})

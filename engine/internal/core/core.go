@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
@@ -49,7 +50,7 @@ type Core struct {
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
-	cancels    map[uint64]*cancelGroup
+	cancels    cancelgroup.Set[uint64]
 	listings   map[string]*listing // lock path → shared listing
 	revokers   map[string]uint64   // held node path → its revocable contender
 	// Revocable holders whose revocation watch failed on a connection loss.
@@ -204,7 +205,6 @@ func New(cfg Config, trust Admitter) *Core {
 		watchers:   make(map[string][]uint64),
 		localWatch: make(map[string][]uint64),
 		nodes:      make(map[string]uint64),
-		cancels:    make(map[uint64]*cancelGroup),
 		listings:   make(map[string]*listing),
 		revokers:   make(map[string]uint64),
 		borrowed:   make(map[string]int),

@@ -25,23 +25,25 @@ import (
 var allowedImports = map[string]bool{
 	"bytes": true, "errors": true, "fmt": true, "maps": true, "math": true, "path": true, "slices": true, "strings": true,
 	"time": true,
-	"github.com/turnstile-go/turnstile/engine/internal/contender": true,
-	"github.com/turnstile-go/turnstile/engine/internal/input":     true,
-	"github.com/turnstile-go/turnstile/events":                    true,
-	"github.com/turnstile-go/turnstile/internal/nodename":         true,
-	"github.com/turnstile-go/turnstile/queue":                     true,
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup": true,
+	"github.com/turnstile-go/turnstile/engine/internal/contender":   true,
+	"github.com/turnstile-go/turnstile/engine/internal/input":       true,
+	"github.com/turnstile-go/turnstile/events":                      true,
+	"github.com/turnstile-go/turnstile/internal/nodename":           true,
+	"github.com/turnstile-go/turnstile/queue":                       true,
 }
 
 // allowedModulePackages are the only packages outside the standard library
 // the core may reach, through any path of imports: no ZooKeeper client, no
 // runtime.
 var allowedModulePackages = map[string]bool{
-	"github.com/turnstile-go/turnstile/engine/internal/core":      true,
-	"github.com/turnstile-go/turnstile/engine/internal/contender": true,
-	"github.com/turnstile-go/turnstile/engine/internal/input":     true,
-	"github.com/turnstile-go/turnstile/events":                    true,
-	"github.com/turnstile-go/turnstile/internal/nodename":         true,
-	"github.com/turnstile-go/turnstile/queue":                     true,
+	"github.com/turnstile-go/turnstile/engine/internal/core":        true,
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup": true,
+	"github.com/turnstile-go/turnstile/engine/internal/contender":   true,
+	"github.com/turnstile-go/turnstile/engine/internal/input":       true,
+	"github.com/turnstile-go/turnstile/events":                      true,
+	"github.com/turnstile-go/turnstile/internal/nodename":           true,
+	"github.com/turnstile-go/turnstile/queue":                       true,
 }
 
 // TestPure: go list -deps of the core names nothing outside the standard

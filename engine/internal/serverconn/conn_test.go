@@ -1,9 +1,11 @@
-package engine
+package serverconn
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,21 +61,55 @@ func (c *fakeClock) read() time.Duration     { return time.Duration(c.now.Load()
 func (c *fakeClock) set(d time.Duration)     { c.now.Store(int64(d)) }
 func (c *fakeClock) advance(d time.Duration) { c.now.Add(int64(d)) }
 
-// The granted timeout and deadlines in these tests are an hour long, so
-// that the watchdog's real timer never fires while they run: they call
-// check themselves.
 const hourMs = int32(time.Hour / time.Millisecond)
 
-func newTestTrust(clock *fakeClock, lapses *[]bool) *sessionTrust {
-	return newSessionTrust(clock.read, time.Hour, 12*time.Minute, func(lapsed bool) {
-		*lapses = append(*lapses, lapsed)
-	})
+// fakeTrust is the watchdog as the connections feed it, keeping what the
+// engine's does of it: the session the latest handshake named, and the
+// send time the deadline counts from (a new session's handshake restarts
+// it; answers move it only forward, and only while a session lives).
+type fakeTrust struct {
+	clock      *fakeClock
+	mu         sync.Mutex
+	session    int64
+	heard      time.Duration
+	handshakes []string // "sent session", in the order told
 }
 
-func heard(t *sessionTrust) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.heard
+func newFakeTrust(clock *fakeClock) *fakeTrust { return &fakeTrust{clock: clock} }
+
+func (f *fakeTrust) Clock() time.Duration    { return f.clock.read() }
+func (f *fakeTrust) Lifetime() time.Duration { return 48 * time.Minute }
+
+func (f *fakeTrust) Handshake(sent time.Duration, session int64, _ int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handshakes = append(f.handshakes, fmt.Sprintf("%v %#x", sent, session))
+	if session != f.session {
+		f.session, f.heard = session, sent
+	}
+	f.heard = max(f.heard, sent)
+}
+
+func (f *fakeTrust) Answered(sent time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.session != 0 {
+		f.heard = max(f.heard, sent)
+	}
+}
+
+func heard(t Trust) time.Duration {
+	f := t.(*fakeTrust)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.heard
+}
+
+func told(t Trust) []string {
+	f := t.(*fakeTrust)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.handshakes)
 }
 
 // The greatest zxid of any reply header is found however the stream is
@@ -91,8 +127,7 @@ func TestTrackedConnTracksGreatestZxid(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for trial := range 200 {
 		var clock fakeClock
-		var lapses []bool
-		c := &trackedConn{trust: newTestTrust(&clock, &lapses), zxid: new(atomic.Int64)}
+		c := &trackedConn{trust: newFakeTrust(&clock), zxid: new(atomic.Int64)}
 		inPieces(rng, stream, 1+trial%64, c.read)
 		if got := c.zxid.Load(); got != want {
 			t.Fatalf("trial %d: zxid %#x, want %#x", trial, got, want)
@@ -100,7 +135,6 @@ func TestTrackedConnTracksGreatestZxid(t *testing.T) {
 		if c.in.have != 0 || c.in.skip != 0 || c.in.frames != 5 {
 			t.Fatalf("trial %d: scanner at have %d, skip %d after %d frames; want a frame boundary after 5", trial, c.in.have, c.in.skip, c.in.frames)
 		}
-		c.trust.stop()
 	}
 }
 
@@ -144,8 +178,7 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 100 {
 		var clock fakeClock
-		var lapses []bool
-		c := &trackedConn{trust: newTestTrust(&clock, &lapses), zxid: new(atomic.Int64)}
+		c := &trackedConn{trust: newFakeTrust(&clock), zxid: new(atomic.Int64)}
 		c.confirmLeader(0) // the leader's connection: every answer counts
 		for _, w := range writes {
 			clock.set(w.at)
@@ -154,8 +187,8 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 				clock.advance(time.Millisecond) // later pieces of a frame go out later
 			})
 		}
-		if c.trust.admit(&Lease{}, 0x10) {
-			t.Fatalf("trial %d: trusted before the server said a word", trial)
+		if h := told(c.trust); len(h) != 0 {
+			t.Fatalf("trial %d: handshakes %v told before the server said a word", trial, h)
 		}
 		for _, r := range reads {
 			inPieces(rng, r.bytes, 1+trial%20, c.read)
@@ -163,65 +196,41 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 				t.Fatalf("trial %d: after the %s, heard at %v, want %v", trial, r.what, got, r.heard)
 			}
 		}
-		if len(lapses) != 1 || lapses[0] {
-			t.Fatalf("trial %d: trust changes %v, want one: trusted at the handshake", trial, lapses)
+		if h := told(c.trust); len(h) != 1 {
+			t.Fatalf("trial %d: handshakes told %v, want the one answered", trial, h)
 		}
-		c.trust.stop()
 	}
 }
 
 // Connecting is not hearing: a connection whose handshake is never
-// answered trusts nothing; a handshake answered with no session (the
-// server says it expired) ends trust at once; a new session is trusted
-// from its own handshake on.
+// answered tells the watchdog nothing; one answered tells it the send time
+// of its connect request and the session the server named, 0 when the
+// server says the session expired (what the watchdog makes of it:
+// TestTrustHandshakes, in package engine).
 func TestTrackedConnHandshake(t *testing.T) {
 	var clock fakeClock
-	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
-	defer tr.stop()
+	tr := newFakeTrust(&clock)
 
 	silent := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
 	clock.set(time.Second)
 	silent.wrote(connectRequest(), clock.read())
 	clock.set(2 * time.Second)
-	if tr.admit(&Lease{}, 0x10) || len(lapses) != 0 {
-		t.Fatalf("trusted (changes %v) with a handshake sent and never answered", lapses)
+	if h := told(tr); len(h) != 0 {
+		t.Fatalf("handshakes %v told with a connect request sent and never answered", h)
 	}
-
 	first := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
 	first.wrote(connectRequest(), clock.read())
 	first.read(connectResponse(hourMs, 0x10))
-	held := &Lease{}
-	if !tr.admit(held, 0x10) || heard(tr) != 2*time.Second {
-		t.Fatalf("not trusted from the answered handshake sent at 2s (heard at %v)", heard(tr))
-	}
-
 	clock.set(3 * time.Second)
 	expired := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
 	expired.wrote(connectRequest(), clock.read())
 	expired.read(connectResponse(hourMs, 0))
-	if tr.admit(&Lease{}, 0x10) || !closedChan(held.Lost()) {
-		t.Fatal("still trusted, or the held lease not lost, after the server said the session expired")
-	}
-
 	clock.set(4 * time.Second)
 	renewed := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
 	renewed.wrote(connectRequest(), clock.read())
 	renewed.read(connectResponse(hourMs, 0x11))
-	if !tr.admit(&Lease{}, 0x11) || heard(tr) != 4*time.Second {
-		t.Fatalf("a new session is not trusted from its handshake (heard at %v)", heard(tr))
-	}
-	if want := []bool{false, true, false}; !slices.Equal(lapses, want) {
-		t.Fatalf("trust changes %v, want %v", lapses, want)
-	}
-}
-
-func closedChan(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
+	if h, want := told(tr), []string{"2s 0x10", "3s 0x0", "4s 0x11"}; !slices.Equal(h, want) {
+		t.Fatalf("handshakes told %v, want %v", h, want)
 	}
 }
 
@@ -233,9 +242,7 @@ func closedChan(ch <-chan struct{}) bool {
 // requests sent from then on count; earlier ones still do not.
 func TestTrackedConnCountsOnlyTheLeadersReplies(t *testing.T) {
 	var clock fakeClock
-	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
-	defer tr.stop()
+	tr := newFakeTrust(&clock)
 	c := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
 
 	clock.set(time.Second)

@@ -1,4 +1,4 @@
-package engine
+package serverconn
 
 import (
 	"bufio"
@@ -60,7 +60,7 @@ func parseMode(b []byte) serverMode {
 // fourLetter sends a four-letter word to addr through the configured
 // dialer, on a connection of its own, and returns the answer. reached,
 // if not nil, is called once the connection is made.
-func (e *Engine) fourLetter(addr, word string, timeout time.Duration, reached func()) ([]byte, error) {
+func (e *Conns) fourLetter(addr, word string, timeout time.Duration, reached func()) ([]byte, error) {
 	c, err := e.cfg.Dialer("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (e *Engine) fourLetter(addr, word string, timeout time.Duration, reached fu
 }
 
 // serverMode asks the server at addr for its role.
-func (e *Engine) serverMode(addr string, timeout time.Duration, reached func()) serverMode {
+func (e *Conns) serverMode(addr string, timeout time.Duration, reached func()) serverMode {
 	b, err := e.fourLetter(addr, "srvr", timeout, reached)
 	if err != nil && len(b) == 0 {
 		return modeUnknown
@@ -94,7 +94,7 @@ func (e *Engine) serverMode(addr string, timeout time.Duration, reached func()) 
 // unreachable servers in one dial timeout, where the client would give
 // each its own. When no role came within the dial timeout: a server that
 // at least accepted the connection (asked if it did), else asked.
-func (e *Engine) pick(asked string) string {
+func (e *Conns) pick(asked string) string {
 	type answer struct {
 		addr    string
 		mode    serverMode
@@ -106,11 +106,11 @@ func (e *Engine) pick(asked string) string {
 		e.bg.Add(1)
 		go func() {
 			defer e.bg.Done()
-			mode := e.serverMode(a, e.cfg.dialTimeout, func() { answers <- answer{addr: a, reached: true} })
+			mode := e.serverMode(a, e.cfg.DialTimeout, func() { answers <- answer{addr: a, reached: true} })
 			answers <- answer{addr: a, mode: mode}
 		}()
 	}
-	deadline := time.NewTimer(e.cfg.dialTimeout)
+	deadline := time.NewTimer(e.cfg.DialTimeout)
 	defer deadline.Stop()
 	var grace <-chan time.Time
 	follower, reached := "", ""
@@ -132,7 +132,7 @@ func (e *Engine) pick(asked string) string {
 					follower = a.addr
 				}
 				if grace == nil {
-					grace = time.After(e.cfg.probeGrace)
+					grace = time.After(e.cfg.ProbeGrace)
 				}
 			}
 		case <-grace:
@@ -157,9 +157,9 @@ func (e *Engine) pick(asked string) string {
 // to a request sent after the answer came (so answered after that
 // instant, on c still open) is the leader's. An earlier request's is too,
 // but a later one's proves more.
-func (e *Engine) probeRole(c *trackedConn) {
+func (e *Conns) probeRole(c *trackedConn) {
 	defer e.bg.Done()
-	timeout := max(e.cfg.dialTimeout, c.trust.lifetimeNow()/4)
+	timeout := max(e.cfg.DialTimeout, c.trust.Lifetime()/4)
 	mode := modeUnknown
 	for try := 0; try < 2 && mode == modeUnknown; try++ {
 		select {
@@ -170,9 +170,9 @@ func (e *Engine) probeRole(c *trackedConn) {
 		mode = e.serverMode(c.addr, timeout, nil)
 	}
 	if mode == modeLeader {
-		c.confirmLeader(c.trust.clock())
+		c.confirmLeader(c.trust.Clock())
 	}
-	e.log.Debug("server role", slog.String("server", c.addr), slog.String("mode", mode.String()))
+	e.cfg.Log.Debug("server role", slog.String("server", c.addr), slog.String("mode", mode.String()))
 }
 
 // renewShare is, in tenths of the lifetime, how long after its handshake
@@ -205,13 +205,13 @@ func (c *trackedConn) keep() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		life := c.trust.lifetimeNow()
+		life := c.trust.Lifetime()
 		renewAfter := life * renewShare / 10
 		wait := life / 10
 		c.mu.Lock()
 		if c.welcomed && !c.leader {
 			// Wake at the renewal itself, not at the next tick after it.
-			wait = min(wait, c.sent.handshake+renewAfter-c.trust.clock())
+			wait = min(wait, c.sent.handshake+renewAfter-c.trust.Clock())
 		}
 		c.mu.Unlock()
 		t.Reset(max(wait, time.Millisecond))
@@ -220,7 +220,7 @@ func (c *trackedConn) keep() {
 			return
 		case <-t.C:
 		}
-		now := c.trust.clock()
+		now := c.trust.Clock()
 		c.mu.Lock()
 		waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting()
 		welcomed, session, leader, hello := c.welcomed, c.session, c.leader, c.sent.handshake
@@ -240,7 +240,7 @@ func (c *trackedConn) keep() {
 		default:
 			continue
 		}
-		e.log.Debug("closing the connection", slog.String("server", c.addr), slog.String("why", why))
+		e.cfg.Log.Debug("closing the connection", slog.String("server", c.addr), slog.String("why", why))
 		e.hosts.redialAtOnce()
 		_ = c.Close()
 		return
@@ -303,10 +303,9 @@ func (s *connSet) closeAll() {
 	}
 }
 
-// closeConns ends what the engine runs beside the client: its
-// connections' keepers, role probes and pings. The client's goroutines
-// have exited.
-func (e *Engine) closeConns() {
+// Close ends what the engine runs beside the client: its connections'
+// keepers, role probes and pings. The client's goroutines have exited.
+func (e *Conns) Close() {
 	e.conns.closeAll()
 	e.bg.Wait()
 }
@@ -371,9 +370,8 @@ func (h *hostList) redialAtOnce() {
 // leader cut off from its quorum may answer for about a tick after the
 // followers stopped waiting for it, and the new leader counts the
 // session's timeout from its own start. See DESIGN.md.
-func (e *Engine) checkTick(addr string) {
-	margin := e.trust.marginNow()
-	b, _ := e.fourLetter(addr, "conf", max(e.cfg.dialTimeout, time.Second), nil)
+func (e *Conns) CheckTick(addr string, margin time.Duration) {
+	b, _ := e.fourLetter(addr, "conf", max(e.cfg.DialTimeout, time.Second), nil)
 	tick := time.Duration(0)
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -385,14 +383,30 @@ func (e *Engine) checkTick(addr string) {
 	}
 	switch {
 	case tick == 0:
-		e.log.Info("the server's tickTime is unknown (its conf four-letter word is not allowed): "+
+		e.cfg.Log.Info("the server's tickTime is unknown (its conf four-letter word is not allowed): "+
 			"Lost() closes in time behind a partition only if the lost margin exceeds it",
 			slog.String("server", addr), slog.Duration("margin", margin))
 	case margin <= tick:
-		e.log.Warn("the lost margin does not exceed the server's tickTime: "+
+		e.cfg.Log.Warn("the lost margin does not exceed the server's tickTime: "+
 			"behind a partition of the leader, Lost() may close after another client is granted",
 			slog.String("server", addr), slog.Duration("margin", margin), slog.Duration("tickTime", tick))
 	}
 }
 
 var _ net.Conn = (*trackedConn)(nil)
+
+// OnLeader reports whether a connection is open to a server known to be
+// the leader (or standalone), whose every answer moves the trust deadline.
+func (e *Conns) OnLeader() bool {
+	e.conns.mu.Lock()
+	defer e.conns.mu.Unlock()
+	for c := range e.conns.open {
+		c.mu.Lock()
+		leader := c.leader
+		c.mu.Unlock()
+		if leader {
+			return true
+		}
+	}
+	return false
+}

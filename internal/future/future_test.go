@@ -1,4 +1,4 @@
-package engine
+package future
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestFutureResolvesOnce(t *testing.T) {
-	f := newFuture[int]()
+	f := Make[int]()
 	var wg sync.WaitGroup
 	var got []int
 	var mu sync.Mutex
@@ -53,7 +53,7 @@ func TestFutureResolvesOnce(t *testing.T) {
 }
 
 func TestFutureWaitHonoursContext(t *testing.T) {
-	f := newFuture[int]()
+	f := Make[int]()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := f.Wait(ctx); !errors.Is(err, context.Canceled) {
@@ -62,7 +62,7 @@ func TestFutureWaitHonoursContext(t *testing.T) {
 }
 
 func TestSlowCallbackDoesNotBlockResolver(t *testing.T) {
-	f := newFuture[int]()
+	f := Make[int]()
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

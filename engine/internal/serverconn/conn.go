@@ -1,4 +1,12 @@
-package engine
+// Package serverconn is the engine's connections to its ZooKeeper servers,
+// and what they prove about the session: each connection notes the send
+// time of every request and matches each reply to it by xid, reads the
+// greatest zxid in reply headers and the timeout each handshake granted,
+// and feeds the session's trust deadline (the engine's watchdog, through
+// Trust) with what only the leader's answers prove; which server is the
+// leader (roles.go); and a keeper per connection that pings, renews the
+// handshake of a follower, and closes a connection to a silent server.
+package serverconn
 
 import (
 	"context"
@@ -10,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
@@ -49,7 +59,61 @@ const (
 	errSessionMoved   = -118
 )
 
-// dial connects through the configured dialer and watches the bytes that
+// Trust is the session's watchdog, as the connections feed it: its
+// monotonic clock, how long after an answered request the session is
+// trusted, and the answers themselves.
+type Trust interface {
+	Clock() time.Duration
+	Lifetime() time.Duration
+	// Handshake: the server answered the connect request sent at sent,
+	// naming session (0: expired) and the timeout granted in milliseconds
+	// (0 when the answer did not carry one).
+	Handshake(sent time.Duration, session int64, timeoutMs int32)
+	// Answered: the leader answered a request sent at sent.
+	Answered(sent time.Duration)
+}
+
+// Config is what the connections are made with.
+type Config struct {
+	Servers     []string
+	Dialer      func(network, address string, timeout time.Duration) (net.Conn, error)
+	DialTimeout time.Duration // the most one dial, or one role probe, may take
+	ProbeGrace  time.Duration // how long a follower's answer waits for a leader's
+	Log         *slog.Logger
+	Trust       Trust
+	Zxid        *atomic.Int64 // the greatest zxid read in any reply header
+}
+
+// Conns is an engine's connections: the dialer and host list its client
+// is given, the open connections, and the goroutines kept beside them.
+type Conns struct {
+	cfg Config
+	// dialErr is the last dial's failure, nil once a dial succeeds.
+	dialErr atomic.Pointer[error]
+	// conns are the open connections, and bg counts the goroutines that
+	// keep them and probe servers.
+	conns connSet
+	bg    sync.WaitGroup
+	hosts hostList // the client's servers, in turn
+}
+
+// New returns the connections of an engine, none open yet.
+func New(cfg Config) *Conns { return &Conns{cfg: cfg} }
+
+// Hosts is the client's host provider (zk.WithHostProvider).
+func (e *Conns) Hosts() zk.HostProvider { return &e.hosts }
+
+// DialErr is the last dial's failure, nil once a dial succeeds: Start
+// wraps it, so that a caller sees why no session came (a refused port, a
+// certificate that does not verify), not only that none did.
+func (e *Conns) DialErr() error {
+	if err := e.dialErr.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// Dial connects through the configured dialer and watches the bytes that
 // cross the connection: the send time of every request and the replies
 // that answer them feed the session's trust deadline, and reply headers
 // the greatest zxid read. With Config.TLS the dialer has completed the
@@ -58,23 +122,23 @@ const (
 // With more than one server, the address is the engine's choice, not the
 // client's: the leader if one answers (see pick). Each connection is kept
 // by a goroutine of its own (see trackedConn.keep).
-func (e *Engine) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+func (e *Conns) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	if len(e.cfg.Servers) > 1 {
 		address = e.pick(address)
 	}
-	c, err := e.cfg.Dialer(network, address, min(timeout, e.cfg.dialTimeout))
+	c, err := e.cfg.Dialer(network, address, min(timeout, e.cfg.DialTimeout))
 	if errors.Is(err, tlsdial.ErrHandshake) {
 		// Start can only say that no session came in time; the reason is
 		// here (a plain port, a certificate that does not verify).
-		e.log.Warn("TLS connection failed", slog.String("server", address), slog.Any("err", err))
+		e.cfg.Log.Warn("TLS connection failed", slog.String("server", address), slog.Any("err", err))
 	}
 	if err != nil {
 		e.dialErr.Store(&err)
 		return nil, err
 	}
 	e.dialErr.Store(nil)
-	tc := &trackedConn{Conn: c, trust: e.trust, zxid: &e.lastZxid, eng: e, addr: address, done: make(chan struct{})}
-	tc.lastRead.Store(int64(e.trust.clock()))
+	tc := &trackedConn{Conn: c, trust: e.cfg.Trust, zxid: e.cfg.Zxid, eng: e, addr: address, done: make(chan struct{})}
+	tc.lastRead.Store(int64(e.cfg.Trust.Clock()))
 	if !e.conns.add(tc) {
 		_ = c.Close() // the engine is closing
 		return nil, net.ErrClosed
@@ -89,9 +153,9 @@ func (e *Engine) dial(network, address string, timeout time.Duration) (net.Conn,
 // matches each reply to its request, by xid, as it is read.
 type trackedConn struct {
 	net.Conn
-	trust *sessionTrust
+	trust Trust
 	zxid  *atomic.Int64 // the greatest zxid in any reply header
-	eng   *Engine       // nil in unit tests: then no keeper, no role probe
+	eng   *Conns        // nil in unit tests: then no keeper, no role probe
 	addr  string        // the address dialed
 
 	lastRead  atomic.Int64  // trust.clock() at the last read that returned bytes
@@ -140,14 +204,14 @@ func (c *trackedConn) Close() error {
 // Write notes the requests in p before they go out: a request's send time
 // is taken before the server can have received it.
 func (c *trackedConn) Write(p []byte) (int, error) {
-	c.wrote(p, c.trust.clock())
+	c.wrote(p, c.trust.Clock())
 	return c.Conn.Write(p)
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.lastRead.Store(int64(c.trust.clock()))
+		c.lastRead.Store(int64(c.trust.Clock()))
 		c.read(p[:n])
 	}
 	return n, err
@@ -188,7 +252,7 @@ func (c *trackedConn) read(p []byte) {
 			if len(head) == handshakeHeadSize && c.sent.greeted {
 				timeout := int32(binary.BigEndian.Uint32(head[4:]))
 				session := int64(binary.BigEndian.Uint64(head[8:]))
-				c.trust.handshake(c.sent.handshake, session, timeout)
+				c.trust.Handshake(c.sent.handshake, session, timeout)
 				c.welcomed, c.session = true, session
 				if session != 0 && c.eng != nil {
 					c.eng.bg.Add(1)
@@ -211,7 +275,7 @@ func (c *trackedConn) read(p []byte) {
 			continue
 		}
 		if sent, ok := c.sent.take(xid); ok && code != errSessionExpired && code != errSessionMoved && c.leader && sent >= c.leaderFrom {
-			c.trust.answered(sent)
+			c.trust.Answered(sent)
 		}
 	}
 }
@@ -307,12 +371,14 @@ func (f *frameSplitter) next(p []byte, now time.Duration, want int) (head []byte
 
 func (f *frameSplitter) size() int { return int(binary.BigEndian.Uint32(f.buf[:frameLenSize])) }
 
-// zkLogger routes the client's log lines to slog at debug level.
-type zkLogger struct{ e *Engine }
+// Logger routes the client's log lines to log at debug level.
+func Logger(log *slog.Logger) zkLogger { return zkLogger{log} }
+
+type zkLogger struct{ log *slog.Logger }
 
 func (l zkLogger) Printf(format string, args ...any) {
-	if !l.e.log.Enabled(context.Background(), slog.LevelDebug) {
+	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	l.e.log.Debug(fmt.Sprintf(format, args...), slog.String("component", "zk"))
+	l.log.Debug(fmt.Sprintf(format, args...), slog.String("component", "zk"))
 }

@@ -1,0 +1,654 @@
+// Package cohort is lock cohorting's state machine (Dice, Marathe and
+// Shavit, PPoPP 2012): when acquisitions of one engine queue for the same
+// lock, one of them, the carrier, queues a node on ZooKeeper; the others
+// wait here, in FIFO order, without a node. Once the carrier's node is
+// granted, the lease passes from holder to holder among them, each pass a
+// few memory operations and no request, until a bound is reached (passes,
+// or time since the grant) or another client is seen waiting; then the
+// node goes back (is deleted), and the next local waiter queues a node of
+// its own, behind whoever came meanwhile, with the rest still waiting here
+// behind it.
+//
+// The machine holds every cohort of one engine and every decision on
+// them; it is stepped by inputs (Step) and says what to do in effects
+// (Ready), in ids and plain values, like the engine's core. It reaches
+// nothing: the shell in package engine names waiters and cancel groups,
+// feeds it the watchdog's verdict and the clock as values, and carries
+// the effects out (resolves futures, makes leases, sends acquisitions and
+// releases to the loop, follows contexts). It is not safe for concurrent
+// use: the shell steps it under a mutex of its own.
+//
+// Another client is known to wait from the listing that granted the node
+// (Granted's Listed and Nodes) and, when that one showed nobody, from one
+// listing with a watch of the lock path, asked once per grant of the node
+// when a second local acquisition makes a pass possible (AskWatch): any
+// other lock node in its reply (Watched), or the watch firing (a Release
+// with Fired), ends the passing. Until that reply is in, no pass happens:
+// one could overtake a client queued since the grant. A grant with no
+// local waiter asks nothing, so an uncontended lock costs what it did.
+package cohort
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// PassBits is how many low bits of a fencing token number the local
+// passes of one grant: token = zxid<<PassBits | pass.
+const PassBits = 12
+
+// The bounds on passing: the most a token can number, and the defaults a
+// zero bound takes.
+const (
+	MaxPasses        = 1<<PassBits - 1
+	DefaultMaxPasses = 1000
+	DefaultMaxHold   = 100 * time.Millisecond
+)
+
+// Config is what bounds the passing of one node, and how losses end
+// waiters.
+type Config struct {
+	// StrictFIFO turns cohorting off: no acquisition joins a cohort.
+	StrictFIFO bool
+	MaxPasses  int           // the most local passes under one grant of a node
+	MaxHold    time.Duration // no pass starts this long after the grant
+	// FailOnExpiry: an expiry of the session fails the waiters of every
+	// cohort (the engine's Config.FailOnExpiry), not only of those whose
+	// Key says so.
+	FailOnExpiry bool
+	// Closed and Expired are the errors (as errors.Is finds them) that
+	// say a node was lost because the engine closed, or because the
+	// session expired.
+	Closed, Expired error
+}
+
+// WithDefaults checks the bounds and gives zero ones their defaults.
+func (c Config) WithDefaults() (Config, error) {
+	switch {
+	case c.MaxPasses < 0 || c.MaxHold < 0:
+		return c, errors.New("negative Cohort bound")
+	case c.MaxPasses > MaxPasses:
+		return c, fmt.Errorf("Cohort.MaxPasses %d above the most a token can number (%d)", c.MaxPasses, MaxPasses)
+	}
+	if c.MaxPasses == 0 {
+		c.MaxPasses = DefaultMaxPasses
+	}
+	if c.MaxHold == 0 {
+		c.MaxHold = DefaultMaxHold
+	}
+	return c, nil
+}
+
+// Key is what the members of one cohort asked alike: the lock path (as
+// the caller gave it), the kind of node, its data, and whether an expiry
+// fails them.
+type Key struct {
+	Path         string
+	Kind         queue.Kind
+	Data         []byte
+	FailOnExpiry bool
+}
+
+// InputKind says what happened.
+type InputKind uint8
+
+const (
+	// Join: waiter Waiter, under cancel group Group (0: none), asks Key;
+	// Data is the shell's, kept with the waiter and handed back in its Hand
+	// or Fail (its future), never read. Validated: its request was checked, so it may make a cohort (Req is
+	// then what the cohort's nodes are acquired with, kept and handed back
+	// in Start, never read). An unchecked one joins only a cohort that
+	// exists, whose members asked the same and were checked.
+	Join InputKind = iota
+	// Granted: the node of Attempt was granted, at Now, with Seen what the
+	// listing that granted it showed. Lost (with Err): it was lost before
+	// the shell took it.
+	Granted
+	// Failed: the acquisition of Attempt's node failed with Err.
+	Failed
+	// Release: the holder Waiter of Cohort ends its turn, at Now; Trusted,
+	// whether the watchdog vouched for the node's lease then; CarrierLost,
+	// that lease is lost; Fired, the cohort's watch fired.
+	Release
+	// Watched: the listing AskWatch asked for the node of Attempt, with
+	// Children (Failed: it failed), Self the node's own name; Trusted, Now,
+	// CarrierLost and Fired as for Release.
+	Watched
+	// Lost: the node of Attempt was lost, for Err.
+	Lost
+	// Cancel: the contexts of cancel group Group ended, for Err.
+	Cancel
+	// Seal: a node with a borrowed number (a downgrade's) is made on Path:
+	// no node of Path may pass on; each goes back at its holder's release.
+	Seal
+)
+
+// Input is one event. The fields each kind reads are named at the kind.
+type Input struct {
+	Kind                    InputKind
+	Waiter, Cohort, Attempt uint64
+	Group                   uint64
+	Key                     Key
+	Validated               bool
+	Req, Data               any
+	Now                     time.Duration
+	Trusted, CarrierLost    bool
+	Fired, Failed           bool
+	Seen                    Seen
+	Children                []string
+	Self, Path              string
+	Err                     error
+	Lost                    bool
+}
+
+// Seen is what the listing that granted a node showed, as Note noted it:
+// Listed, that one did (not a deletion's reply: a local handoff), and
+// Nodes, the lock nodes it held.
+type Seen struct {
+	Listed bool
+	Nodes  int
+}
+
+// Note wraps decide, the recipe a cohort's node is acquired with, so that
+// the listing that grants the node is noted in s: it is an exclusive
+// holder's, so any other lock node in it waits behind this one. The
+// wrapped recipe runs where the recipe would (the engine's loop), and s is
+// read once the grant is told.
+func Note(decide func(*queue.Listing, string) queue.Decision, s *Seen) func(*queue.Listing, string) queue.Decision {
+	return func(l *queue.Listing, self string) queue.Decision {
+		d := decide(l, self)
+		if d.Holds {
+			s.Listed, s.Nodes = true, len(l.Nodes())
+		}
+		return d
+	}
+}
+
+// EffectKind says what to do.
+type EffectKind uint8
+
+const (
+	// NotJoined: Waiter (under Group) found no cohort to join unchecked;
+	// nothing of it is kept.
+	NotJoined EffectKind = iota
+	// Start: acquire a node for Cohort, as Attempt, with Req.
+	Start
+	// Abandon: nobody waits for Attempt's node any more: give its
+	// acquisition up (a node granted all the same is released, see
+	// GiveBack).
+	Abandon
+	// Hand: Waiter (with its Data) holds Cohort's node, Attempt's, as
+	// pass Pass.
+	Hand
+	// Fail: Waiter's acquisition (with its Data) ends with Err.
+	Fail
+	// Ended: Waiter's turn ended: its release succeeds now.
+	Ended
+	// NotHolder: Waiter released, but does not hold (its node was lost):
+	// its release reports its lease's loss.
+	NotHolder
+	// LoseHolder: Waiter's lease is lost with its node, for Err.
+	LoseHolder
+	// GiveBack: release Attempt's node; Waiter, when not 0, is the holder
+	// whose release ends with the node's deletion.
+	GiveBack
+	// AskWatch: list the path of Attempt's node with a watch, once.
+	AskWatch
+	// Follow and Unfollow: the first waiter of cancel group Group joined;
+	// its last left (or the group ended).
+	Follow
+	Unfollow
+)
+
+// Effect is one thing to do. The fields each kind reads are named at the
+// kind.
+type Effect struct {
+	Kind                    EffectKind
+	Waiter, Cohort, Attempt uint64
+	Group                   uint64
+	Pass                    int
+	Err                     error
+	Req, Data               any
+}
+
+// Stats counts what the machine did (see engine.CohortStats).
+type Stats struct {
+	Carriers, Passes, Yielded, Bounded uint64
+	Waiting                            int64
+}
+
+// Machine is every cohort of one engine.
+type Machine struct {
+	cfg      Config
+	byPath   map[string][]*cohort
+	cohorts  map[uint64]*cohort       // by id
+	attempts map[uint64]*cohort       // by the attempt pending or carrying its node
+	groups   cancelgroup.Set[*waiter] // the waiters queued under each cancel group
+	last     uint64                   // the last cohort or attempt id given
+	stats    Stats
+	effects  []Effect
+}
+
+// cohort is the acquisitions of one engine that pass one lock among them.
+// Between two steps it is in one of three states: idle (forgotten), an
+// attempt pending with waiters, or a carrier held by holder with waiters
+// or none.
+type cohort struct {
+	id         uint64
+	key        Key
+	req        any
+	head, tail *waiter // FIFO
+	waiting    int
+
+	pending uint64 // the attempt acquiring the next node
+	carrier uint64 // the attempt whose node is held
+	holder  uint64 // the waiter holding it now
+	passes  int    // local passes under carrier
+	// grantedAt is when carrier was granted, on the shell's clock.
+	grantedAt time.Duration
+	// sealed: a node with this node's number is being made (a downgrade),
+	// so the node may not pass on: the holder's release gives it back.
+	sealed bool
+	// watchAsked: the listing with a watch that tells whether another
+	// client waits was asked for this grant; watchKnown: it was answered.
+	// foreign: another client (or another recipe of this engine) waits on
+	// the path, or may.
+	watchAsked, watchKnown, foreign bool
+	// parked: the holder's turn ended while the listing was in flight;
+	// its answer chooses what follows (see watched).
+	parked bool
+}
+
+// waiter is one acquisition queued in a cohort.
+type waiter struct {
+	id, group  uint64
+	data       any // the shell's, see Join
+	c          *cohort
+	prev, next *waiter
+}
+
+// New returns a machine with no cohort; cfg has its defaults.
+func New(cfg Config) *Machine {
+	return &Machine{cfg: cfg, byPath: map[string][]*cohort{}, cohorts: map[uint64]*cohort{},
+		attempts: map[uint64]*cohort{}}
+}
+
+// Ask is what an acquisition asks that decides whether it may join a
+// cohort.
+type Ask struct {
+	Cohort    bool // its request allows cohorting (an exclusive kind)
+	TryOnly   bool // it fails rather than wait
+	Borrowed  bool // its node takes a number it was given (a downgrade)
+	Revocable bool // its holder is told of revocation requests
+}
+
+// Admits reports whether an acquisition may join a cohort: one that asks
+// for it, and waits, with a node of its own numbering, whose lease no one
+// revokes (a passed lease has no node of its own to watch), unless the
+// engine is strictly FIFO. It reads only the machine's configuration, and
+// may be called at any time, from any goroutine.
+func (m *Machine) Admits(a Ask) bool {
+	return a.Cohort && !a.TryOnly && !a.Borrowed && !a.Revocable && !m.cfg.StrictFIFO
+}
+
+// Stats returns what the machine did so far.
+func (m *Machine) Stats() Stats { return m.stats }
+
+// Known reports, of the cohorts of path that hold a node, whether each has
+// had the answer to the listing that tells whether another client waits
+// (listed), and whether one knows that another does (others): for tests
+// and diagnostics.
+func (m *Machine) Known(path string) (listed, others bool) {
+	listed = true
+	for _, c := range m.byPath[path] {
+		if c.carrier != 0 {
+			listed = listed && c.watchKnown
+			others = others || c.watchKnown && c.foreign
+		}
+	}
+	return listed, others
+}
+
+// Ready returns the effects of the steps since the last call, in the
+// order they are to be carried out. The slice is the machine's: it is
+// valid until the next Step.
+func (m *Machine) Ready() []Effect {
+	e := m.effects
+	m.effects = m.effects[:0]
+	return e
+}
+
+func (m *Machine) emit(e Effect) { m.effects = append(m.effects, e) }
+
+// Step takes one input; it does not keep in.
+func (m *Machine) Step(in *Input) {
+	switch in.Kind {
+	case Join:
+		m.join(in)
+	case Granted, Failed:
+		m.granted(in)
+	case Release:
+		c := m.cohorts[in.Cohort]
+		if c == nil || c.holder != in.Waiter || in.Waiter == 0 {
+			m.emit(Effect{Kind: NotHolder, Waiter: in.Waiter})
+			return
+		}
+		c.holder = 0
+		m.next(c, in, in.Waiter)
+	case Watched:
+		m.watched(in)
+	case Lost:
+		c := m.attempts[in.Attempt]
+		if c == nil || c.carrier != in.Attempt {
+			return // given back already
+		}
+		m.dropCarrier(c)
+		c.parked = false
+		if c.holder != 0 {
+			m.emit(Effect{Kind: LoseHolder, Waiter: c.holder, Err: in.Err})
+			c.holder = 0
+		}
+		m.afterLoss(c, in)
+	case Cancel:
+		m.cancel(in)
+	case Seal:
+		for _, c := range m.byPath[in.Path] {
+			if c.carrier != 0 {
+				c.sealed = true
+			}
+		}
+	}
+}
+
+// join queues a waiter in its cohort, making the cohort if it may.
+func (m *Machine) join(in *Input) {
+	c := m.find(in.Key, in.Validated, in.Req)
+	if c == nil {
+		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter, Group: in.Group})
+		return
+	}
+	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data}
+	m.push(c, w)
+	switch {
+	case c.carrier == 0 && c.pending == 0:
+		m.attempt(c)
+	case c.carrier != 0 && !c.watchAsked:
+		// A second acquisition under a held node: a pass is possible, so
+		// learn whether another client waits.
+		c.watchAsked = true
+		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: c.carrier})
+	}
+}
+
+// find returns the cohort of k, or, when there is none, a new one if
+// create is set and nil if not.
+func (m *Machine) find(k Key, create bool, req any) *cohort {
+	for _, c := range m.byPath[k.Path] {
+		if c.key.Kind == k.Kind && bytes.Equal(c.key.Data, k.Data) && c.key.FailOnExpiry == k.FailOnExpiry {
+			return c
+		}
+	}
+	if !create {
+		return nil
+	}
+	m.last++
+	c := &cohort{id: m.last, key: k, req: req}
+	m.byPath[k.Path] = append(m.byPath[k.Path], c)
+	m.cohorts[c.id] = c
+	return c
+}
+
+// forgetIfIdle drops c once nothing of it is left.
+func (m *Machine) forgetIfIdle(c *cohort) {
+	if c.waiting > 0 || c.pending != 0 || c.carrier != 0 {
+		return
+	}
+	list := m.byPath[c.key.Path]
+	for i, o := range list {
+		if o == c {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(m.byPath, c.key.Path)
+	} else {
+		m.byPath[c.key.Path] = list
+	}
+	delete(m.cohorts, c.id)
+}
+
+func (m *Machine) push(c *cohort, w *waiter) {
+	w.c = c
+	w.prev, w.next = c.tail, nil
+	if c.tail != nil {
+		c.tail.next = w
+	} else {
+		c.head = w
+	}
+	c.tail = w
+	c.waiting++
+	m.stats.Waiting++
+	if w.group != 0 {
+		if m.groups.Join(w.group, w.id, w) {
+			m.emit(Effect{Kind: Follow, Group: w.group})
+		}
+	}
+}
+
+// remove takes w out of its queue; its context no longer matters.
+func (m *Machine) remove(w *waiter) {
+	c := w.c
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		c.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		c.tail = w.prev
+	}
+	w.prev, w.next, w.c = nil, nil, nil
+	c.waiting--
+	m.stats.Waiting--
+	if w.group != 0 {
+		if m.groups.Leave(w.group, w.id) {
+			m.emit(Effect{Kind: Unfollow, Group: w.group})
+		}
+	}
+}
+
+// pop takes the first waiter.
+func (m *Machine) pop(c *cohort) *waiter {
+	w := c.head
+	if w != nil {
+		m.remove(w)
+	}
+	return w
+}
+
+// failAll ends every waiter of c with err.
+func (m *Machine) failAll(c *cohort, err error) {
+	for w := m.pop(c); w != nil; w = m.pop(c) {
+		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: err, Data: w.data})
+	}
+}
+
+// attempt starts the acquisition of a node for c.
+func (m *Machine) attempt(c *cohort) {
+	m.last++
+	c.pending = m.last
+	m.attempts[c.pending] = c
+	m.emit(Effect{Kind: Start, Cohort: c.id, Attempt: c.pending, Req: c.req})
+}
+
+func (m *Machine) dropCarrier(c *cohort) {
+	delete(m.attempts, c.carrier)
+	c.carrier = 0
+}
+
+// granted takes the outcome of an attempt.
+func (m *Machine) granted(in *Input) {
+	a := in.Attempt
+	c := m.attempts[a]
+	if c == nil || c.pending != a {
+		// Given up while in flight (every waiter left), yet granted.
+		if in.Kind == Granted && !in.Lost {
+			m.emit(Effect{Kind: GiveBack, Attempt: a})
+		}
+		return
+	}
+	c.pending = 0
+	if in.Kind == Failed {
+		delete(m.attempts, a)
+		m.failAll(c, in.Err)
+		m.forgetIfIdle(c)
+		return
+	}
+	if in.Lost {
+		// Lost between the grant and now (the watchdog's timer): as if
+		// lost while held, with no holder yet.
+		delete(m.attempts, a)
+		m.afterLoss(c, in)
+		return
+	}
+	w := m.pop(c)
+	if w == nil {
+		delete(m.attempts, a)
+		m.forgetIfIdle(c)
+		m.emit(Effect{Kind: GiveBack, Attempt: a})
+		return
+	}
+	m.stats.Carriers++
+	c.carrier, c.holder, c.passes, c.grantedAt, c.sealed = a, w.id, 0, in.Now, false
+	c.foreign, c.watchKnown, c.parked = false, false, false
+	if in.Seen.Listed && in.Seen.Nodes > 1 {
+		// The listing that granted the node shows another client waiting
+		// behind this exclusive holder: the node goes back after it, and
+		// nothing need be asked.
+		c.foreign, c.watchKnown = true, true
+	}
+	c.watchAsked = c.waiting > 0 || c.watchKnown
+	m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: a, Data: w.data})
+	if c.watchAsked && !c.watchKnown {
+		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: a})
+	}
+}
+
+// next chooses what follows a holder's turn on c's node (c.holder is 0):
+// a pass to the next waiter, or the node given back, with the next
+// node's acquisition if waiters remain; or nothing yet (parked). holder
+// is whose turn ended (0 when the choice waited for the listing), whose
+// release ends with the deletion if the node goes back.
+func (m *Machine) next(c *cohort, in *Input, holder uint64) {
+	if in.Fired {
+		c.foreign = true
+	}
+	switch {
+	case c.waiting == 0:
+	case !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses || in.Now-c.grantedAt >= m.cfg.MaxHold:
+		m.stats.Bounded++
+	case !c.watchKnown:
+		// Passing now could overtake a client queued before the waiter.
+		c.parked = true
+		if holder != 0 {
+			m.emit(Effect{Kind: Ended, Waiter: holder})
+		}
+		return
+	case c.foreign:
+		m.stats.Yielded++
+	default:
+		c.passes++
+		w := m.pop(c)
+		c.holder = w.id
+		m.stats.Passes++
+		if holder != 0 {
+			m.emit(Effect{Kind: Ended, Waiter: holder})
+		}
+		m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: c.carrier, Pass: c.passes, Data: w.data})
+		return
+	}
+	// The next waiter's node is asked for before the deletion of the node
+	// given back: both reach the loop in that order and, taken in one
+	// turn, leave in one multi request, create first; then whoever the
+	// deletion wakes (another client) finds the next node already queued,
+	// behind its own, and gives the lock back after one holder.
+	carrier := c.carrier
+	m.dropCarrier(c)
+	if c.waiting > 0 {
+		m.attempt(c)
+	} else {
+		m.forgetIfIdle(c)
+	}
+	m.emit(Effect{Kind: GiveBack, Attempt: carrier, Waiter: holder})
+}
+
+// watched takes the listing AskWatch asked for: any lock node but the
+// carrier's is another client's (or another recipe's of this engine)
+// waiting, and so is any change the watch reports later. A failed read
+// tells nothing, so it counts as one. A turn that waited for it goes on.
+func (m *Machine) watched(in *Input) {
+	c := m.attempts[in.Attempt]
+	if c == nil || c.carrier != in.Attempt {
+		return
+	}
+	c.watchKnown = true
+	c.foreign = c.foreign || in.Failed || in.Fired
+	for _, name := range in.Children {
+		if _, ok := queue.Parse(name); ok && name != in.Self {
+			c.foreign = true
+		}
+	}
+	if !c.parked {
+		return
+	}
+	c.parked = false
+	m.next(c, in, 0)
+}
+
+// afterLoss decides what becomes of the waiters once the node is lost:
+// they fail with the loss when the engine closes, or when the session
+// expired and expiries fail waiters; else the next one queues a node.
+func (m *Machine) afterLoss(c *cohort, in *Input) {
+	switch {
+	case c.waiting == 0:
+	case m.cfg.Closed != nil && errors.Is(in.Err, m.cfg.Closed),
+		m.cfg.Expired != nil && errors.Is(in.Err, m.cfg.Expired) && (c.key.FailOnExpiry || m.cfg.FailOnExpiry):
+		m.failAll(c, in.Err)
+	default:
+		m.attempt(c)
+	}
+	m.forgetIfIdle(c)
+}
+
+// cancel: the contexts of a group ended. Its waiters leave their queues,
+// in the order they came, and fail with the cause; a waiter granted
+// meanwhile left the group and keeps its lease. A node pending for a
+// cohort nobody waits in any more is given up.
+func (m *Machine) cancel(in *Input) {
+	ws, ok := m.groups.End(in.Group)
+	if !ok {
+		return
+	}
+	m.emit(Effect{Kind: Unfollow, Group: in.Group})
+	for _, w := range ws {
+		w.group = 0 // the group is gone already
+		c := w.c
+		m.remove(w)
+		if c.waiting == 0 && c.pending != 0 {
+			m.emit(Effect{Kind: Abandon, Cohort: c.id, Attempt: c.pending})
+			delete(m.attempts, c.pending)
+			c.pending = 0
+			m.forgetIfIdle(c)
+		}
+	}
+	for _, w := range ws {
+		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: in.Err, Data: w.data})
+	}
+}

@@ -1,0 +1,170 @@
+// Package future is the futures turnstile's packages hand their callers:
+// engine.Future is this Future (a type alias), so that the recipes (lock,
+// election) can make and resolve futures of their own, which a program
+// using the module cannot: only Done, Wait, Result and Then are its to call.
+package future
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Future is a value that becomes available later: the outcome of an
+// acquisition, a release, or anything else the engine does asynchronously.
+// It is resolved exactly once.
+type Future[T any] struct {
+	mu        sync.Mutex
+	done      chan struct{} // made on the first Done; most callers use Then
+	val       T
+	err       error
+	resolved  bool
+	callbacks []func(T, error)
+}
+
+// Make returns an unresolved future; Resolve resolves it.
+func Make[T any]() *Future[T] { return &Future[T]{} }
+
+// New returns an unresolved future and the function that resolves it (see
+// Resolve). Recipes built from several acquisitions use it to hand their
+// caller one future.
+func New[T any]() (*Future[T], func(T, error) bool) {
+	f := Make[T]()
+	return f, f.resolve
+}
+
+// Resolved returns a future resolved with v and err.
+func Resolved[T any](v T, err error) *Future[T] {
+	f := Make[T]()
+	f.resolve(v, err)
+	return f
+}
+
+// Resolve sets f's outcome; the first call wins and later ones report
+// false. Callbacks given to Then run on goroutines of their own.
+func Resolve[T any](f *Future[T], v T, err error) bool { return f.resolve(v, err) }
+
+// Await blocks until f resolves: for futures the caller knows will be.
+func Await[T any](f *Future[T]) (T, error) { return f.wait() }
+
+// RunCallbacksInPlace has every future run its callbacks at once on the
+// resolving goroutine, until restore is called: the engine's simulator
+// runs everything on its one goroutine, so that a run follows from its
+// seed. Production never calls it.
+func RunCallbacksInPlace() (restore func()) {
+	inPlace := func(f func()) { f() }
+	callbackRunner.Store(&inPlace)
+	return func() { callbackRunner.Store(nil) }
+}
+
+func (f *Future[T]) resolve(v T, err error) bool {
+	f.mu.Lock()
+	if f.resolved {
+		f.mu.Unlock()
+		return false
+	}
+	f.val, f.err = v, err
+	f.resolved = true
+	cbs := f.callbacks
+	f.callbacks = nil
+	if f.done != nil {
+		close(f.done)
+	}
+	f.mu.Unlock()
+	if len(cbs) > 0 {
+		runCallbacks(func() {
+			for _, cb := range cbs {
+				cb(v, err)
+			}
+		})
+	}
+	return true
+}
+
+// callbackRunner, when set, runs futures' callbacks in place of a goroutine
+// of their own: the simulator runs them at once, on its one goroutine, so
+// that a run follows from its seed. Production never sets it.
+var callbackRunner atomic.Pointer[func(func())]
+
+func runCallbacks(f func()) {
+	if run := callbackRunner.Load(); run != nil {
+		(*run)(f)
+		return
+	}
+	go f()
+}
+
+// Done is closed once the future is resolved.
+func (f *Future[T]) Done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		if f.resolved {
+			return closed
+		}
+		f.done = make(chan struct{})
+	}
+	return f.done
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Wait blocks until the future resolves or ctx is done. When ctx ends first
+// it returns context.Cause(ctx) (which is ctx.Err() when ctx was cancelled
+// without a cause), and the future may still resolve later: to give up
+// an acquisition, cancel the context given to Acquire instead, which
+// resolves the future and removes the waiter's node.
+func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+	if v, ok, err := f.Result(); ok {
+		return v, err
+	}
+	select {
+	case <-f.Done():
+		return f.val, f.err
+	case <-ctx.Done():
+		var zero T
+		return zero, context.Cause(ctx)
+	}
+}
+
+// Result returns the outcome without blocking: resolved is false, and v
+// and err zero, while the future is unresolved.
+func (f *Future[T]) Result() (v T, resolved bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.resolved {
+		return v, false, nil
+	}
+	return f.val, true, f.err
+}
+
+// Then arranges for fn to run once with the outcome, on a goroutine of its
+// own: never on the engine's loop goroutine, so a slow callback never
+// stalls other locks, and never on the caller's. fn may call anything of
+// the engine, Close included.
+//
+// The engine does not count these goroutines: Close does not wait for
+// callbacks, which may still be running, or about to start (with ErrClosed
+// when Close resolved their futures), when it returns. A caller that needs
+// its callbacks finished waits for them itself, e.g. with a sync.WaitGroup.
+func (f *Future[T]) Then(fn func(T, error)) {
+	f.mu.Lock()
+	if !f.resolved {
+		f.callbacks = append(f.callbacks, fn)
+		f.mu.Unlock()
+		return
+	}
+	v, err := f.val, f.err
+	f.mu.Unlock()
+	runCallbacks(func() { fn(v, err) })
+}
+
+// wait blocks until resolved: for futures the engine guarantees to resolve.
+func (f *Future[T]) wait() (T, error) {
+	<-f.Done()
+	return f.val, f.err
+}
