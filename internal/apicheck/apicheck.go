@@ -49,14 +49,66 @@ func List(root string) ([]string, error) {
 }
 
 func listDir(dir, pkg string) ([]string, error) {
+	lines, aliases, err := parseDir(dir, pkg)
+	if err != nil {
+		return nil, err
+	}
+	// An alias of a type in an internal package promises that type's
+	// methods and fields under the alias's name, though their declarations
+	// sit where this list does not otherwise look.
+	root := filepath.Join(dir, strings.Repeat("../", strings.Count(pkg, "/")+1))
+	for _, a := range aliases {
+		rel, ok := strings.CutPrefix(a.importPath, Module+"/")
+		if !ok || !strings.Contains("/"+rel+"/", "/internal/") {
+			continue
+		}
+		target, _, err := parseDir(filepath.Join(root, rel), pkg)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range target {
+			if l, ok := aliasLine(l, pkg, a); ok {
+				lines = append(lines, l)
+			}
+		}
+	}
+	return lines, nil
+}
+
+// Module is the module path the public packages' imports are read against.
+const Module = "github.com/turnstile-go/turnstile"
+
+// alias is an exported type alias of a type in another package.
+type alias struct {
+	name       string // the alias's name
+	importPath string // the package the alias's type is declared in
+	target     string // that type's name there
+}
+
+// aliasLine is the line of the target type's API that the alias makes
+// public: its methods and its fields, not the type's own declaration,
+// which the alias's line already is.
+func aliasLine(l, pkg string, a alias) (string, bool) {
+	head := "pkg " + pkg + ", "
+	body := strings.TrimPrefix(l, head)
+	for _, p := range []string{"method (*%s[", "method (%s[", "method (*%s)", "method (%s)", "type %s struct, ", "type %s[T] struct, "} {
+		if from := fmt.Sprintf(p, a.target); strings.HasPrefix(body, from) {
+			return head + fmt.Sprintf(p, a.name) + body[len(from):], true
+		}
+	}
+	return "", false
+}
+
+func parseDir(dir, pkg string) ([]string, []alias, error) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
 	}, parser.SkipObjectResolution)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var lines []string
+	var aliases []alias
 	for name, p := range pkgs {
 		if name == "main" {
 			continue
@@ -66,9 +118,52 @@ func listDir(dir, pkg string) ([]string, error) {
 				continue
 			}
 			lines = append(lines, listFile(fset, pkg, f)...)
+			aliases = append(aliases, aliasesOf(f)...)
 		}
 	}
-	return lines, nil
+	return lines, aliases, nil
+}
+
+// aliasesOf returns the exported aliases in f of types declared in other
+// packages.
+func aliasesOf(f *ast.File) []alias {
+	imports := map[string]string{}
+	for _, im := range f.Imports {
+		path := strings.Trim(im.Path.Value, `"`)
+		name := path[strings.LastIndex(path, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		imports[name] = path
+	}
+	var out []alias
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.TYPE {
+			continue
+		}
+		for _, s := range g.Specs {
+			ts := s.(*ast.TypeSpec)
+			if !ts.Name.IsExported() || !ts.Assign.IsValid() {
+				continue
+			}
+			t := ts.Type
+			switch x := t.(type) {
+			case *ast.IndexExpr:
+				t = x.X
+			case *ast.IndexListExpr:
+				t = x.X
+			}
+			sel, ok := t.(*ast.SelectorExpr)
+			if !ok {
+				continue
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && imports[id.Name] != "" {
+				out = append(out, alias{name: ts.Name.Name, importPath: imports[id.Name], target: sel.Sel.Name})
+			}
+		}
+	}
+	return out
 }
 
 // buildsOnLinux leaves out files constrained away from the platform the
