@@ -253,7 +253,8 @@ func (e *Engine) multiRequests(ops []sentOp, order []int) (reqs []any, at []reqR
 // result was not read is on a lock path the multi made (see arrange): a
 // new path's n-th child is numbered n, since its count of children ever
 // made starts at 0, and no other request ran between the ops of one
-// multi. The first child of a path the multi made is Fresh.
+// multi; the children counted are every create under it, containers
+// included. The first child of a path the multi made is Fresh.
 func (e *Engine) applied(ops []sentOp, at []reqRef, res []zk.MultiResponse, zxid int64) []input.OpDone {
 	dones := make([]input.OpDone, len(ops))
 	made := make(map[string]bool)
@@ -263,7 +264,12 @@ func (e *Engine) applied(ops []sentOp, at []reqRef, res []zk.MultiResponse, zxid
 		lp := o.lockPath()
 		switch {
 		case ref.level >= 0:
-			made[o.container(ref.level)] = true
+			// A container is a child of its parent too: the server
+			// counts it when it numbers the parent's next child (a lock
+			// path below another, both made here).
+			c := o.container(ref.level)
+			made[c] = true
+			children[path.Dir(c)]++
 			continue
 		case ref.level == levelPrune:
 			// Gone: a create after it in the multi made it again.

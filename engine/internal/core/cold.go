@@ -77,10 +77,12 @@ func (c *Core) cold(lockPath string) bool {
 // create, delete or listing in flight, no pin, and no earlier grant on it
 // lately (a path cycled on is kept, and pinned at its second grant).
 // Another client's node there makes the server refuse it, and the runtime
-// sends the delete again alone.
+// sends the delete again alone. Only with Config.Prune, which the engine
+// leaves off: kazoo's locks fail an acquire on a path gone since they
+// made sure of it (see Config.Prune).
 func (c *Core) prunes(en *entry, node string) bool {
 	lockPath := en.c.LockPath()
-	if _, made := c.made[en.id]; !made || c.localWatch[node] != nil || c.changing[lockPath] > 0 || c.listings[lockPath] != nil {
+	if _, made := c.made[en.id]; !made || !c.cfg.Prune || c.localWatch[node] != nil || c.changing[lockPath] > 0 || c.listings[lockPath] != nil {
 		return false
 	}
 	if v := c.views[lockPath]; v != nil && (v.pin != pinNone || v.grants > 1) {

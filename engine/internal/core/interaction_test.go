@@ -100,7 +100,7 @@ func (t *coreScriptTrust) Follows(session int64) bool { return session == t.sess
 func newCoreScript() *coreScript {
 	s := &coreScript{trust: &coreScriptTrust{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
 		who: map[uint64]string{}, groups: map[string]uint64{}, leased: map[string]bool{}}
-	cfg := Config{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true,
+	cfg := Config{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true, Prune: true,
 		CancelErrs: []error{context.Canceled, context.DeadlineExceeded}}
 	cfg.NewID = func() string {
 		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.ids)+1)
