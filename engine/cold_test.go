@@ -136,6 +136,21 @@ func TestColdKeysOnServer(t *testing.T) {
 		t.Errorf("%s/k2, made by another client, deleted", root)
 	}
 
+	deleting := startEngine(t, engine.Config{DeleteLockPaths: true})
+	dl, err := lock.NewMutex(deleting, root+"/k4").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if exists(root + "/k4") {
+		t.Errorf("%s/k4 left after its only lock was released with DeleteLockPaths", root)
+	}
+	if !exists(root + "/k1") {
+		t.Errorf("%s/k1 deleted without DeleteLockPaths", root)
+	}
+
 	l, err := lock.NewMutex(eng, root+"/k3").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)

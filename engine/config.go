@@ -53,6 +53,16 @@ type Config struct {
 	// after every lock node or skip it. See DESIGN.md, "the listing-free
 	// cycle".
 	NoPin bool
+	// DeleteLockPaths has the delete of a lock node take its lock path
+	// along, in one multi, where the engine made the path with that node
+	// and nothing else of the engine is on it: a lock taken once per key
+	// (a job id) then leaves the server no container to reap, which
+	// halves the server's work per key. Leave it off where kazoo shares
+	// the paths: a kazoo Lock makes sure of its path once and then only
+	// creates under it, so its next acquire fails (NoNodeError) once the
+	// path is gone. Curator, go-zookeeper and turnstile make the path
+	// again. See DESIGN.md, "Cold keys".
+	DeleteLockPaths bool
 	// Logger receives the engine's logs (default: discarded).
 	Logger *slog.Logger
 	// Dialer connects to a server (default net.DialTimeout); tests and

@@ -227,6 +227,7 @@ func newEngine(cfg Config) *Engine {
 		ACLBytes:     func(p string) int { return aclSize(cfg.aclOf(p)) },
 		FailOnExpiry: cfg.FailOnExpiry,
 		NoPin:        cfg.NoPin,
+		Prune:        cfg.DeleteLockPaths,
 		PinIdle:      core.DefaultPinIdle,
 		Observe:      cfg.Observer != nil,
 		Root:         cfg.Root,

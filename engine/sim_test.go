@@ -151,17 +151,21 @@ func newWorld(seed uint64, nClients int) *world {
 	// The cohorts' bounds come from a generator of their own, so that the
 	// rest of a seed's world is what it was before they varied.
 	cohortRng := rand.New(rand.NewPCG(seed, 0xc0407))
+	// So does whether an engine deletes the lock paths it made (Config.
+	// DeleteLockPaths): half the engines do.
+	pathRng := rand.New(rand.NewPCG(seed, 0xde1e7e))
 	for i := range nClients {
 		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
 		cfg := engine.Config{
-			Servers:        []string{"sim"},
-			SessionTimeout: simSessionTimeout,
-			LostMargin:     simSessionTimeout / 5,
-			CloseTimeout:   5 * time.Second,
-			MaxInFlight:    1 + w.rng.IntN(8),
-			Cohort:         simCohortConfig(cohortRng),
-			Observer:       func(r events.Report) { w.check.report(c, r) },
-			Logger:         w.engineLog(c),
+			Servers:         []string{"sim"},
+			SessionTimeout:  simSessionTimeout,
+			LostMargin:      simSessionTimeout / 5,
+			CloseTimeout:    5 * time.Second,
+			MaxInFlight:     1 + w.rng.IntN(8),
+			Cohort:          simCohortConfig(cohortRng),
+			DeleteLockPaths: pathRng.IntN(2) == 0,
+			Observer:        func(r events.Report) { w.check.report(c, r) },
+			Logger:          w.engineLog(c),
 		}
 		w.cfg = cfg
 		eng, err := engine.NewSimEngine(cfg, engine.SimWorld{

@@ -142,6 +142,8 @@ func implByName(name string) (impl, error) {
 		return turnstileImpl{}, nil
 	case "turnstile-fifo":
 		return turnstileImpl{strictFIFO: true}, nil
+	case "turnstile-delpaths":
+		return turnstileImpl{deletePaths: true}, nil
 	case "gozk":
 		return gozkImpl{}, nil
 	case "rawzk":

@@ -14,12 +14,16 @@ import (
 // loop goroutine) shared by every worker of the run. By default, workers
 // waiting for one lock pass a granted node among themselves (lock
 // cohorting); strictFIFO ("turnstile-fifo") has each queue a node of its
-// own, as the other libraries do.
-type turnstileImpl struct{ strictFIFO bool }
+// own, as the other libraries do; deletePaths ("turnstile-delpaths") sets
+// Config.DeleteLockPaths, for keys locked once.
+type turnstileImpl struct{ strictFIFO, deletePaths bool }
 
 func (i turnstileImpl) Name() string {
-	if i.strictFIFO {
+	switch {
+	case i.strictFIFO:
 		return "turnstile-fifo"
+	case i.deletePaths:
+		return "turnstile-delpaths"
 	}
 	return "turnstile"
 }
@@ -34,7 +38,7 @@ func (i turnstileImpl) Supports(workload string, faults faultSet) error {
 }
 
 func (i turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) {
-	eng, err := engine.Start(ctx, turnstileConfig(o.Servers, o.SessionTimeout, o.MaxInFlight, i.strictFIFO, o.Logger))
+	eng, err := engine.Start(ctx, turnstileConfig(o.Servers, o.SessionTimeout, o.MaxInFlight, i.strictFIFO, i.deletePaths, o.Logger))
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +47,14 @@ func (i turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) 
 
 // turnstileConfig is the engine of a run, the harness's and the plain
 // program's alike.
-func turnstileConfig(servers []string, sessionTimeout time.Duration, maxInFlight int, strictFIFO bool, logger *slog.Logger) engine.Config {
+func turnstileConfig(servers []string, sessionTimeout time.Duration, maxInFlight int, strictFIFO, deletePaths bool, logger *slog.Logger) engine.Config {
 	return engine.Config{
-		Servers:        servers,
-		SessionTimeout: sessionTimeout,
-		MaxInFlight:    maxInFlight,
-		Logger:         logger,
-		Cohort:         engine.CohortConfig{StrictFIFO: strictFIFO},
+		Servers:         servers,
+		SessionTimeout:  sessionTimeout,
+		MaxInFlight:     maxInFlight,
+		Logger:          logger,
+		Cohort:          engine.CohortConfig{StrictFIFO: strictFIFO},
+		DeleteLockPaths: deletePaths,
 	}
 }
 

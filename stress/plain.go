@@ -109,8 +109,8 @@ func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64, re
 		}
 	}
 	switch o.impl {
-	case "turnstile", "turnstile-fifo":
-		eng, err := engine.Start(ctx, turnstileConfig(o.servers, o.sessionTimeout, o.maxInFlight, o.impl == "turnstile-fifo",
+	case "turnstile", "turnstile-fifo", "turnstile-delpaths":
+		eng, err := engine.Start(ctx, turnstileConfig(o.servers, o.sessionTimeout, o.maxInFlight, o.impl == "turnstile-fifo", o.impl == "turnstile-delpaths",
 			slog.New(slog.DiscardHandler)))
 		if err != nil {
 			return nil, nil, err

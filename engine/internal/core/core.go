@@ -121,11 +121,11 @@ type Config struct {
 	// NoPin turns the listing-free cycle off (see prediction.go).
 	NoPin bool
 	// Prune lets a node's delete take the lock path made with it (see
-	// cold.go, prunes). Off in the engine: a kazoo lock makes sure of
-	// its path once and then only creates under it, so a path deleted
-	// after kazoo saw it fails kazoo's next acquire (NoNodeError); the
-	// server's reaping, an empty container's checkIntervalMs later,
-	// leaves it far fewer chances.
+	// cold.go, prunes): the engine's Config.DeleteLockPaths, off by
+	// default. A kazoo lock makes sure of its path once and then only
+	// creates under it, so a path deleted after kazoo saw it fails kazoo's
+	// next acquire (NoNodeError); the server's reaping, an empty
+	// container's checkIntervalMs later, leaves it far fewer chances.
 	Prune bool
 	// PinIdle is how long a pinned lock path may go without a contender
 	// of the engine before its pin is deleted (0: DefaultPinIdle).
