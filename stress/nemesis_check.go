@@ -72,12 +72,23 @@ type nemLease struct {
 	end                  int64 // the earlier of Lost() seen and the release's start; 0: never seen
 	excused              bool
 
-	// the critical section
+	rounds []*nemRound // the critical section's rounds
+}
+
+// nemRound is one read and write of the register within a lease.
+type nemRound struct {
 	read, readDone   int64
 	value            int64
 	readOK           bool
 	write, writeDone int64
 	writeOut         string // "" when no outcome was printed
+}
+
+func (l *nemLease) round() *nemRound {
+	if len(l.rounds) == 0 {
+		l.rounds = append(l.rounds, &nemRound{})
+	}
+	return l.rounds[len(l.rounds)-1]
 }
 
 type leaseKey struct{ client, inc, n int }
@@ -127,13 +138,15 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 				l.end = ev.T
 			}
 		case evReadInv:
-			l.read = ev.T
+			l.rounds = append(l.rounds, &nemRound{read: ev.T})
 		case evReadDone:
-			l.readDone, l.value, l.readOK = ev.T, ev.V, ev.Out == outOK
+			rd := l.round()
+			rd.readDone, rd.value, rd.readOK = ev.T, ev.V, ev.Out == outOK
 		case evWriteInv:
-			l.write = ev.T
+			l.round().write = ev.T
 		case evWriteDone:
-			l.writeDone, l.writeOut = ev.T, ev.Out
+			rd := l.round()
+			rd.writeDone, rd.writeOut = ev.T, ev.Out
 		}
 	}
 	r.Leases = len(order)
@@ -234,17 +247,19 @@ func (r *nemCheck) checkLostWrites(path int, ls []*nemLease, final int64) {
 	seen := map[int64]*nemLease{}
 	var maxAcked int64
 	for _, l := range ls {
-		if !l.readOK || l.writeOut != outOK {
-			continue
+		for _, rd := range l.rounds {
+			if !rd.readOK || rd.writeOut != outOK {
+				continue
+			}
+			v := rd.value + 1
+			if o := seen[v]; o != nil {
+				r.LostWrites++
+				r.note("path %d: clients %d (token %d) and %d (token %d) both wrote %d, acknowledged: one write was lost",
+					path, o.client, o.token, l.client, l.token, v)
+			}
+			seen[v] = l
+			maxAcked = max(maxAcked, v)
 		}
-		v := l.value + 1
-		if o := seen[v]; o != nil {
-			r.LostWrites++
-			r.note("path %d: clients %d (token %d) and %d (token %d) both wrote %d, acknowledged: one write was lost",
-				path, o.client, o.token, l.client, l.token, v)
-		}
-		seen[v] = l
-		maxAcked = max(maxAcked, v)
 	}
 	if final < maxAcked {
 		r.LostWrites++
@@ -330,18 +345,20 @@ func checkRegisters(ls []*nemLease, finals []int64, end int64) porcupine.CheckRe
 		ops = append(ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret})
 	}
 	for _, l := range ls {
-		if !l.readOK {
-			continue
-		}
-		switch {
-		case l.writeOut == outOK:
-			add(l.client, regOp{l.path, regRMW, l.value}, l.read, l.writeDone)
-		case l.write != 0 && l.writeOut != outFail:
-			// Unknown: it may have landed at any time after its call.
-			add(l.client, regOp{l.path, regRead, l.value}, l.read, l.readDone)
-			add(l.client, regOp{l.path, regWrite, l.value + 1}, l.write, math.MaxInt64)
-		default:
-			add(l.client, regOp{l.path, regRead, l.value}, l.read, l.readDone)
+		for _, rd := range l.rounds {
+			if !rd.readOK {
+				continue
+			}
+			switch {
+			case rd.writeOut == outOK:
+				add(l.client, regOp{l.path, regRMW, rd.value}, rd.read, rd.writeDone)
+			case rd.write != 0 && rd.writeOut != outFail:
+				// Unknown: it may have landed at any time after its call.
+				add(l.client, regOp{l.path, regRead, rd.value}, rd.read, rd.readDone)
+				add(l.client, regOp{l.path, regWrite, rd.value + 1}, rd.write, math.MaxInt64)
+			default:
+				add(l.client, regOp{l.path, regRead, rd.value}, rd.read, rd.readDone)
+			}
 		}
 	}
 	for p, v := range finals {

@@ -159,10 +159,24 @@ func (c *nemClient) run(ctx context.Context) {
 	}
 }
 
-// critical is one critical section: read, think, fenced write, register
-// write. A holder does not look at its lease between the read and the
-// writes: the guard and the fence are what must stop a stale one.
+// critical is one critical section: one to three rounds, so that a fault
+// finds holders mid section. A round that failed is tried again while the
+// lease is not lost, a few times: a holder that goes on believing it holds
+// until Lost() says otherwise is what puts that promise to the test.
 func (c *nemClient) critical(ctx context.Context, p, n int, lease *engine.Lease) {
+	rounds := 1 + c.rng.IntN(3)
+	for done, tries := 0, 0; done < rounds && tries < rounds+4 && ctx.Err() == nil && lease.Err() == nil; tries++ {
+		if c.round(ctx, p, n, lease) {
+			done++
+		}
+	}
+}
+
+// round is one read, think, fenced write and register write; it reports
+// whether all went well. A holder does not look at its lease between the
+// read and the writes: the guard and the fence are what must stop a stale
+// one.
+func (c *nemClient) round(ctx context.Context, p, n int, lease *engine.Lease) bool {
 	ev := func(kind string) nemEvent { return nemEvent{Kind: kind, Path: p, Lease: n, Token: lease.Token()} }
 	c.out.emit(ev(evReadInv))
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -176,7 +190,7 @@ func (c *nemClient) critical(ctx context.Context, p, n int, lease *engine.Lease)
 	done.V, done.Out, done.Err = v, nemOutcome(err, false), errText(err)
 	c.out.emit(done)
 	if err != nil {
-		return
+		return false
 	}
 	sleepCtx(ctx, time.Duration(c.rng.Int64N(int64(c.o.think)+1)))
 
@@ -208,6 +222,7 @@ func (c *nemClient) critical(ctx context.Context, p, n int, lease *engine.Lease)
 	wd := ev(evWriteDone)
 	wd.V, wd.Out, wd.Err = v+1, nemOutcome(err, true), errText(err)
 	c.out.emit(wd)
+	return err == nil && fd.Out == outOK
 }
 
 // nemOutcome classifies a result. A write refused by its guard (ErrLost,

@@ -121,6 +121,9 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		return netns.Heal(srv[i])
 	case "client-cut":
 		clients := pick(c.hosts, n.rng.Perm(len(c.hosts))[:1+n.rng.IntN(2)])
+		if h := n.holder(); h != nil && n.rng.IntN(2) == 0 {
+			clients[0] = h.host // the holder, so that its Lost() is put to the test
+		}
 		servers := pick(srv, n.rng.Perm(len(srv))[:1+n.rng.IntN(len(srv))])
 		if err := netns.Partition(clients, servers); err != nil {
 			return err
@@ -168,8 +171,20 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 	return fmt.Errorf("unknown fault %q", kind)
 }
 
-// partition cuts a from b for a while, then heals both sides.
+// partition cuts the servers a from the servers b for a while, then heals
+// both sides. Each client goes with one side or the other, or stays
+// between them: a client left with a minority keeps a server that answers
+// it while the majority expires its session.
 func (n *nemesis) partition(ctx context.Context, a, b []*netns.Host) error {
+	a, b = append([]*netns.Host(nil), a...), append([]*netns.Host(nil), b...)
+	for _, h := range n.c.hosts {
+		switch n.rng.IntN(3) {
+		case 0:
+			a = append(a, h)
+		case 1:
+			b = append(b, h)
+		}
+	}
 	if err := netns.Partition(a, b); err != nil {
 		return err
 	}
@@ -191,6 +206,18 @@ func (n *nemesis) victim(ctx context.Context) *nemProc {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return n.c.clients[n.rng.IntN(len(n.c.clients))]
+}
+
+// holder is a client in a critical section, if one is.
+func (n *nemesis) holder() *nemProc {
+	for _, i := range n.rng.Perm(len(n.c.clients)) {
+		p := n.c.clients[i]
+		switch ev, _ := p.phase(); ev.Kind {
+		case evGrant, evReadInv, evReadDone, evFenceInv, evFenceDone, evWriteInv:
+			return p
+		}
+	}
+	return nil
 }
 
 func pick(hs []*netns.Host, idx []int) []*netns.Host {
