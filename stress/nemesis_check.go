@@ -33,18 +33,19 @@ import (
 
 // nemCheck is what the checker found.
 type nemCheck struct {
-	Operations   int
-	Leases       int
-	Lost         int // leases whose Lost() was seen closed
-	Excused      int // leases left out of the exclusion check
-	Refused      int // register writes refused (the guard, in the guarded run)
-	Fenced       int // fenced writes refused for an old token
-	Overlaps     int
-	TokenOrder   int
-	FenceOrder   int
-	LostWrites   int
-	Linearizable porcupine.CheckResult
-	Examples     []string // the first violations, described
+	Operations    int
+	Leases        int
+	Lost          int // leases whose Lost() was seen closed
+	Excused       int // leases left out of the exclusion check
+	Refused       int // register writes refused (the guard, in the guarded run)
+	ServerRefused int // of which by ZooKeeper's check of the lease's node
+	Fenced        int // fenced writes refused for an old token
+	Overlaps      int
+	TokenOrder    int
+	FenceOrder    int
+	LostWrites    int
+	Linearizable  porcupine.CheckResult
+	Examples      []string // the first violations, described
 }
 
 // Violations is the sum of every violation found, counting each register
@@ -110,6 +111,9 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 			r.Lost++
 		case ev.Kind == evWriteDone && ev.Out == outFail:
 			r.Refused++
+			if ev.Server {
+				r.ServerRefused++
+			}
 		case ev.Kind == evFenceDone && ev.Out == outFail:
 			r.Fenced++
 		}

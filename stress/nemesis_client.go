@@ -221,6 +221,9 @@ func (c *nemClient) round(ctx context.Context, p, n int, lease *engine.Lease) bo
 	wcancel()
 	wd := ev(evWriteDone)
 	wd.V, wd.Out, wd.Err = v+1, nemOutcome(err, true), errText(err)
+	// Refused by ZooKeeper (the multi's check), not by the lease's own
+	// state before the request: Guarded's message says which.
+	wd.Server = errors.Is(err, engine.ErrLost) && strings.Contains(err.Error(), "guarded write refused")
 	c.out.emit(wd)
 	return err == nil && fd.Out == outOK
 }

@@ -54,6 +54,7 @@ type nemEvent struct {
 	Out    string `json:"o,omitempty"`
 	Seq    int64  `json:"s,omitempty"` // the fenced register's write count after an accepted write
 	Err    string `json:"e,omitempty"`
+	Server bool   `json:"srv,omitempty"` // a guarded write refused by ZooKeeper's check
 }
 
 // eventWriter prints events as JSON lines, one write each, from any
