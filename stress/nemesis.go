@@ -151,8 +151,8 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	}
 	events := c.hist.snapshot()
 	r := checkNemesis(events, n.windows, finals, end)
-	fmt.Fprintf(stdout, "nemesis: %s run: %d operations, %d leases (%d lost, %d stopped or killed while held), %d register writes refused (%d by ZooKeeper's check), %d fenced writes refused, faults %s; overlaps %d, token order %d, fence order %d, lost writes %d, linearizable %s; registers end at %v\n",
-		name, r.Operations, r.Leases, r.Lost, r.Excused, r.Refused, r.ServerRefused, r.Fenced, faultCounts(n.counts),
+	fmt.Fprintf(stdout, "nemesis: %s run: %d operations, %d leases (%d lost, the next grant %v after a loss at the closest; %d stopped or killed while held), %d register writes refused (%d by ZooKeeper's check), %d fenced writes refused, faults %s; overlaps %d, token order %d, fence order %d, lost writes %d, linearizable %s; registers end at %v\n",
+		name, r.Operations, r.Leases, r.Lost, r.LostMargin.Round(time.Millisecond), r.Excused, r.Refused, r.ServerRefused, r.Fenced, faultCounts(n.counts),
 		r.Overlaps, r.TokenOrder, r.FenceOrder, r.LostWrites, r.Linearizable, finals)
 	for _, e := range r.Examples {
 		fmt.Fprintf(stdout, "nemesis: %s: %s\n", name, e)

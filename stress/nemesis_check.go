@@ -39,13 +39,17 @@ type nemCheck struct {
 	Excused       int // leases left out of the exclusion check
 	Refused       int // register writes refused (the guard, in the guarded run)
 	ServerRefused int // of which by ZooKeeper's check of the lease's node
-	Fenced        int // fenced writes refused for an old token
-	Overlaps      int
-	TokenOrder    int
-	FenceOrder    int
-	LostWrites    int
-	Linearizable  porcupine.CheckResult
-	Examples      []string // the first violations, described
+	// LostMargin is the least time from a Lost() seen (by a holder not
+	// stopped or killed, before its release) to the next grant of the
+	// path to another lease; -1 when no such loss was followed by a grant.
+	LostMargin   time.Duration
+	Fenced       int // fenced writes refused for an old token
+	Overlaps     int
+	TokenOrder   int
+	FenceOrder   int
+	LostWrites   int
+	Linearizable porcupine.CheckResult
+	Examples     []string // the first violations, described
 }
 
 // Violations is the sum of every violation found, counting each register
@@ -71,6 +75,7 @@ type nemLease struct {
 	acquired             int64 // the Lock call's start
 	granted              int64 // its return
 	end                  int64 // the earlier of Lost() seen and the release's start; 0: never seen
+	lostFirst            bool  // end is the Lost() seen, before any release
 	excused              bool
 
 	rounds []*nemRound // the critical section's rounds
@@ -97,7 +102,7 @@ type leaseKey struct{ client, inc, n int }
 // checkNemesis judges a run's history. finals[i] is register i's value
 // read at the end, at time end.
 func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end int64) *nemCheck {
-	r := &nemCheck{}
+	r := &nemCheck{LostMargin: -1}
 	leases := map[leaseKey]*nemLease{}
 	lastAcquire := map[[2]int]int64{}
 	var order []*nemLease
@@ -139,7 +144,7 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 		switch ev.Kind {
 		case evLost, evReleaseInv:
 			if l.end == 0 || ev.T < l.end {
-				l.end = ev.T
+				l.end, l.lostFirst = ev.T, ev.Kind == evLost
 			}
 		case evReadInv:
 			l.rounds = append(l.rounds, &nemRound{read: ev.T})
@@ -207,6 +212,16 @@ func (r *nemCheck) checkExclusion(path int, ls []*nemLease) {
 	for i, a := range sorted {
 		if a.excused {
 			continue
+		}
+		if a.lostFirst {
+			for _, b := range sorted[i+1:] {
+				if b.granted >= a.end {
+					if d := time.Duration(b.granted - a.end); r.LostMargin < 0 || d < r.LostMargin {
+						r.LostMargin = d
+					}
+					break
+				}
+			}
 		}
 		for _, b := range sorted[i+1:] {
 			if b.granted >= a.end {

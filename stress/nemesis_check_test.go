@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -106,5 +107,20 @@ func TestNemesisCheckTokensAndStaleReads(t *testing.T) {
 	r = checkNemesis(c.evs, nil, []int64{0}, 100*1e6)
 	if r.LostWrites != 1 || r.Linearizable != porcupine.Illegal {
 		t.Fatalf("lost writes %d, %v; want 1, Illegal", r.LostWrites, r.Linearizable)
+	}
+}
+
+// A holder cut off sees Lost() at 100 ms, the next holder is granted at
+// 350 ms: no overlap, and the margin is 250 ms.
+func TestNemesisCheckLostMargin(t *testing.T) {
+	var b histBuilder
+	b.ev(0, 0, evAcquire, 0, nil)
+	b.ev(0, 1, evGrant, 1, func(e *nemEvent) { e.Token = 10 })
+	b.ev(0, 1, evLost, 100, nil)
+	b.ev(0, 1, evReleaseInv, 101, nil)
+	b.section(1, 1, 20, 349, 0, 1, outOK)
+	r := checkNemesis(b.evs, nil, []int64{1}, 1000*1e6)
+	if r.Overlaps != 0 || r.Lost != 1 || r.LostMargin != 250*time.Millisecond {
+		t.Fatalf("overlaps %d, lost %d, margin %v; want 0, 1, 250ms: %v", r.Overlaps, r.Lost, r.LostMargin, r.Examples)
 	}
 }
