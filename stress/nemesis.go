@@ -96,7 +96,7 @@ func nemesisMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "nemesis: %.1f min, %d operations, faults %s, violations %d, linearizable %s, control violations %d\n",
 		real.elapsed.Minutes(), real.check.Operations, faultCounts(real.faults), v, lin, cv)
-	if v > 0 || lin != "yes" || cv == 0 || missingKinds(real.faults) != "" {
+	if v > 0 || lin != "yes" || cv == 0 || missingKinds(real.faults) != "" || real.check.FenceErrors > 0 {
 		return exitFailed
 	}
 	return 0
@@ -151,8 +151,8 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	}
 	events := c.hist.snapshot()
 	r := checkNemesis(events, n.windows, finals, end)
-	fmt.Fprintf(stdout, "nemesis: %s run: %d operations, %d leases (%d lost, the next grant %v after a loss at the closest; %d stopped or killed while held), %d register writes refused (%d by ZooKeeper's check), %d fenced writes refused, faults %s; overlaps %d, token order %d, fence order %d, lost writes %d, linearizable %s; registers end at %v\n",
-		name, r.Operations, r.Leases, r.Lost, r.LostMargin.Round(time.Millisecond), r.Excused, r.Refused, r.ServerRefused, r.Fenced, faultCounts(n.counts),
+	fmt.Fprintf(stdout, "nemesis: %s run: %d operations, %d leases (%d lost, the next grant %s after a loss at the closest; %d stopped or killed while held), %d register writes refused (%d by ZooKeeper's check), %d fenced writes refused (%d failed), faults %s; overlaps %d, token order %d, fence order %d, lost writes %d, linearizable %s; registers end at %v\n",
+		name, r.Operations, r.Leases, r.Lost, margin(r.LostMargin), r.Excused, r.Refused, r.ServerRefused, r.Fenced, r.FenceErrors, faultCounts(n.counts),
 		r.Overlaps, r.TokenOrder, r.FenceOrder, r.LostWrites, r.Linearizable, finals)
 	for _, e := range r.Examples {
 		fmt.Fprintf(stdout, "nemesis: %s: %s\n", name, e)
@@ -166,6 +166,13 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 		}
 	}
 	return &nemRunResult{elapsed: elapsed, faults: n.counts, check: r}, nil
+}
+
+func margin(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 func faultCounts(m map[string]int) string {

@@ -44,6 +44,7 @@ type nemCheck struct {
 	// path to another lease; -1 when no such loss was followed by a grant.
 	LostMargin   time.Duration
 	Fenced       int // fenced writes refused for an old token
+	FenceErrors  int // fenced writes that failed (the register unreadable): the fence checks are then incomplete
 	Overlaps     int
 	TokenOrder   int
 	FenceOrder   int
@@ -121,6 +122,8 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 			}
 		case ev.Kind == evFenceDone && ev.Out == outFail:
 			r.Fenced++
+		case ev.Kind == evFenceDone && ev.Out == outUnknown:
+			r.FenceErrors++
 		}
 		if ev.Kind == evAcquire {
 			lastAcquire[[2]int{ev.Client, ev.Inc}] = ev.T
@@ -215,7 +218,7 @@ func (r *nemCheck) checkExclusion(path int, ls []*nemLease) {
 		}
 		if a.lostFirst {
 			for _, b := range sorted[i+1:] {
-				if b.granted >= a.end {
+				if b.granted >= a.end && b.client != a.client {
 					if d := time.Duration(b.granted - a.end); r.LostMargin < 0 || d < r.LostMargin {
 						r.LostMargin = d
 					}
