@@ -17,6 +17,7 @@
 //	go run ./stress -impl all -workload waiters -paths 100 -workers 100
 //	go run ./stress -impl turnstile,redis -faults pause -session-timeout 2s -duration 12s
 //	go run ./stress -ensemble 3 -faults leader-kill -workload paths -duration 60s
+//	go run ./stress nemesis -duration 2m -seed 1   (as root: see nemesis.go)
 //
 // Run with -help for every flag. The exit code is non-zero when a run saw a
 // violation, an orphaned or leaked lock node, a stuck worker or an error.
@@ -39,7 +40,12 @@ func main() {
 	// with it: zkserver sets their parent-death signal).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }()
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var code int
+	if len(os.Args) > 1 && os.Args[1] == "nemesis" {
+		code = nemesisMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	curatorPeer.close()
 	stop()
 	os.Exit(code)

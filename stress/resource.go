@@ -16,10 +16,15 @@ import (
 // is greater. A write without a token (a lock that has none) cannot be
 // judged and is always accepted: that is the point of showing it.
 //
-// The file holds one line: "<greatest token> <writes> <last writer>".
+// The file holds one line: "<greatest token> <writes> <last writer>",
+// padded with spaces to resourceWidth bytes.
 type fencedResource struct {
 	path string
 }
+
+// resourceWidth is the length of the file's line, newline included: more
+// than any line's content (a writer's name is a few digits).
+const resourceWidth = 128
 
 // resourceState is the file's content.
 type resourceState struct {
@@ -81,10 +86,10 @@ func (r *fencedResource) locked(f func(*resourceState) (changed bool), out *reso
 		return err
 	}
 	if f(&st) {
-		line := fmt.Sprintf("%s %d %s\n", tokenText(st.maxToken, st.hasMax), st.writes, st.last)
-		if err := file.Truncate(0); err != nil {
-			return fmt.Errorf("fenced resource: %w", err)
-		}
+		// One write of a fixed width, over the old content, and no
+		// truncation: a writer killed (SIGKILL) in the middle of its
+		// turn leaves the old state or the new one, never an empty file.
+		line := fmt.Sprintf("%-*s\n", resourceWidth-1, fmt.Sprintf("%s %d %s", tokenText(st.maxToken, st.hasMax), st.writes, st.last))
 		if _, err := file.WriteAt([]byte(line), 0); err != nil {
 			return fmt.Errorf("fenced resource: %w", err)
 		}

@@ -61,8 +61,9 @@ type Host struct {
 	IP   string // its address on the bridge
 	port string // its veth's name in the hub namespace
 
-	mu      sync.Mutex
-	blocked map[string]bool // peers whose packets are dropped
+	mu        sync.Mutex
+	blocked   map[string]bool // peers whose packets are dropped
+	blockedIn map[string]bool // peers whose packets to h only are dropped
 }
 
 var seq struct {
@@ -115,12 +116,13 @@ func (n *Net) AddHost(name string) (*Host, error) {
 		return nil, errors.New("netns: too many hosts")
 	}
 	h := &Host{
-		n:       n,
-		Name:    name,
-		NS:      fmt.Sprintf("%s-%d", n.tag, i),
-		IP:      subnet + strconv.Itoa(i+1),
-		port:    "p" + strconv.Itoa(i),
-		blocked: make(map[string]bool),
+		n:         n,
+		Name:      name,
+		NS:        fmt.Sprintf("%s-%d", n.tag, i),
+		IP:        subnet + strconv.Itoa(i+1),
+		port:      "p" + strconv.Itoa(i),
+		blocked:   make(map[string]bool),
+		blockedIn: make(map[string]bool),
 	}
 	if err := run("ip", "netns", "add", h.NS); err != nil {
 		return nil, err
@@ -257,6 +259,18 @@ func (h *Host) Block(peers ...*Host) error { return h.setBlocked(true, peers) }
 // Unblock removes the drop rules Block set for peers.
 func (h *Host) Unblock(peers ...*Host) error { return h.setBlocked(false, peers) }
 
+// BlockIn drops, inside h's namespace, the packets that reach h from each
+// peer, and lets h's own packets out: an asymmetric partition, in which
+// the peers hear h while h hears none of them. Heal removes it.
+func (h *Host) BlockIn(peers ...*Host) error {
+	h.mu.Lock()
+	for _, p := range peers {
+		h.blockedIn[p.IP] = true
+	}
+	h.mu.Unlock()
+	return h.setBlocked(true, nil)
+}
+
 func (h *Host) setBlocked(on bool, peers []*Host) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -268,6 +282,11 @@ func (h *Host) setBlocked(on bool, peers []*Host) error {
 	for ip, on := range h.blocked {
 		if on {
 			fmt.Fprintf(&b, "add rule inet part in ip saddr %s drop; add rule inet part out ip daddr %s drop; ", ip, ip)
+		}
+	}
+	for ip, on := range h.blockedIn {
+		if on && !h.blocked[ip] {
+			fmt.Fprintf(&b, "add rule inet part in ip saddr %s drop; ", ip)
 		}
 	}
 	return run("ip", "netns", "exec", h.NS, "nft", b.String())
@@ -291,6 +310,7 @@ func Heal(hosts ...*Host) error {
 	for _, h := range hosts {
 		h.mu.Lock()
 		clear(h.blocked)
+		clear(h.blockedIn)
 		h.mu.Unlock()
 		errs = append(errs, h.setBlocked(false, nil))
 	}
