@@ -85,6 +85,7 @@ type world struct {
 	// closeFrom is the step from which one engine may be closed; -1: none.
 	closeFrom int
 	calmUntil time.Duration // no new fault before this (see simCalm)
+	ens       *ensemble     // nil: one server (simensemble_test.go)
 }
 
 // at is the model's time now.
@@ -136,8 +137,12 @@ func newWorld(seed uint64, nClients int) *world {
 	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true}
 	w.load = newWorkload(w.rng)
 	w.epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ens, ensCfg, lists, holder := newEnsemble(seed, nClients)
+	w.ens = ens
 	w.model = zkmodel.New(zkmodel.Config{
-		TickTime: simTick,
+		TickTime:  simTick,
+		Followers: ensCfg.Followers,
+		SyncLimit: ensCfg.SyncLimit,
 		EndOrder: func(paths []string) []string {
 			w.rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
 			return paths
@@ -153,6 +158,12 @@ func newWorld(seed uint64, nClients int) *world {
 	cohortRng := rand.New(rand.NewPCG(seed, 0xc0407))
 	for i := range nClients {
 		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
+		if lists != nil {
+			c.members = lists[i]
+		}
+		if i == holder {
+			ens.holder = c
+		}
 		cfg := engine.Config{
 			Servers:        []string{"sim"},
 			SessionTimeout: simSessionTimeout,
@@ -257,7 +268,7 @@ func (w *world) step() {
 		if c.up && w.model.Pending(c.session) > 0 {
 			add(20, "receive", c.receive)
 		}
-		if !c.up && c.partitionedUntil <= w.clock.now {
+		if !c.up && !c.dialing && c.partitionedUntil <= w.clock.now {
 			add(3, "connect", c.connect)
 		}
 		if faulty {
@@ -278,7 +289,7 @@ func (w *world) step() {
 				w.tracef("%s: loop stalls for %v", c.name, d)
 			})
 		}
-		if w.faults {
+		if w.faults && !w.ens.quietFor(c) {
 			add(6, "acquire", func() { w.acquire(c) })
 			if w.closeFrom >= 0 && w.steps >= w.closeFrom && w.closing() == 0 {
 				// Close one engine mid-run, in a quarter of the runs of
@@ -294,6 +305,7 @@ func (w *world) step() {
 		}
 	}
 	add(4, "release", w.releaseOne)
+	w.holdMoves(add)
 	w.observeMoves(add)
 	if w.faults {
 		add(2, "cancel", w.cancelOne)
@@ -309,6 +321,9 @@ func (w *world) step() {
 			w.tracef("clock jumps %v", d)
 			w.advance(d)
 		})
+		if w.ens != nil && w.ens.isolated == 0 {
+			add(1, "isolate", w.isolate)
+		}
 		add(1, "reap", func() {
 			if reaped := w.model.ReapContainers(w.at()); len(reaped) > 0 {
 				w.tracef("containers reaped: %v", reaped)
@@ -376,6 +391,7 @@ func (w *world) quiesce() {
 	for _, c := range w.clients {
 		c.stalledUntil, c.partitionedUntil = 0, 0
 	}
+	w.heal()
 	deadline := w.clock.now + simQuiet
 	// The acquisitions first; then the observers, still watching, must
 	// agree on one last leader; then they go, and their watches with them.

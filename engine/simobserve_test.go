@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/turnstile-go/turnstile/election"
@@ -162,8 +163,12 @@ func (w *world) observeMoves(add func(int, string, func())) {
 		return
 	}
 	add(2, "look", func() { w.look(open[w.rng.IntN(len(open))]) })
-	if w.faults {
-		add(1, "unobserve", func() { w.unobserve(open[w.rng.IntN(len(open))]) })
+	ends := open
+	if w.ens != nil {
+		ends = slices.DeleteFunc(slices.Clone(open), func(o *observer) bool { return w.ens.quietFor(o.c) })
+	}
+	if w.faults && len(ends) > 0 {
+		add(1, "unobserve", func() { w.unobserve(ends[w.rng.IntN(len(ends))]) })
 	}
 }
 
@@ -171,7 +176,7 @@ func (w *world) observeMoves(add func(int, string, func())) {
 func (w *world) liveClients() []*client {
 	var live []*client
 	for _, c := range w.clients {
-		if !c.closing && !c.exited {
+		if !c.closing && !c.exited && !w.ens.quietFor(c) {
 			live = append(live, c)
 		}
 	}

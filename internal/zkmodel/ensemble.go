@@ -24,10 +24,12 @@ import (
 //     (its read of the leader times out then); the leader meanwhile hears
 //     nothing of those sessions and may expire them, and the follower,
 //     which never learns of it, keeps their connections open;
-//   - holds every other request (a write waits for the leader; the model
-//     holds reads too, and a ping sent behind a held request waits with it,
-//     as the server answers a session's requests in order), and holds the
-//     watch events of the leader's transactions it does not receive;
+//   - answers reads from its own tree, the leader's at the cut (a watch a
+//     read sets fires once the link is back, if what the follower then
+//     receives changed its node); holds writes and syncs, which wait for
+//     the leader, and every request and ping sent behind one, as the
+//     server answers a session's requests in order; and holds the watch
+//     events of the leader's transactions it does not receive;
 //   - answers no handshake: a new session and a session moving to it are
 //     both the leader's to validate;
 //   - after SyncLimit ticks, gives up its leader: it closes every client
@@ -39,8 +41,7 @@ import (
 // it held in order, and delivers the held events; a session the leader
 // expired meanwhile has its connection closed.
 //
-// Where it simplifies: a cut follower's reads would be answered from its
-// older state, and the model holds them instead; a follower that gave up
+// Where it simplifies: a follower that gave up
 // its leader rejoins the moment the link is back (the server first elects
 // and syncs); the leader is never cut.
 
@@ -67,6 +68,8 @@ type member struct {
 	zxid    int64 // the last transaction it has while cut
 	// touched are the sessions it heard from while cut, to pass on.
 	touched map[SessionID]struct{}
+	// tree is its tree while cut: the leader's at the cut.
+	tree map[string]*node
 }
 
 // held is a request (or a ping) a cut follower holds.
@@ -116,6 +119,13 @@ func (m *Model) Cut(now time.Time, id MemberID) error {
 	}
 	f.cut, f.cutAt, f.zxid = true, m.now, m.zxid
 	f.touched = make(map[SessionID]struct{})
+	f.tree = make(map[string]*node, len(m.nodes))
+	for p, n := range m.nodes {
+		c := *n
+		c.data = slices.Clone(n.data)
+		c.children = maps.Clone(n.children)
+		f.tree[p] = &c
+	}
 	return nil
 }
 
@@ -127,7 +137,7 @@ func (m *Model) Heal(now time.Time, id MemberID) {
 	if !f.cut {
 		return
 	}
-	f.cut = false
+	f.cut, f.tree = false, nil
 	if f.dropped {
 		f.dropped = false
 		return
@@ -139,9 +149,15 @@ func (m *Model) Heal(now time.Time, id MemberID) {
 	}
 	f.touched = nil
 	for _, s := range m.onMember(id) {
-		deferred, stalled := s.deferred, s.stalled
-		s.deferred, s.stalled = nil, nil
+		deferred, stalled, watches := s.deferred, s.stalled, s.cutWatches
+		s.deferred, s.stalled, s.cutWatches = nil, nil, SetWatches{}
 		s.outbox = append(s.outbox, deferred...)
+		if !s.orphan {
+			// The watches it set while cut meet the transactions the
+			// follower now applies: those that changed their node fire.
+			watches.RelativeZxid = f.zxid
+			m.setWatches(s, watches)
+		}
 		if s.orphan {
 			// The leader ended the session: the follower learns it now
 			// and closes the connection; what it held is refused.
@@ -184,9 +200,9 @@ func (m *Model) dropDue() {
 			continue
 		}
 		f.dropped = true
-		f.touched = nil
+		f.touched, f.tree = nil, nil
 		for _, s := range m.onMember(MemberID(id)) {
-			s.stalled, s.deferred = nil, nil
+			s.stalled, s.deferred, s.cutWatches = nil, nil, SetWatches{}
 			s.orphan = false
 			s.push(Message{Kind: MsgClosed})
 			clear(s.dataWatches)
@@ -208,16 +224,49 @@ func (m *Model) deliver(s *session, msg Message) {
 	s.push(msg)
 }
 
-// heldBy is a cut follower taking a request or a ping of s: a ping is
-// answered at once unless a request waits before it. Either way the
-// follower records the touch it cannot pass on.
+// heldBy is a cut follower taking a request or a ping of s: a ping, and
+// a read, are answered at once unless a request waits before them; the
+// read from the follower's own tree, the leader's at the cut. Either way
+// the follower records the touch it cannot pass on.
 func (m *Model) heldBy(s *session, h held) {
-	m.members[s.member].touched[s.id] = struct{}{}
-	if h.ping && len(s.stalled) == 0 {
-		s.push(Message{Kind: MsgPing, Reply: Reply{Zxid: m.members[s.member].zxid}})
+	f := m.members[s.member]
+	f.touched[s.id] = struct{}{}
+	switch {
+	case len(s.stalled) > 0:
+	case h.ping:
+		s.push(Message{Kind: MsgPing, Reply: Reply{Zxid: f.zxid}})
+		return
+	case h.req.Op == OpExists || h.req.Op == OpGetData || h.req.Op == OpGetChildren:
+		s.push(Message{Kind: MsgReply, Reply: m.staleRead(s, f, h.req)})
 		return
 	}
 	s.stalled = append(s.stalled, h)
+}
+
+// staleRead answers a read from follower f's tree. A watch it asks for is
+// set on the follower, which fires it, as the transactions it missed
+// arrive, once the link is back (Heal), if they changed its node.
+func (m *Model) staleRead(s *session, f *member, req Request) Reply {
+	watch := req.Watch
+	req.Watch = false
+	live := m.nodes
+	m.nodes = f.tree
+	rep := m.apply(s, req)
+	m.nodes = live
+	rep.Zxid = f.zxid
+	if watch {
+		w := &s.cutWatches
+		switch {
+		case req.Op == OpExists && rep.Err == NoNode:
+			w.Exist = append(w.Exist, req.Path)
+		case rep.Err != OK:
+		case req.Op == OpGetChildren:
+			w.Child = append(w.Child, req.Path)
+		default:
+			w.Data = append(w.Data, req.Path)
+		}
+	}
+	return rep
 }
 
 // handshakeWith is whether member id can answer a handshake now.

@@ -190,3 +190,28 @@ func TestEnsembleHealAfterExpiryCloses(t *testing.T) {
 		t.Fatalf("after the heal: %+v, want the held NodeCreated, then the close", msgs)
 	}
 }
+
+// A cut follower answers reads from the tree it had at the cut, and a
+// watch they set fires at the heal if the node changed meanwhile.
+func TestEnsembleCutFollowerReadsItsOwnTree(t *testing.T) {
+	f := newEnsemble(t)
+	reader := f.connectTo(1, 10*time.Second)
+	writer := f.connectTo(zkmodel.TheLeader, 10*time.Second)
+	f.ok(writer, zkmodel.Request{Op: zkmodel.OpCreate, Path: "/a"})
+	if err := f.m.Cut(f.now, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.ok(writer, zkmodel.Request{Op: zkmodel.OpCreate, Path: "/a/b"})
+	rep := f.ok(reader, zkmodel.Request{Op: zkmodel.OpGetChildren, Path: "/a", Watch: true})
+	if len(rep.Children) != 0 {
+		t.Fatalf("the cut follower listed %v, want the tree of the cut (no child)", rep.Children)
+	}
+	if rep.Zxid >= f.m.Zxid() {
+		t.Fatalf("reply zxid %d, want the follower's, below the leader's %d", rep.Zxid, f.m.Zxid())
+	}
+	f.m.Heal(f.now, 1)
+	msgs := drain(f.m, reader)
+	if len(msgs) != 1 || msgs[0].Event.Type != zkmodel.EventNodeChildrenChanged || msgs[0].Event.Path != "/a" {
+		t.Fatalf("after the heal: %+v, want NodeChildrenChanged of /a", msgs)
+	}
+}

@@ -80,10 +80,11 @@ type session struct {
 	// holds, deferred the watch events it has not received yet, and orphan
 	// says the leader ended the session while the follower, not knowing,
 	// keeps the connection open.
-	member   MemberID
-	stalled  []held
-	deferred []Message
-	orphan   bool
+	member     MemberID
+	stalled    []held
+	deferred   []Message
+	orphan     bool
+	cutWatches SetWatches // the watches its reads set on the cut follower
 }
 
 func (s *session) push(msg Message) { s.outbox = append(s.outbox, msg) }
@@ -200,7 +201,7 @@ func (m *Model) Disconnect(now time.Time, id SessionID) error {
 
 func (m *Model) dropConnection(s *session) {
 	s.outbox = nil
-	s.stalled, s.deferred, s.orphan = nil, nil, false
+	s.stalled, s.deferred, s.orphan, s.cutWatches = nil, nil, false, SetWatches{}
 	clear(s.dataWatches)
 	clear(s.childWatches)
 	if s.state == Connected {
