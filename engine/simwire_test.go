@@ -40,10 +40,14 @@ func (s *SimWire) Welcome(session int64, timeout time.Duration) {
 }
 
 // Sent writes a request of xid (PingXid for a ping), now.
-func (s *SimWire) Sent(xid int32) {
+func (s *SimWire) Sent(xid int32) { s.SentAt(xid, s.c.trust.clock()) }
+
+// SentAt writes a request of xid that was written at at: the simulator
+// hands a request to the server later than the client wrote it.
+func (s *SimWire) SentAt(xid int32, at time.Duration) {
 	head := binary.BigEndian.AppendUint32(nil, uint32(xid))
 	head = binary.BigEndian.AppendUint32(head, 0) // opcode: not read
-	s.c.wrote(simFrame(head), s.c.trust.clock())
+	s.c.wrote(simFrame(head), at)
 }
 
 // Replied reads the reply to xid, with its header's zxid and error code.

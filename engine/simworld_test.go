@@ -142,7 +142,8 @@ type client struct {
 	member  zkmodel.MemberID
 	members []zkmodel.MemberID
 	// dialing: a handshake was sent on wire and waits for its answer.
-	dialing bool
+	dialing     bool
+	connectedAt time.Duration // when the handshake of wire was answered
 }
 
 type afterDone struct {
@@ -387,7 +388,9 @@ func stat(s zkmodel.Stat) *zk.Stat {
 func (c *client) submit() {
 	cl := c.unsent[0]
 	c.unsent = c.unsent[1:]
-	c.wire.Sent(int32(cl.xid))
+	// The client wrote it when it was made, or, made while there was no
+	// connection, once this one was made.
+	c.wire.SentAt(int32(cl.xid), max(cl.sent, c.connectedAt))
 	c.waiting[cl.xid] = cl
 	if err := c.w.model.Submit(c.w.at(), c.session, cl.req); err != nil {
 		if !errors.Is(err, zkmodel.ErrNotConnected) || c.w.ens == nil {
@@ -526,7 +529,7 @@ func (c *client) connect() {
 // then its role probe's answer, the member's srvr (at once: the
 // simulator does not delay the probe).
 func (c *client) welcome(member zkmodel.MemberID) {
-	c.up, c.member = true, member
+	c.up, c.member, c.connectedAt = true, member, c.w.clock.now
 	c.wire.Welcome(int64(c.session), c.timeout)
 	c.wire.Probed("Mode: " + c.w.model.Role(member) + "\n")
 	c.w.ens.keep(c)
