@@ -149,6 +149,7 @@ func newWorld(seed uint64, nClients int) *world {
 		},
 	}, w.epoch)
 	w.check = newChecker(w)
+	inPlaceSeams()
 	w.closeFrom = -1
 	if nClients >= 3 && w.rng.IntN(4) == 0 {
 		w.closeFrom = w.rng.IntN(1400)
@@ -188,6 +189,7 @@ func newWorld(seed uint64, nClients int) *world {
 			panic(err)
 		}
 		c.eng = eng
+		simInPlace.Store(eng, struct{}{})
 		w.clients = append(w.clients, c)
 		c.connect()
 		w.clock.afterFunc(simSessionTimeout/3, c.ping)
@@ -305,6 +307,9 @@ func (w *world) step() {
 		}
 	}
 	add(4, "release", w.releaseOne)
+	if live := w.liveClients(); w.faults && len(live) > 0 {
+		add(1, "participants", func() { w.readParticipants(live[w.rng.IntN(len(live))]) })
+	}
 	w.holdMoves(add)
 	w.observeMoves(add)
 	if w.faults {
@@ -371,6 +376,7 @@ func (w *world) run(steps int) {
 		for _, c := range w.clients {
 			c.exited = true
 			c.stopCoroutines()
+			simInPlace.Delete(c.eng)
 		}
 	}()
 	for range steps {
@@ -513,6 +519,7 @@ type simResult struct {
 	faultGrants int           // of grants, those before the faults stopped
 	refusals    int           // tries' ErrWouldBlock judged against the model's history
 	losses      int           // leases' Lost judged
+	members     int           // Participants answers judged
 	granted     [numKinds]int // the workload's acquisitions granted, by recipe
 	// cohorts is what the engines' lock cohorting did: nodes granted to
 	// cohorts, passes, nodes given back to another client seen waiting
@@ -529,7 +536,7 @@ func simulate(seed uint64, trace bool) simResult {
 	w.traceAll = trace
 	w.run(200 + rng.IntN(1200))
 	r := simResult{steps: w.steps, grants: w.check.grants, faultGrants: w.check.faultGrants, granted: w.granted(),
-		refusals: w.check.refusals, losses: w.check.losses}
+		refusals: w.check.refusals, losses: w.check.losses, members: w.check.participantReads}
 	for _, c := range w.clients {
 		addCohort(&r.cohorts, c.eng.CohortStats())
 	}
@@ -548,7 +555,7 @@ func TestSimulation(t *testing.T) {
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
 	}
-	grants, faultGrants, steps, refusals, losses := 0, 0, 0, 0, 0
+	grants, faultGrants, steps, refusals, losses, members := 0, 0, 0, 0, 0, 0
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
 	var observers observerStats
@@ -559,6 +566,7 @@ func TestSimulation(t *testing.T) {
 		steps += r.steps
 		refusals += r.refusals
 		losses += r.losses
+		members += r.members
 		addGranted(&granted, r.granted)
 		addCohort(&cohorts, r.cohorts)
 		observers.add(r.observers)
@@ -575,8 +583,11 @@ func TestSimulation(t *testing.T) {
 	if refusals == 0 && n >= 10 {
 		t.Fatal("no try was ever refused: the simulator judged no ErrWouldBlock")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries and %d lost leases judged; the workload's, by recipe: %s; %s; %s",
-		n, first, steps, grants, faultGrants, refusals, losses, byRecipe(granted), cohortLine(cohorts), observers)
+	if members == 0 && n >= 10 {
+		t.Fatal("no answer of Participants was judged")
+	}
+	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries, %d lost leases and %d Participants answers judged; the workload's, by recipe: %s; %s; %s",
+		n, first, steps, grants, faultGrants, refusals, losses, members, byRecipe(granted), cohortLine(cohorts), observers)
 }
 
 func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
@@ -635,7 +646,7 @@ func TestSimulationSoak(t *testing.T) {
 	start := time.Now()
 	var next atomic.Uint64
 	next.Store(*simFirst - 1)
-	var seeds, steps, grants, faultGrants, refusals, losses atomic.Int64
+	var seeds, steps, grants, faultGrants, refusals, losses, members atomic.Int64
 	var mu sync.Mutex
 	var failures []string
 	var firstFailure time.Duration // since start, of the first failing seed to end
@@ -654,6 +665,7 @@ func TestSimulationSoak(t *testing.T) {
 				faultGrants.Add(int64(r.faultGrants))
 				refusals.Add(int64(r.refusals))
 				losses.Add(int64(r.losses))
+				members.Add(int64(r.members))
 				mu.Lock()
 				addGranted(&granted, r.granted)
 				addCohort(&cohorts, r.cohorts)
@@ -673,8 +685,8 @@ func TestSimulationSoak(t *testing.T) {
 	fmt.Printf("simulate: %d seeds (%d..%d) in %v on %d cores: %.1f seeds/s, %d schedule steps explored, %d simulated acquisitions granted, %d failures\n",
 		seeds.Load(), *simFirst, next.Load(), el.Round(time.Second), runtime.GOMAXPROCS(0),
 		float64(seeds.Load())/el.Seconds(), steps.Load(), grants.Load(), len(failures))
-	fmt.Printf("simulate: %d of the grants before the faults stopped; %d refused tries and %d lost leases judged; the workload's acquisitions granted, by recipe: %s\n",
-		faultGrants.Load(), refusals.Load(), losses.Load(), byRecipe(granted))
+	fmt.Printf("simulate: %d of the grants before the faults stopped; %d refused tries, %d lost leases and %d Participants answers judged; the workload's acquisitions granted, by recipe: %s\n",
+		faultGrants.Load(), refusals.Load(), losses.Load(), members.Load(), byRecipe(granted))
 	if len(failures) > 0 {
 		fmt.Printf("simulate: the first failing seed ended %v after the start\n", firstFailure.Round(time.Millisecond))
 	}

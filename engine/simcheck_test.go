@@ -50,6 +50,8 @@ type checker struct {
 	// refusals counts the tries' ErrWouldBlock judged, losses the leases'
 	// Lost judged.
 	refusals, losses int
+	// participantReads counts the Participants answers judged.
+	participantReads int
 	// owners are the sessions that own the held leases' nodes.
 	owners map[*lock.Lease]zkmodel.SessionID
 }

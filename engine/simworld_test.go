@@ -144,6 +144,8 @@ type client struct {
 	// dialing: a handshake was sent on wire and waits for its answer.
 	dialing     bool
 	connectedAt time.Duration // when the handshake of wire was answered
+	// stale counts the reads that reached a follower cut from its leader.
+	stale int
 }
 
 type afterDone struct {
@@ -392,6 +394,7 @@ func (c *client) submit() {
 	// connection, once this one was made.
 	c.wire.SentAt(int32(cl.xid), max(cl.sent, c.connectedAt))
 	c.waiting[cl.xid] = cl
+	c.readsStale(cl.req)
 	if err := c.w.model.Submit(c.w.at(), c.session, cl.req); err != nil {
 		if !errors.Is(err, zkmodel.ErrNotConnected) || c.w.ens == nil {
 			panic(fmt.Sprintf("sim: submit on %s: %v", c.name, err))
