@@ -99,14 +99,6 @@ func (m *Model) Role(id MemberID) string {
 // CutOff reports whether follower id is cut from its leader.
 func (m *Model) CutOff(id MemberID) bool { return m.members[id].cut }
 
-// SessionMember is the member session id's connection is on, or was last.
-func (m *Model) SessionMember(id SessionID) MemberID {
-	if s := m.sessions[id]; s != nil {
-		return s.member
-	}
-	return TheLeader
-}
-
 // Cut cuts follower id from the leader at now.
 func (m *Model) Cut(now time.Time, id MemberID) error {
 	m.Tick(now)
