@@ -85,6 +85,7 @@ type world struct {
 	// closeFrom is the step from which one engine may be closed; -1: none.
 	closeFrom int
 	calmUntil time.Duration // no new fault before this (see simCalm)
+	ens       *ensemble     // nil: one server (simensemble_test.go)
 }
 
 // at is the model's time now.
@@ -136,14 +137,19 @@ func newWorld(seed uint64, nClients int) *world {
 	w := &world{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), faults: true}
 	w.load = newWorkload(w.rng)
 	w.epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ens, ensCfg, lists, holder := newEnsemble(seed, nClients)
+	w.ens = ens
 	w.model = zkmodel.New(zkmodel.Config{
-		TickTime: simTick,
+		TickTime:  simTick,
+		Followers: ensCfg.Followers,
+		SyncLimit: ensCfg.SyncLimit,
 		EndOrder: func(paths []string) []string {
 			w.rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
 			return paths
 		},
 	}, w.epoch)
 	w.check = newChecker(w)
+	inPlaceSeams()
 	w.closeFrom = -1
 	if nClients >= 3 && w.rng.IntN(4) == 0 {
 		w.closeFrom = w.rng.IntN(1400)
@@ -156,6 +162,12 @@ func newWorld(seed uint64, nClients int) *world {
 	pathRng := rand.New(rand.NewPCG(seed, 0xde1e7e))
 	for i := range nClients {
 		c := &client{w: w, name: fmt.Sprintf("e%d", i+1), waiting: make(map[int64]*call), coros: make(map[*coro]struct{})}
+		if lists != nil {
+			c.members = lists[i]
+		}
+		if i == holder {
+			ens.holder = c
+		}
 		cfg := engine.Config{
 			Servers:         []string{"sim"},
 			SessionTimeout:  simSessionTimeout,
@@ -181,6 +193,7 @@ func newWorld(seed uint64, nClients int) *world {
 			panic(err)
 		}
 		c.eng = eng
+		simInPlace.Store(eng, struct{}{})
 		w.clients = append(w.clients, c)
 		c.connect()
 		w.clock.afterFunc(simSessionTimeout/3, c.ping)
@@ -261,7 +274,7 @@ func (w *world) step() {
 		if c.up && w.model.Pending(c.session) > 0 {
 			add(20, "receive", c.receive)
 		}
-		if !c.up && c.partitionedUntil <= w.clock.now {
+		if !c.up && !c.dialing && c.partitionedUntil <= w.clock.now {
 			add(3, "connect", c.connect)
 		}
 		if faulty {
@@ -282,7 +295,7 @@ func (w *world) step() {
 				w.tracef("%s: loop stalls for %v", c.name, d)
 			})
 		}
-		if w.faults {
+		if w.faults && !w.ens.quietFor(c) {
 			add(6, "acquire", func() { w.acquire(c) })
 			if w.closeFrom >= 0 && w.steps >= w.closeFrom && w.closing() == 0 {
 				// Close one engine mid-run, in a quarter of the runs of
@@ -298,6 +311,10 @@ func (w *world) step() {
 		}
 	}
 	add(4, "release", w.releaseOne)
+	if live := w.liveClients(); w.faults && len(live) > 0 {
+		add(1, "participants", func() { w.readParticipants(live[w.rng.IntN(len(live))]) })
+	}
+	w.holdMoves(add)
 	w.observeMoves(add)
 	if w.faults {
 		add(2, "cancel", w.cancelOne)
@@ -313,6 +330,9 @@ func (w *world) step() {
 			w.tracef("clock jumps %v", d)
 			w.advance(d)
 		})
+		if w.ens != nil && w.ens.isolated == 0 {
+			add(1, "isolate", w.isolate)
+		}
 		add(1, "reap", func() {
 			if reaped := w.model.ReapContainers(w.at()); len(reaped) > 0 {
 				w.tracef("containers reaped: %v", reaped)
@@ -360,6 +380,7 @@ func (w *world) run(steps int) {
 		for _, c := range w.clients {
 			c.exited = true
 			c.stopCoroutines()
+			simInPlace.Delete(c.eng)
 		}
 	}()
 	for range steps {
@@ -380,6 +401,7 @@ func (w *world) quiesce() {
 	for _, c := range w.clients {
 		c.stalledUntil, c.partitionedUntil = 0, 0
 	}
+	w.heal()
 	deadline := w.clock.now + simQuiet
 	// The acquisitions first; then the observers, still watching, must
 	// agree on one last leader; then they go, and their watches with them.
@@ -501,6 +523,7 @@ type simResult struct {
 	faultGrants int           // of grants, those before the faults stopped
 	refusals    int           // tries' ErrWouldBlock judged against the model's history
 	losses      int           // leases' Lost judged
+	members     int           // Participants answers judged
 	granted     [numKinds]int // the workload's acquisitions granted, by recipe
 	// cohorts is what the engines' lock cohorting did: nodes granted to
 	// cohorts, passes, nodes given back to another client seen waiting
@@ -518,7 +541,7 @@ func simulate(seed uint64, trace bool) simResult {
 	w.traceAll = trace
 	w.run(200 + rng.IntN(1200))
 	r := simResult{steps: w.steps, grants: w.check.grants, faultGrants: w.check.faultGrants, granted: w.granted(),
-		refusals: w.check.refusals, losses: w.check.losses}
+		refusals: w.check.refusals, losses: w.check.losses, members: w.check.participantReads}
 	for _, c := range w.clients {
 		addCohort(&r.cohorts, c.eng.CohortStats())
 		s := c.eng.Stats()
@@ -541,7 +564,7 @@ func TestSimulation(t *testing.T) {
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
 	}
-	grants, faultGrants, steps, refusals, losses := 0, 0, 0, 0, 0
+	grants, faultGrants, steps, refusals, losses, members := 0, 0, 0, 0, 0, 0
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
 	var observers observerStats
@@ -552,6 +575,7 @@ func TestSimulation(t *testing.T) {
 		steps += r.steps
 		refusals += r.refusals
 		losses += r.losses
+		members += r.members
 		addGranted(&granted, r.granted)
 		addCohort(&cohorts, r.cohorts)
 		observers.add(r.observers)
@@ -568,8 +592,11 @@ func TestSimulation(t *testing.T) {
 	if refusals == 0 && n >= 10 {
 		t.Fatal("no try was ever refused: the simulator judged no ErrWouldBlock")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries and %d lost leases judged; the workload's, by recipe: %s; %s; %s",
-		n, first, steps, grants, faultGrants, refusals, losses, byRecipe(granted), cohortLine(cohorts), observers)
+	if members == 0 && n >= 10 {
+		t.Fatal("no answer of Participants was judged")
+	}
+	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries, %d lost leases and %d Participants answers judged; the workload's, by recipe: %s; %s; %s",
+		n, first, steps, grants, faultGrants, refusals, losses, members, byRecipe(granted), cohortLine(cohorts), observers)
 }
 
 func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
@@ -628,7 +655,7 @@ func TestSimulationSoak(t *testing.T) {
 	start := time.Now()
 	var next atomic.Uint64
 	next.Store(*simFirst - 1)
-	var seeds, steps, grants, faultGrants, refusals, losses atomic.Int64
+	var seeds, steps, grants, faultGrants, refusals, losses, members atomic.Int64
 	var mu sync.Mutex
 	var failures []string
 	var firstFailure time.Duration // since start, of the first failing seed to end
@@ -647,6 +674,7 @@ func TestSimulationSoak(t *testing.T) {
 				faultGrants.Add(int64(r.faultGrants))
 				refusals.Add(int64(r.refusals))
 				losses.Add(int64(r.losses))
+				members.Add(int64(r.members))
 				mu.Lock()
 				addGranted(&granted, r.granted)
 				addCohort(&cohorts, r.cohorts)
@@ -666,8 +694,8 @@ func TestSimulationSoak(t *testing.T) {
 	fmt.Printf("simulate: %d seeds (%d..%d) in %v on %d cores: %.1f seeds/s, %d schedule steps explored, %d simulated acquisitions granted, %d failures\n",
 		seeds.Load(), *simFirst, next.Load(), el.Round(time.Second), runtime.GOMAXPROCS(0),
 		float64(seeds.Load())/el.Seconds(), steps.Load(), grants.Load(), len(failures))
-	fmt.Printf("simulate: %d of the grants before the faults stopped; %d refused tries and %d lost leases judged; the workload's acquisitions granted, by recipe: %s\n",
-		faultGrants.Load(), refusals.Load(), losses.Load(), byRecipe(granted))
+	fmt.Printf("simulate: %d of the grants before the faults stopped; %d refused tries, %d lost leases and %d Participants answers judged; the workload's acquisitions granted, by recipe: %s\n",
+		faultGrants.Load(), refusals.Load(), losses.Load(), members.Load(), byRecipe(granted))
 	if len(failures) > 0 {
 		fmt.Printf("simulate: the first failing seed ended %v after the start\n", firstFailure.Round(time.Millisecond))
 	}

@@ -50,6 +50,10 @@ type checker struct {
 	// refusals counts the tries' ErrWouldBlock judged, losses the leases'
 	// Lost judged.
 	refusals, losses int
+	// participantReads counts the Participants answers judged.
+	participantReads int
+	// owners are the sessions that own the held leases' nodes.
+	owners map[*lock.Lease]zkmodel.SessionID
 }
 
 // acqRecord is what the checker keeps of one acquisition to judge its
@@ -64,7 +68,7 @@ type acqRecord struct {
 func newChecker(w *world) checker {
 	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
 		outcomes: make(map[acquisition]int), election: newElectionCheck(), acqs: make(map[acquisition]*acqRecord),
-		lapses: make(map[*client]int)}
+		lapses: make(map[*client]int), owners: make(map[*lock.Lease]zkmodel.SessionID)}
 }
 
 // acquisition names one acquisition of one engine, as its reports do.
@@ -150,7 +154,16 @@ func (k *checker) all() {
 			}
 		}
 	}
-	k.leases = slices.DeleteFunc(k.leases, func(l *lock.Lease) bool { return !l.Held() })
+	k.leases = slices.DeleteFunc(k.leases, func(l *lock.Lease) bool {
+		if !l.Held() {
+			delete(k.owners, l)
+			return true
+		}
+		return false
+	})
+	if !k.inTime() {
+		return
+	}
 	// A carrier holds the node its held passed leases hold: it is one
 	// holder with them, not another.
 	carriers := make(map[*lock.Lease]bool)
@@ -175,6 +188,45 @@ func (k *checker) all() {
 			return
 		}
 	}
+}
+
+// inTime holds the watchdog to its promise: a lease's Lost closes
+// before the server can expire the session that owns its node, and so
+// before the server could grant the lock to anyone else. The leader is
+// the one that expires sessions; a lease still held once it did is a
+// violation even if no one else was granted yet (behind a cut follower,
+// the session's client may not hear of the expiry for seconds). False
+// when it failed the run.
+func (k *checker) inTime() bool {
+	w := k.w
+	for _, l := range k.leases {
+		owner, ok := k.owners[l]
+		if !ok {
+			owner = ownerOf(w.model, l.Node())
+			if owner == 0 {
+				w.fail("checker: %s held, but no session's node of that name was ever on the server", k.name(l))
+				return false
+			}
+			k.owners[l] = owner
+		}
+		if info, ok := w.model.Session(owner); ok && info.State == zkmodel.Expired {
+			w.fail("promise: %s still held after the server expired its session %d at %.3fs",
+				k.name(l), owner, info.Deadline.Sub(w.epoch).Seconds())
+			return false
+		}
+	}
+	return true
+}
+
+// ownerOf is the session that owns, or owned, the node at p.
+func ownerOf(m *zkmodel.Model, p string) zkmodel.SessionID {
+	lives := m.Lives(path.Dir(p))
+	for i := len(lives) - 1; i >= 0; i-- {
+		if lives[i].Path == p {
+			return lives[i].Owner
+		}
+	}
+	return 0
 }
 
 // path checks the holders of one path; false when it failed the run.

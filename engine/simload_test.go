@@ -279,7 +279,7 @@ func (w *world) storm(c *client) {
 		if spread {
 			on = w.clients[w.rng.IntN(len(w.clients))]
 		}
-		if !on.exited {
+		if !on.exited && !w.ens.quietFor(on) {
 			w.start(on, ctx, cancel, id)
 		}
 	}
@@ -421,7 +421,7 @@ func (w *world) releaseOne() {
 	w.prune()
 	var held []*acq
 	for _, a := range w.open {
-		if a.released || a.grant == nil {
+		if a.released || a.grant == nil || w.ens.stillFor(a.c) {
 			continue
 		}
 		if a.releaseAt == 0 {
@@ -456,7 +456,7 @@ func (w *world) releaseOne() {
 func (w *world) cancelOne() {
 	var waiting []*acq
 	for _, a := range w.open {
-		if a.callbacks == 0 {
+		if a.callbacks == 0 && !w.ens.quietFor(a.c) {
 			waiting = append(waiting, a)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/turnstile-go/turnstile/election"
@@ -75,6 +76,10 @@ type electionCheck struct {
 	// readBegan is, per engine and node, the step at which the latest
 	// successful read of the node's value by the engine's Election began.
 	readBegan map[*client]map[string]int
+	// readStale is, likewise, whether that read reached a follower cut
+	// from its leader, which answers from its older tree: freshness is
+	// not asked of it (ZooKeeper promises none of a follower's reads).
+	readStale map[*client]map[string]bool
 
 	observers   []*observer
 	reports     int // observers' reports checked
@@ -83,7 +88,7 @@ type electionCheck struct {
 }
 
 func newElectionCheck() electionCheck {
-	return electionCheck{byNode: make(map[string]*term), readBegan: make(map[*client]map[string]int)}
+	return electionCheck{byNode: make(map[string]*term), readBegan: make(map[*client]map[string]int), readStale: make(map[*client]map[string]bool)}
 }
 
 // election is c's one Election, on the world's seams.
@@ -98,15 +103,17 @@ func (w *world) election(c *client) *election.Election {
 				return children, err
 			},
 			Data: func(ctx context.Context, p string) ([]byte, error) {
-				began := w.steps
+				began, stale := w.steps, c.stale
 				data, err := c.eng.DataInPlace(ctx, p)
 				c.park()
 				if err == nil {
 					ec := &w.check.election
 					if ec.readBegan[c] == nil {
 						ec.readBegan[c] = make(map[string]int)
+						ec.readStale[c] = make(map[string]bool)
 					}
 					ec.readBegan[c][p] = began
+					ec.readStale[c][p] = c.stale != stale
 				}
 				return data, err
 			},
@@ -162,8 +169,12 @@ func (w *world) observeMoves(add func(int, string, func())) {
 		return
 	}
 	add(2, "look", func() { w.look(open[w.rng.IntN(len(open))]) })
-	if w.faults {
-		add(1, "unobserve", func() { w.unobserve(open[w.rng.IntN(len(open))]) })
+	ends := open
+	if w.ens != nil {
+		ends = slices.DeleteFunc(slices.Clone(open), func(o *observer) bool { return w.ens.quietFor(o.c) })
+	}
+	if w.faults && len(ends) > 0 {
+		add(1, "unobserve", func() { w.unobserve(ends[w.rng.IntN(len(ends))]) })
 	}
 }
 
@@ -171,7 +182,7 @@ func (w *world) observeMoves(add func(int, string, func())) {
 func (w *world) liveClients() []*client {
 	var live []*client
 	for _, c := range w.clients {
-		if !c.closing && !c.exited {
+		if !c.closing && !c.exited && !w.ens.quietFor(c) {
 			live = append(live, c)
 		}
 	}
@@ -241,12 +252,12 @@ func (w *world) look(o *observer) {
 
 // readLeader asks c's Election who leads, on a coroutine of c's client.
 func (w *world) readLeader(c *client) {
-	began := w.steps
+	began, stale := w.steps, c.stale
 	el := w.election(c)
 	w.tracef("%s: Leader", c.name)
 	c.goroutine(func() {
 		l, err := el.Leader(context.Background())
-		w.check.leaderRead(c, began, l, err)
+		w.check.leaderRead(c, began, l, err, c.stale != stale)
 	})
 }
 
@@ -270,26 +281,28 @@ func (k *checker) observed(o *observer, l election.Leader) {
 	switch {
 	case !ok:
 		w.fail("observe: %s's observer #%d reported %s, which its engine never read", o.c.name, o.id, l.Node)
-	case t.end != 0 && t.end <= began:
+	case t.end != 0 && t.end <= began && !ec.readStale[o.c][l.Node]:
 		w.fail("observe: %s's observer #%d reported %s, whose term ended at step %d, before the read of it began at step %d",
 			o.c.name, o.id, l.Node, t.end, began)
 	}
 }
 
 // leaderRead checks an answer of Leader to a call made at step began.
-func (k *checker) leaderRead(c *client, began int, l election.Leader, err error) {
+// stale: a read of the call reached a follower cut from its leader, whose
+// answers may lag: only truth is asked of it.
+func (k *checker) leaderRead(c *client, began int, l election.Leader, err error, stale bool) {
 	w, ec := k.w, &k.election
 	w.tracef("%s: Leader answers %s %q %v", c.name, l.Node, l.Value, err)
 	switch {
 	case errors.Is(err, election.ErrNoLeader):
 		ec.leaderReads++
-		if ec.leaderless < began && ec.current != nil {
+		if ec.leaderless < began && ec.current != nil && !stale {
 			w.fail("observe: %s's Leader (step %d) answered no leader, and %s led throughout the call",
 				c.name, began, ec.current.node)
 		}
 	case err == nil:
 		ec.leaderReads++
-		if t := k.judgeLeader("Leader", c, l); t != nil && t.end != 0 && t.end <= began {
+		if t := k.judgeLeader("Leader", c, l); t != nil && t.end != 0 && t.end <= began && !stale {
 			w.fail("observe: %s's Leader (step %d) answered %s, whose term ended at step %d",
 				c.name, began, l.Node, t.end)
 		}

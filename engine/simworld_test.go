@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -131,6 +132,20 @@ type client struct {
 	exited           bool          // the engine shut down
 	closing          bool          // Close was called
 	cancels          []*afterDone  // context.AfterFunc registrations
+
+	// wire is the connection as the engine's trackedConn sees it: what
+	// the client writes and reads moves the trust deadline by the
+	// engine's own rules (engine.SimWire). nil without a connection.
+	wire *engine.SimWire
+	// member is the member of the ensemble the connection is on; members
+	// are those of its server list (simensemble_test.go).
+	member  zkmodel.MemberID
+	members []zkmodel.MemberID
+	// dialing: a handshake was sent on wire and waits for its answer.
+	dialing     bool
+	connectedAt time.Duration // when the handshake of wire was answered
+	// stale counts the reads that reached a follower cut from its leader.
+	stale int
 }
 
 type afterDone struct {
@@ -380,10 +395,20 @@ func stat(s zkmodel.Stat) *zk.Stat {
 func (c *client) submit() {
 	cl := c.unsent[0]
 	c.unsent = c.unsent[1:]
-	if err := c.w.model.Submit(c.w.at(), c.session, cl.req); err != nil {
-		panic(fmt.Sprintf("sim: submit on %s: %v", c.name, err))
-	}
+	// The client wrote it when it was made, or, made while there was no
+	// connection, once this one was made.
+	c.wire.SentAt(int32(cl.xid), max(cl.sent, c.connectedAt))
 	c.waiting[cl.xid] = cl
+	c.readsStale(cl.req)
+	if err := c.w.model.Submit(c.w.at(), c.session, cl.req); err != nil {
+		if !errors.Is(err, zkmodel.ErrNotConnected) || c.w.ens == nil {
+			panic(fmt.Sprintf("sim: submit on %s: %v", c.name, err))
+		}
+		// A follower that gave its leader up closed the connection; the
+		// client reads the close next and fails the request with it.
+		c.w.tracef("%s #%d lost: the server closed the connection", c.name, cl.xid)
+		return
+	}
 	c.w.tracef("%s #%d reaches the server", c.name, cl.xid)
 }
 
@@ -393,20 +418,18 @@ func (c *client) receive() {
 	switch msg.Kind {
 	case zkmodel.MsgReply:
 		rep := msg.Reply
-		c.eng.SawZxid(rep.Zxid)
+		c.wire.Replied(int32(rep.Xid), rep.Zxid, int32(rep.Err))
 		cl := c.waiting[rep.Xid]
 		if cl == nil {
 			return // the close's reply
 		}
 		delete(c.waiting, rep.Xid)
 		c.watches.Replied(cl.req, rep)
-		if rep.Err != zkmodel.SessionExpired {
-			c.eng.Answered(cl.sent)
-		}
 		cl.rep = rep
 		c.w.tracef("%s #%d reply %v zxid %d %s", c.name, cl.xid, rep.Err, rep.Zxid, replied(rep))
 		c.w.resume(cl.co, c)
 	case zkmodel.MsgEvent:
+		c.wire.Replied(engine.NotificationXid, -1, 0)
 		c.watches.Fired(msg.Event)
 		c.w.tracef("%s event %v %s", c.name, msg.Event.Type, msg.Event.Path)
 		switch msg.Event.Type {
@@ -417,10 +440,8 @@ func (c *client) receive() {
 		}
 		c.eng.Post(input.WatchFired{Type: watchType(msg.Event.Type), Path: msg.Event.Path})
 	case zkmodel.MsgPing:
-		c.eng.SawZxid(msg.Reply.Zxid)
-		sent := c.pings[0]
+		c.wire.Replied(engine.PingXid, msg.Reply.Zxid, 0)
 		c.pings = c.pings[1:]
-		c.eng.Answered(sent)
 	case zkmodel.MsgClosed:
 		c.w.tracef("%s: the server closed the connection", c.name)
 		c.lose()
@@ -451,6 +472,7 @@ func (c *client) lose() {
 	}
 	c.up = false
 	c.pings = nil
+	c.wire = nil
 	c.eng.Post(input.SessionChanged{State: input.Disconnected})
 	c.failAll(zk.ErrConnectionClosed)
 }
@@ -473,38 +495,69 @@ func (c *client) failAll(err error) {
 // server says it expired, a new one.
 func (c *client) connect() {
 	w := c.w
+	member, ok := c.pick()
+	if !ok {
+		w.tracef("%s: no server of its list reachable", c.name)
+		c.partitionedUntil = w.clock.now + time.Second
+		return
+	}
+	c.wire = c.eng.NewSimWire()
+	c.wire.Greet()
 	if c.session != 0 {
-		_, err := w.model.Reconnect(w.at(), c.session, c.watches.SetWatches())
+		_, err := w.model.ReconnectTo(w.at(), member, c.session, c.watches.SetWatches())
+		if c.unanswered(member, err) {
+			return
+		}
 		if err == nil {
-			c.up = true
-			c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
-			w.tracef("%s reconnects to session %d", c.name, c.session)
+			c.welcome(member)
+			w.tracef("%s reconnects to session %d%s", c.name, c.session, w.ens.on(member))
 			c.eng.Post(input.SessionChanged{State: input.Connected, SessionID: int64(c.session)})
 			return
 		}
 		w.tracef("%s: session %d expired", c.name, c.session)
-		c.eng.Handshake(w.clock.now, 0, 0)
+		c.wire.Welcome(0, 0)
 		c.eng.Post(input.SessionChanged{State: input.Expired})
 		c.watches.Expired()
 		c.dropChildWatches()
 		c.failAll(zk.ErrSessionExpired)
+		c.wire = c.eng.NewSimWire()
+		c.wire.Greet()
 	}
-	c.session, c.timeout = w.model.Connect(w.at(), w.cfg.SessionTimeout)
-	c.up = true
-	c.eng.Handshake(w.clock.now, int64(c.session), c.timeout)
-	w.tracef("%s connects: session %d", c.name, c.session)
+	session, timeout, err := w.model.ConnectTo(w.at(), member, w.cfg.SessionTimeout)
+	if c.unanswered(member, err) {
+		return
+	}
+	c.session, c.timeout = session, timeout
+	c.welcome(member)
+	w.tracef("%s connects: session %d%s", c.name, c.session, w.ens.on(member))
 	c.eng.Post(input.SessionChanged{State: input.Connected, SessionID: int64(c.session)})
+}
+
+// welcome is the handshake answered by member: the engine reads it, and
+// then its role probe's answer, the member's srvr (at once: the
+// simulator does not delay the probe).
+func (c *client) welcome(member zkmodel.MemberID) {
+	c.up, c.member, c.connectedAt = true, member, c.w.clock.now
+	c.wire.Welcome(int64(c.session), c.timeout)
+	c.wire.Probed("Mode: " + c.w.model.Role(member) + "\n")
+	c.w.ens.keep(c)
+	c.w.ens.welcomed(c)
 }
 
 // ping is the client's heartbeat, sent every third of the timeout.
 func (c *client) ping() {
 	if c.up && !c.exited {
-		if err := c.w.model.Ping(c.w.at(), c.session); err == nil {
-			c.pings = append(c.pings, c.w.clock.now)
-		}
+		c.sendPing()
 	}
 	if !c.exited {
 		c.w.clock.afterFunc(c.timeout/3, c.ping)
+	}
+}
+
+func (c *client) sendPing() {
+	if err := c.w.model.Ping(c.w.at(), c.session); err == nil {
+		c.wire.Sent(engine.PingXid)
+		c.pings = append(c.pings, c.w.clock.now)
 	}
 }
 
@@ -514,7 +567,7 @@ func (c *client) closeConn() {
 	if c.up {
 		_ = c.w.model.Close(c.w.at(), c.session, 0)
 	}
-	c.up = false
+	c.up, c.wire, c.dialing = false, nil, false
 	c.failAll(zk.ErrClosing)
 	c.dropChildWatches()
 	c.w.tracef("%s closed", c.name)

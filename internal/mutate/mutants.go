@@ -156,6 +156,6 @@ var mutants = []mutant{
 		name:    "follower-answers-trusted",
 		class:   "a follower's answer counted as proof that the session lives at the leader (issue 22's Lost() after another grant, behind a partition)",
 		changes: []change{{"conn.go", "code != errSessionMoved && c.leader && sent >= c.leaderFrom {", "code != errSessionMoved {"}},
-		checks:  []check{test("./engine/internal/serverconn", "TestTrackedConn"), test("./internal/partition", "TestLostBeforeOtherGrantFollowerCut")},
+		checks:  []check{sim, test("./engine/internal/serverconn", "TestTrackedConn"), test("./internal/partition", "TestLostBeforeOtherGrantFollowerCut")},
 	},
 }

@@ -67,8 +67,13 @@
 //
 // # Where it simplifies, deliberately
 //
-//   - One server: no quorum, no leader change, no follower lag, so sync is
-//     a no-op and a client never reads older state than it wrote.
+//   - One tree, one leader: by default one standalone server; with
+//     Config.Followers, an ensemble whose followers serve the leader's
+//     tree and whose link to the leader can be cut (ensemble.go, and its
+//     differential test against a real ensemble under real partitions,
+//     internal/partition's TestModelMatchesEnsembleUnderCut). No leader
+//     change, no lag of a linked follower, so sync is a no-op and a client
+//     never reads older state than it wrote but from a cut follower.
 //   - Requests are applied one at a time as they arrive; the server's
 //     pipeline of outstanding changes between preparing and applying a
 //     request is not modelled (it is visible only past a cversion overflow;

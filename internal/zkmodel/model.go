@@ -39,6 +39,13 @@ type Config struct {
 	// simulator may permute the paths here (from its own seeded choices) to
 	// explore the orders. It must return a permutation of paths.
 	EndOrder func(paths []string) []string
+	// Followers is the number of followers beside the leader: 0, the
+	// default, models one standalone server (see ensemble.go).
+	Followers int
+	// SyncLimit is how many ticks a follower cut from its leader goes on
+	// serving its clients before it gives the leader up (the server's
+	// syncLimit). Default 5.
+	SyncLimit int
 }
 
 func (c Config) withDefaults() Config {
@@ -50,6 +57,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSessionTimeout <= 0 {
 		c.MaxSessionTimeout = 20 * c.TickTime
+	}
+	if c.SyncLimit <= 0 {
+		c.SyncLimit = 5
 	}
 	return c
 }
@@ -75,6 +85,8 @@ type Model struct {
 	sessions    map[SessionID]*session // every session ever created
 	live        []*session             // sessions not expired or closed, by id
 	nextSession SessionID
+
+	members []*member // the leader first, then the followers (ensemble.go)
 }
 
 // New returns a server whose clock reads now, with an empty tree but for
@@ -96,6 +108,9 @@ func New(cfg Config, now time.Time) *Model {
 	m.nodes["/zookeeper"] = &node{children: map[string]struct{}{"quota": {}, "config": {}}}
 	m.nodes["/zookeeper/quota"] = &node{}
 	m.nodes["/zookeeper/config"] = &node{}
+	for range 1 + max(m.cfg.Followers, 0) {
+		m.members = append(m.members, &member{})
+	}
 	return m
 }
 
@@ -116,6 +131,7 @@ func (m *Model) Tick(now time.Time) {
 	if now.After(m.now) {
 		m.now = now
 	}
+	m.dropDue()
 	m.expireDue()
 }
 
@@ -133,6 +149,10 @@ func (m *Model) Submit(now time.Time, id SessionID, req Request) error {
 	s, err := m.connected(id)
 	if err != nil {
 		return err
+	}
+	if m.cutOff(s) {
+		m.heldBy(s, held{req: req})
+		return nil
 	}
 	m.touch(s)
 	rep := m.apply(s, req)

@@ -74,6 +74,17 @@ type session struct {
 	// client sets them again with setWatches.
 	dataWatches  map[string]struct{}
 	childWatches map[string]struct{}
+
+	// member is the member the connection is on (ensemble.go). While it
+	// is a follower cut from the leader, stalled are the requests it
+	// holds, deferred the watch events it has not received yet, and orphan
+	// says the leader ended the session while the follower, not knowing,
+	// keeps the connection open.
+	member     MemberID
+	stalled    []held
+	deferred   []Message
+	orphan     bool
+	cutWatches SetWatches // the watches its reads set on the cut follower
 }
 
 func (s *session) push(msg Message) { s.outbox = append(s.outbox, msg) }
@@ -104,7 +115,20 @@ func (m *Model) touch(s *session) {
 // returns its id and the negotiated timeout. createSession is a transaction:
 // it takes a zxid.
 func (m *Model) Connect(now time.Time, requested time.Duration) (SessionID, time.Duration) {
+	id, timeout, err := m.ConnectTo(now, TheLeader, requested)
+	if err != nil {
+		panic(err) // the leader always answers
+	}
+	return id, timeout
+}
+
+// ConnectTo is Connect through member: ErrStalled or ErrNotServing when
+// that member cannot answer a handshake now (ensemble.go).
+func (m *Model) ConnectTo(now time.Time, member MemberID, requested time.Duration) (SessionID, time.Duration, error) {
 	m.Tick(now)
+	if err := m.handshakeWith(member); err != nil {
+		return 0, 0, err
+	}
 	m.begin().commit()
 	s := &session{
 		id:           m.nextSession,
@@ -113,12 +137,13 @@ func (m *Model) Connect(now time.Time, requested time.Duration) (SessionID, time
 		ephemerals:   make(map[string]struct{}),
 		dataWatches:  make(map[string]struct{}),
 		childWatches: make(map[string]struct{}),
+		member:       member,
 	}
 	m.nextSession++
 	m.sessions[s.id] = s
 	m.live = append(m.live, s) // ids grow, so live stays sorted
 	m.touch(s)
-	return s.id, s.timeout
+	return s.id, s.timeout, nil
 }
 
 // Reconnect is the client of session id connecting again at now and
@@ -134,16 +159,26 @@ func (m *Model) Connect(now time.Time, requested time.Duration) (SessionID, time
 // up on a connection the server has not noticed is dead: that connection is
 // dropped first, with what it held.
 func (m *Model) Reconnect(now time.Time, id SessionID, w SetWatches) (time.Duration, error) {
+	return m.ReconnectTo(now, TheLeader, id, w)
+}
+
+// ReconnectTo is Reconnect through member: ErrStalled or ErrNotServing
+// when that member cannot answer a handshake now (ensemble.go).
+func (m *Model) ReconnectTo(now time.Time, member MemberID, id SessionID, w SetWatches) (time.Duration, error) {
 	m.Tick(now)
 	s := m.sessions[id]
-	switch {
-	case s == nil:
+	if s == nil {
 		return 0, ErrUnknownSession
-	case s.state == Expired || s.state == Closed:
+	}
+	if err := m.handshakeWith(member); err != nil {
+		return 0, err
+	}
+	if s.state == Expired || s.state == Closed {
 		return 0, ErrSessionExpired
 	}
 	m.dropConnection(s)
 	s.state = Connected
+	s.member = member
 	m.touch(s)
 	m.setWatches(s, w)
 	return s.timeout, nil
@@ -166,6 +201,7 @@ func (m *Model) Disconnect(now time.Time, id SessionID) error {
 
 func (m *Model) dropConnection(s *session) {
 	s.outbox = nil
+	s.stalled, s.deferred, s.orphan, s.cutWatches = nil, nil, false, SetWatches{}
 	clear(s.dataWatches)
 	clear(s.childWatches)
 	if s.state == Connected {
@@ -183,6 +219,9 @@ func (m *Model) Close(now time.Time, id SessionID, xid int64) error {
 	if err != nil {
 		return err
 	}
+	if m.cutOff(s) {
+		return ErrStalled // the close is the leader's; the session lives on
+	}
 	m.end(s, Closed, &Reply{Xid: xid, Op: OpClose})
 	return nil
 }
@@ -196,6 +235,10 @@ func (m *Model) Ping(now time.Time, id SessionID) error {
 	if err != nil {
 		return err
 	}
+	if m.cutOff(s) {
+		m.heldBy(s, held{ping: true})
+		return nil
+	}
 	m.touch(s)
 	s.push(Message{Kind: MsgPing, Reply: Reply{Zxid: m.zxid}})
 	return nil
@@ -206,7 +249,7 @@ func (m *Model) connected(id SessionID) (*session, error) {
 	switch {
 	case s == nil:
 		return nil, ErrUnknownSession
-	case s.state == Connected:
+	case s.state == Connected, s.orphan:
 		return s, nil
 	case s.state == Disconnected:
 		return nil, ErrNotConnected
@@ -256,7 +299,11 @@ func (m *Model) end(s *session, state SessionState, closeReply *Reply) {
 		t.deleteNode(p) // what an EndOrder left out
 	}
 	t.commit()
-	if hadConnection {
+	if hadConnection && m.cutOff(s) {
+		// The follower does not hear of the end: it keeps the connection
+		// open, answering pings, until it hears (ensemble.go).
+		s.orphan = true
+	} else if hadConnection {
 		if closeReply != nil {
 			closeReply.Zxid = m.zxid
 			s.push(Message{Kind: MsgReply, Reply: *closeReply})

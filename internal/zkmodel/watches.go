@@ -23,7 +23,7 @@ func (m *Model) fire(ev Event) {
 			hit = data || child
 		}
 		if hit {
-			s.push(Message{Kind: MsgEvent, Event: ev})
+			m.deliver(s, Message{Kind: MsgEvent, Event: ev})
 		}
 	}
 }

@@ -205,39 +205,18 @@ func (c *trackedConn) keep() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		life := c.trust.Lifetime()
-		renewAfter := life * renewShare / 10
-		wait := life / 10
-		c.mu.Lock()
-		if c.welcomed && !c.leader {
-			// Wake at the renewal itself, not at the next tick after it.
-			wait = min(wait, c.sent.handshake+renewAfter-c.trust.Clock())
-		}
-		c.mu.Unlock()
-		t.Reset(max(wait, time.Millisecond))
+		t.Reset(c.keepWait())
 		select {
 		case <-c.done:
 			return
 		case <-t.C:
 		}
-		now := c.trust.Clock()
-		c.mu.Lock()
-		waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting()
-		welcomed, session, leader, hello := c.welcomed, c.session, c.leader, c.sent.handshake
-		c.mu.Unlock()
-		silent := now - time.Duration(c.lastRead.Load())
-		var why string
+		why, ping := c.keepLook()
 		switch {
-		case welcomed && session == 0:
-			why = "session expired"
-		case waiting && silent >= life/4:
-			why = "server silent for " + silent.Round(time.Millisecond).String()
-		case welcomed && !leader && now-hello >= renewAfter:
-			why = "renewing the handshake with a server not known to be the leader"
-		case welcomed && !waiting:
+		case ping:
 			c.ping()
 			continue
-		default:
+		case why == "":
 			continue
 		}
 		e.cfg.Log.Debug("closing the connection", slog.String("server", c.addr), slog.String("why", why))
@@ -245,6 +224,47 @@ func (c *trackedConn) keep() {
 		_ = c.Close()
 		return
 	}
+}
+
+// keepWait is how long the keeper waits before its next look: a tenth of
+// the lifetime, or until the renewal of a connection to a server not known
+// to be the leader, whichever comes first.
+func (c *trackedConn) keepWait() time.Duration {
+	life := c.trust.Lifetime()
+	renewAfter := life * renewShare / 10
+	wait := life / 10
+	c.mu.Lock()
+	if c.welcomed && !c.leader {
+		// Wake at the renewal itself, not at the next tick after it.
+		wait = min(wait, c.sent.handshake+renewAfter-c.trust.Clock())
+	}
+	c.mu.Unlock()
+	return max(wait, time.Millisecond)
+}
+
+// keepLook is what the keeper does when it looks: close the connection
+// (why says why), send a ping, or nothing. It is apart from keep so that
+// the simulator, which runs no keeper goroutine, looks the same way.
+func (c *trackedConn) keepLook() (why string, ping bool) {
+	life := c.trust.Lifetime()
+	renewAfter := life * renewShare / 10
+	now := c.trust.Clock()
+	c.mu.Lock()
+	waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting()
+	welcomed, session, leader, hello := c.welcomed, c.session, c.leader, c.sent.handshake
+	c.mu.Unlock()
+	silent := now - time.Duration(c.lastRead.Load())
+	switch {
+	case welcomed && session == 0:
+		return "session expired", false
+	case waiting && silent >= life/4:
+		return "server silent for " + silent.Round(time.Millisecond).String(), false
+	case welcomed && !leader && now-hello >= renewAfter:
+		return "renewing the handshake with a server not known to be the leader", false
+	case welcomed && !waiting:
+		return "", true
+	}
+	return "", false
 }
 
 // ping writes a ping on its own goroutine, so that a write that blocks
