@@ -2,16 +2,15 @@ package engine
 
 import (
 	"errors"
-	"io"
-	"net"
 	"path"
 	"strings"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -133,7 +132,7 @@ func (e *Engine) run(o core.Op) {
 // exec sends one request and waits for its reply.
 func (e *Engine) exec(o core.Op) (done input.OpDone) {
 	done = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path}
-	defer func() { done.Outcome = classify(done.Err) }()
+	defer func() { done.Outcome = zkerr.Classify(done.Err) }()
 	e.count.n[o.Kind].Add(1)
 	switch o.Kind {
 	case input.OpCreate:
@@ -213,34 +212,4 @@ func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int6
 		}
 	}
 	return children, pzxid, "", foreign, nil
-}
-
-// classify maps the client's errors to the core's outcomes.
-func classify(err error) input.Outcome {
-	switch {
-	case err == nil:
-		return input.OK
-	case errors.Is(err, zk.ErrNoNode):
-		return input.NoNode
-	case errors.Is(err, zk.ErrNodeExists):
-		return input.NodeExists
-	case errors.Is(err, zk.ErrClosing):
-		return input.Closing
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionExpired),
-		errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrNoServer):
-		return input.ConnLoss
-	case isNetworkError(err):
-		// The client hands a request the raw error of the socket write that
-		// failed; whether the server saw the request is unknown.
-		return input.ConnLoss
-	case noAuth(err):
-		return input.NoAuth
-	}
-	return input.Refused
-}
-
-func isNetworkError(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -6,8 +6,10 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -102,7 +104,7 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 		}
 		d, err := e.multi([]sentOp{o}, session)
 		if err != nil {
-			d = []input.OpDone{{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}}
+			d = []input.OpDone{{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: zkerr.Classify(err), Err: err}}
 		}
 		dones[i] = d[0]
 	}
@@ -150,7 +152,7 @@ func (e *Engine) multi(ops []sentOp, session int64) (dones []input.OpDone, err e
 			// before the first container create are read; arrange put
 			// every op whose name is not among them after one.
 			return e.applied(ops, at, res, zxid), nil
-		case err != nil && classify(err) != input.ConnLoss && classify(err) != input.Closing:
+		case err != nil && zkerr.Classify(err) != input.ConnLoss && zkerr.Classify(err) != input.Closing:
 			if try < maxFixes && e.fix(ops, at, res) {
 				continue
 			}
@@ -163,14 +165,14 @@ func (e *Engine) multi(ops []sentOp, session int64) (dones []input.OpDone, err e
 	}
 	dones = make([]input.OpDone, len(ops))
 	for i, o := range ops {
-		dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(lost), Err: lost}
+		dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: zkerr.Classify(lost), Err: lost}
 	}
 	return dones, nil
 }
 
 // errSessionChanged: a request of a batch was not sent, the session having
 // changed since the batch's first; its contender recovers as from a lost
-// connection (classify finds zk.ErrSessionExpired in it).
+// connection (zkerr.Classify finds zk.ErrSessionExpired in it).
 var errSessionChanged = fmt.Errorf("turnstile: session changed during a batch: %w", zk.ErrSessionExpired)
 
 // arrange is the order ops are sent in: first, in their order, those on
@@ -329,7 +331,7 @@ func (e *Engine) fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
 		// rights (the path's parent lets this engine create children but
 		// not delete them), it would be refused every time: the server
 		// reaps the engine's paths from then on.
-		if noAuth(err) {
+		if zkerr.NoAuth(err) {
 			e.noPrune.Store(true)
 		}
 		o.prune = false
@@ -397,7 +399,7 @@ func multiSize(ops []sentOp) int {
 func (e *Engine) execApart(o sentOp) input.OpDone {
 	made, err := e.makePath(o.lockPath())
 	if err != nil {
-		return input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}
+		return input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: zkerr.Classify(err), Err: err}
 	}
 	d := e.exec(o.Op)
 	if n, ok := queue.Parse(d.Name); ok && d.Outcome == input.OK && made && n.Seq == 0 {
