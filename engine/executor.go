@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/batch"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
@@ -20,15 +21,6 @@ import (
 // (the client pipelines them on the one session and matches replies by
 // xid), and comes back to the loop as exactly one input.OpDone per op,
 // classified into the core's outcomes, then one input.RequestDone.
-
-// createFlags: lock nodes are ephemeral and sequential, but for a node
-// with a borrowed number.
-func createFlags(o core.Op) int32 {
-	if o.Fixed {
-		return zk.FlagEphemeral
-	}
-	return zk.FlagEphemeralSequential
-}
 
 // Stats counts the requests the engine sent to ZooKeeper, by kind.
 type Stats struct {
@@ -116,9 +108,9 @@ func (e *Engine) run(o core.Op) {
 	var dones []input.OpDone
 	switch {
 	case o.Batch != nil:
-		dones = e.execBatch(o.Batch)
+		dones = e.batch.Send(e.conn, o.Batch)
 	case o.Cold || o.Prune:
-		dones = e.execBatch([]core.Op{o}) // a multi of the node and its lock path
+		dones = e.batch.Send(e.conn, []core.Op{o}) // a multi of the node and its lock path
 	default:
 		dones = []input.OpDone{e.exec(o)}
 	}
@@ -136,7 +128,7 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 	e.count.n[o.Kind].Add(1)
 	switch o.Kind {
 	case input.OpCreate:
-		created, err := e.conn.Create(o.Path, o.Data, createFlags(o), e.cfg.aclOf(o.Path))
+		created, err := e.conn.Create(o.Path, o.Data, batch.CreateFlags(o), e.cfg.aclOf(o.Path))
 		done.Name, done.Err = path.Base(created), err
 		// Read after the reply: at least the create's zxid (the token of a
 		// grant made without a listing; see internal/core/prediction.go).
