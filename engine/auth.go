@@ -2,14 +2,12 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
 )
 
 // ErrNoAuth: ZooKeeper refused an operation for lack of rights (the node's
@@ -17,11 +15,6 @@ import (
 // refused the credentials themselves. Such a refusal is not retried: the
 // acquisition, or the release, fails with it.
 var ErrNoAuth = contender.ErrNoAuth
-
-// noAuth reports whether err is the server's refusal for lack of rights.
-func noAuth(err error) bool {
-	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed)
-}
 
 // authenticate presents every credential of Config.Auth to the session,
 // once, before any acquisition can send a request. The client remembers
@@ -40,9 +33,9 @@ func (e *Engine) authenticate(ctx context.Context) error {
 				break
 			}
 			switch {
-			case noAuth(err):
+			case zkerr.NoAuth(err):
 				return fmt.Errorf("%w: credentials of scheme %q: %w", ErrNoAuth, cred.Scheme, err)
-			case classify(err) != input.ConnLoss:
+			case zkerr.Classify(err) != input.ConnLoss:
 				return fmt.Errorf("turnstile: credentials of scheme %q: %w", cred.Scheme, err)
 			}
 			select {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
 	"github.com/turnstile-go/turnstile/internal/seam"
 )
 
@@ -94,7 +95,7 @@ func zkErr(err error) error {
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return ErrNoNode
-	case noAuth(err):
+	case zkerr.NoAuth(err):
 		return fmt.Errorf("%w: %w", ErrNoAuth, err)
 	}
 	return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/batch"
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
@@ -82,6 +83,7 @@ type Engine struct {
 	rt    runtime
 	inbox *inbox
 	count counters
+	batch *batch.Sender // sends batches and cold ops as multis (engine/internal/batch)
 	// cohorts are the acquisitions that pass leases among themselves
 	// (cohort.go), stepped on their callers' goroutines.
 	cohorts cohorts
@@ -89,7 +91,6 @@ type Engine struct {
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
 	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
-	noPrune  atomic.Bool   // the server refused a lock path's delete for lack of rights (see multi.go)
 	gauges   gauges        // for monitoring; see gauges.go
 	// servers are the connections to the servers, which feed trust
 	// (engine/internal/serverconn).
@@ -219,6 +220,8 @@ func newEngine(cfg Config) *Engine {
 	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,
 		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})
 	e.rt.newID = nodename.NewID
+	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
+		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
 	e.cohorts.init(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
 		MaxHold: cfg.Cohort.MaxHold, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired})
 	e.core = core.New(core.Config{

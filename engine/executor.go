@@ -2,16 +2,16 @@ package engine
 
 import (
 	"errors"
-	"io"
-	"net"
 	"path"
 	"strings"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/engine/internal/batch"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -21,15 +21,6 @@ import (
 // (the client pipelines them on the one session and matches replies by
 // xid), and comes back to the loop as exactly one input.OpDone per op,
 // classified into the core's outcomes, then one input.RequestDone.
-
-// createFlags: lock nodes are ephemeral and sequential, but for a node
-// with a borrowed number.
-func createFlags(o core.Op) int32 {
-	if o.Fixed {
-		return zk.FlagEphemeral
-	}
-	return zk.FlagEphemeralSequential
-}
 
 // Stats counts the requests the engine sent to ZooKeeper, by kind.
 type Stats struct {
@@ -117,9 +108,9 @@ func (e *Engine) run(o core.Op) {
 	var dones []input.OpDone
 	switch {
 	case o.Batch != nil:
-		dones = e.execBatch(o.Batch)
+		dones = e.batch.Send(e.conn, o.Batch)
 	case o.Cold || o.Prune:
-		dones = e.execBatch([]core.Op{o}) // a multi of the node and its lock path
+		dones = e.batch.Send(e.conn, []core.Op{o}) // a multi of the node and its lock path
 	default:
 		dones = []input.OpDone{e.exec(o)}
 	}
@@ -133,11 +124,11 @@ func (e *Engine) run(o core.Op) {
 // exec sends one request and waits for its reply.
 func (e *Engine) exec(o core.Op) (done input.OpDone) {
 	done = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path}
-	defer func() { done.Outcome = classify(done.Err) }()
+	defer func() { done.Outcome = zkerr.Classify(done.Err) }()
 	e.count.n[o.Kind].Add(1)
 	switch o.Kind {
 	case input.OpCreate:
-		created, err := e.conn.Create(o.Path, o.Data, createFlags(o), e.cfg.aclOf(o.Path))
+		created, err := e.conn.Create(o.Path, o.Data, batch.CreateFlags(o), e.cfg.aclOf(o.Path))
 		done.Name, done.Err = path.Base(created), err
 		// Read after the reply: at least the create's zxid (the token of a
 		// grant made without a listing; see internal/core/prediction.go).
@@ -213,34 +204,4 @@ func (e *Engine) recoverNode(lockPath, id string) (children []string, pzxid int6
 		}
 	}
 	return children, pzxid, "", foreign, nil
-}
-
-// classify maps the client's errors to the core's outcomes.
-func classify(err error) input.Outcome {
-	switch {
-	case err == nil:
-		return input.OK
-	case errors.Is(err, zk.ErrNoNode):
-		return input.NoNode
-	case errors.Is(err, zk.ErrNodeExists):
-		return input.NodeExists
-	case errors.Is(err, zk.ErrClosing):
-		return input.Closing
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionExpired),
-		errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrNoServer):
-		return input.ConnLoss
-	case isNetworkError(err):
-		// The client hands a request the raw error of the socket write that
-		// failed; whether the server saw the request is unknown.
-		return input.ConnLoss
-	case noAuth(err):
-		return input.NoAuth
-	}
-	return input.Refused
-}
-
-func isNetworkError(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -23,11 +23,11 @@ import (
 // seeded generator in sim_test.go.
 //
 // A request of the engine runs its executor code as in production (exec,
-// execBatch, ensurePath), as a coroutine (iter.Pull): it runs only when the
-// simulator resumes it, and its calls on the client hand the simulator a
-// request and suspend until the simulator resumes it with the reply. So
-// the runtime's code runs, one step at a time, in an order the seed
-// chooses, and no two pieces of code ever run at once.
+// the multis of engine/internal/batch), as a coroutine (iter.Pull): it
+// runs only when the simulator resumes it, and its calls on the client
+// hand the simulator a request and suspend until the simulator resumes it
+// with the reply. So the runtime's code runs, one step at a time, in an
+// order the seed chooses, and no two pieces of code ever run at once.
 
 // clock is the simulated monotonic clock and the timers armed on it.
 type clock struct {

@@ -1,4 +1,4 @@
-package engine
+package zkerr
 
 import (
 	"fmt"
@@ -34,8 +34,8 @@ func TestClassify(t *testing.T) {
 		{zk.ErrBadArguments, input.Refused},
 	}
 	for _, c := range cases {
-		if got := classify(c.err); got != c.want {
-			t.Errorf("classify(%v) = %d, want %d", c.err, got, c.want)
+		if got := Classify(c.err); got != c.want {
+			t.Errorf("Classify(%v) = %d, want %d", c.err, got, c.want)
 		}
 	}
 }

@@ -1,24 +1,75 @@
-package engine
+// Package batch sends the creates and deletes group commit gathers
+// (engine/internal/core/groupcommit.go), and the create of a node on a lock
+// path that may not exist yet (core.Op.Cold) with the container creates of
+// its path, as ZooKeeper multi requests, and reports each op as if sent
+// alone. DESIGN.md, "Cold keys", argues why a node so made holds without a
+// listing. It is a package of its own because a multi is a concern of its
+// own: the order of its requests, the attribution of its results by
+// position, the change of one op after a refusal, the fallback op by op;
+// the engine lends it the few calls (Conn, Config.Exec) and counters it
+// needs, and knows nothing of how a batch is sent.
+package batch
 
 import (
 	"errors"
 	"fmt"
 	"path"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
-// Multi requests: the creates and deletes group commit sends together
-// (internal/core/groupcommit.go), and the create of a node on a lock path
-// that may not exist yet (core.Op.Cold), sent with the container creates
-// of its path in one transaction. DESIGN.md, "Cold keys", argues why a
-// node so made holds without a listing.
+// Conn is what a batch asks of the ZooKeeper client.
+type Conn interface {
+	SessionID() int64
+	Multi(ops ...any) ([]zk.MultiResponse, error)
+	CreateContainer(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+}
 
-// sentOp is one op of a multi as the executor sends it: a create preceded,
+// Config is what the engine lends a Sender.
+type Config struct {
+	// Exec sends one op as a request of its own, as the engine's executor
+	// does every op that is not in a batch.
+	Exec func(core.Op) input.OpDone
+	// ACL is the ACL of a node the engine creates at path, a server path.
+	ACL func(path string) []zk.ACL
+	// Zxid is the greatest zxid seen in a reply header.
+	Zxid *atomic.Int64
+	// The engine's counts of requests (its Stats): Ops by kind,
+	// Containers the container creates of lock paths, Multis the multis
+	// sent, Batched the creates and deletes sent inside them.
+	Ops                         *[input.NumOpKinds]atomic.Uint64
+	Containers, Multis, Batched *atomic.Uint64
+}
+
+// Sender sends batches, each on its caller's goroutine; safe for
+// concurrent use.
+type Sender struct {
+	cfg Config
+	// noPrune: the server refused a lock path's delete for lack of rights
+	// (see fix).
+	noPrune atomic.Bool
+}
+
+// New makes a Sender.
+func New(cfg Config) *Sender { return &Sender{cfg: cfg} }
+
+// CreateFlags: lock nodes are ephemeral and sequential, but for a node
+// with a borrowed number.
+func CreateFlags(o core.Op) int32 {
+	if o.Fixed {
+		return zk.FlagEphemeral
+	}
+	return zk.FlagEphemeralSequential
+}
+
+// sentOp is one op of a multi as it is sent: a create preceded,
 // in the same multi, by container creates of its lock path and of
 // levels-1 of the path's ancestors, the highest first; levels is 0 for an
 // op sent alone. prune: a delete followed by the delete of its lock path.
@@ -54,12 +105,12 @@ func (o *sentOp) container(j int) string {
 // remove the same paths all the while could otherwise keep it going.
 const maxFixes = 32
 
-// execBatch sends creates and deletes as one multi request and reports
+// Send sends creates and deletes as one multi request and reports
 // each as if sent alone. A multi is all or nothing. The server refuses it
 // whole when a create's lock path is missing (a key used for the first
 // time, or a container the server reaped), or a container it was to make
 // exists (made by another client, or by an earlier op of the batch): the
-// executor then changes that one op (makes the path with it, or makes one
+// sender then changes that one op (makes the path with it, or makes one
 // level fewer) and sends the whole multi again, so that one key's first
 // use costs the batch one round trip, never one per op. When it fails for
 // any other reason but a lost connection (one op refused, such as a node
@@ -67,17 +118,17 @@ const maxFixes = 32
 // applied, and each op is sent again on its own so that one op's failure
 // is not every op's. After a lost connection the multi's fate is unknown,
 // and every op reports the loss: the contenders recover from it.
-func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
+func (s *Sender) Send(conn Conn, batch []core.Op) []input.OpDone {
 	ops := make([]sentOp, len(batch))
 	for i, o := range batch {
 		ops[i].Op = o
 		if o.Cold {
 			ops[i].levels = 1
 		}
-		ops[i].prune = o.Prune && !e.noPrune.Load()
+		ops[i].prune = o.Prune && !s.noPrune.Load()
 	}
-	session := e.conn.SessionID()
-	dones, err := e.multi(ops, session)
+	session := conn.SessionID()
+	dones, err := s.multi(conn, ops, session)
 	if err == nil {
 		return dones
 	}
@@ -89,7 +140,7 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 	// gone, a refusal).
 	dones = make([]input.OpDone, len(ops))
 	for i, o := range ops {
-		if e.conn.SessionID() != session {
+		if conn.SessionID() != session {
 			// Sent now, it would be under another session than the one
 			// the batch was sent under, which the contender may have
 			// heard expire before this reply comes: it recovers.
@@ -97,12 +148,12 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 			continue
 		}
 		if o.levels == 0 && !o.prune {
-			dones[i] = e.exec(o.Op)
+			dones[i] = s.cfg.Exec(o.Op)
 			continue
 		}
-		d, err := e.multi([]sentOp{o}, session)
+		d, err := s.multi(conn, []sentOp{o}, session)
 		if err != nil {
-			d = []input.OpDone{{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}}
+			d = []input.OpDone{{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: zkerr.Classify(err), Err: err}}
 		}
 		dones[i] = d[0]
 	}
@@ -111,21 +162,21 @@ func (e *Engine) execBatch(batch []core.Op) []input.OpDone {
 
 // multi sends ops as one multi request, again with one op changed while
 // the server refuses it for a lock path that is missing or exists (see
-// execBatch), and returns one OpDone per op, in the order of ops. err is
+// Send), and returns one OpDone per op, in the order of ops. err is
 // the refusal of a multi that no such change answers: nothing of it was
 // applied. It sends again only under session, the one the first was sent
-// under (see execBatch).
-func (e *Engine) multi(ops []sentOp, session int64) (dones []input.OpDone, err error) {
+// under (see Send).
+func (s *Sender) multi(conn Conn, ops []sentOp, session int64) (dones []input.OpDone, err error) {
 	var lost error // the multi's fate is unknown, or it was not sent
 	for try := 0; lost == nil; try++ {
-		if try > 0 && e.conn.SessionID() != session {
+		if try > 0 && conn.SessionID() != session {
 			lost = errSessionChanged
 			break
 		}
 		if len(ops) == 1 && ops[0].levels == 0 && !ops[0].prune {
 			// A cold create whose path exists after all, or a delete whose
 			// path is not to go: a request of its own.
-			return []input.OpDone{e.exec(ops[0].Op)}, nil
+			return []input.OpDone{s.cfg.Exec(ops[0].Op)}, nil
 		}
 		order := arrange(ops)
 		if multiSize(ops) > maxColdMulti && containersIn(ops) {
@@ -133,14 +184,14 @@ func (e *Engine) multi(ops []sentOp, session int64) (dones []input.OpDone, err e
 			if len(ops) > 1 {
 				return nil, errColdTooLarge // op by op
 			}
-			return []input.OpDone{e.execApart(ops[0])}, nil
+			return []input.OpDone{s.execApart(conn, ops[0])}, nil
 		}
-		reqs, at := e.multiRequests(ops, order)
-		res, err := e.conn.Multi(reqs...)
-		zxid := e.lastZxid.Load() // at least the multi's, read after its reply
+		reqs, at := s.multiRequests(ops, order)
+		res, err := conn.Multi(reqs...)
+		zxid := s.cfg.Zxid.Load() // at least the multi's, read after its reply
 		switch {
 		case err == nil && len(res) == len(reqs):
-			return e.applied(ops, at, res, zxid), nil
+			return applied(ops, at, res, zxid), nil
 		case errors.Is(err, zk.ErrAPIError) && containersIn(ops):
 			// go-zookeeper cannot read the result of a container create
 			// inside a multi (ZooKeeper answers it as a createContainer,
@@ -149,9 +200,9 @@ func (e *Engine) multi(ops []sentOp, session int64) (dones []input.OpDone, err e
 			// answered with error results only, which it reads. The ops
 			// before the first container create are read; arrange put
 			// every op whose name is not among them after one.
-			return e.applied(ops, at, res, zxid), nil
-		case err != nil && classify(err) != input.ConnLoss && classify(err) != input.Closing:
-			if try < maxFixes && e.fix(ops, at, res) {
+			return applied(ops, at, res, zxid), nil
+		case err != nil && zkerr.Classify(err) != input.ConnLoss && zkerr.Classify(err) != input.Closing:
+			if try < maxFixes && s.fix(ops, at, res) {
 				continue
 			}
 			return nil, err
@@ -163,14 +214,14 @@ func (e *Engine) multi(ops []sentOp, session int64) (dones []input.OpDone, err e
 	}
 	dones = make([]input.OpDone, len(ops))
 	for i, o := range ops {
-		dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(lost), Err: lost}
+		dones[i] = input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: zkerr.Classify(lost), Err: lost}
 	}
 	return dones, nil
 }
 
 // errSessionChanged: a request of a batch was not sent, the session having
 // changed since the batch's first; its contender recovers as from a lost
-// connection (classify finds zk.ErrSessionExpired in it).
+// connection (zkerr.Classify finds zk.ErrSessionExpired in it).
 var errSessionChanged = fmt.Errorf("turnstile: session changed during a batch: %w", zk.ErrSessionExpired)
 
 // arrange is the order ops are sent in: first, in their order, those on
@@ -221,31 +272,31 @@ type reqRef struct{ op, level int }
 
 // multiRequests encodes ops, in order, as a multi's requests, and counts
 // them.
-func (e *Engine) multiRequests(ops []sentOp, order []int) (reqs []any, at []reqRef) {
+func (s *Sender) multiRequests(ops []sentOp, order []int) (reqs []any, at []reqRef) {
 	for _, i := range order {
 		o := &ops[i]
 		for j := range o.levels {
 			p := o.container(j)
-			reqs = append(reqs, &zk.CreateRequest{Path: p, Acl: e.cfg.aclOf(p), Flags: zk.FlagContainer})
+			reqs = append(reqs, &zk.CreateRequest{Path: p, Acl: s.cfg.ACL(p), Flags: zk.FlagContainer})
 			at = append(at, reqRef{i, j})
-			e.count.containers.Add(1)
+			s.cfg.Containers.Add(1)
 		}
 		switch o.Kind {
 		case input.OpCreate:
-			reqs = append(reqs, &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: e.cfg.aclOf(o.Path), Flags: createFlags(o.Op)})
+			reqs = append(reqs, &zk.CreateRequest{Path: o.Path, Data: o.Data, Acl: s.cfg.ACL(o.Path), Flags: CreateFlags(o.Op)})
 		case input.OpDelete:
 			reqs = append(reqs, &zk.DeleteRequest{Path: o.Path, Version: -1})
 		}
 		at = append(at, reqRef{i, levelOp})
-		e.count.n[o.Kind].Add(1)
+		s.cfg.Ops[o.Kind].Add(1)
 		if o.prune {
 			reqs = append(reqs, &zk.DeleteRequest{Path: o.lockPath(), Version: -1})
 			at = append(at, reqRef{i, levelPrune})
-			e.count.n[input.OpDelete].Add(1) // a delete, in Stats
+			s.cfg.Ops[input.OpDelete].Add(1) // a delete, in Stats
 		}
 	}
-	e.count.multis.Add(1)
-	e.count.batched.Add(uint64(len(reqs)))
+	s.cfg.Multis.Add(1)
+	s.cfg.Batched.Add(uint64(len(reqs)))
 	return reqs, at
 }
 
@@ -255,7 +306,7 @@ func (e *Engine) multiRequests(ops []sentOp, order []int) (reqs []any, at []reqR
 // made starts at 0, and no other request ran between the ops of one
 // multi; the children counted are every create under it, containers
 // included. The first child of a path the multi made is Fresh.
-func (e *Engine) applied(ops []sentOp, at []reqRef, res []zk.MultiResponse, zxid int64) []input.OpDone {
+func applied(ops []sentOp, at []reqRef, res []zk.MultiResponse, zxid int64) []input.OpDone {
 	dones := make([]input.OpDone, len(ops))
 	made := make(map[string]bool)
 	children := make(map[string]int64)
@@ -309,7 +360,7 @@ var errUnreadName = errors.New("turnstile: multi applied, created node's name no
 // refusal, and reports whether it did. The failed request is the first
 // whose result carries an error: those before it report OK, those after
 // it a runtime inconsistency.
-func (e *Engine) fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
+func (s *Sender) fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
 	k := -1
 	for i := range res {
 		if res[i].Error != nil {
@@ -329,8 +380,8 @@ func (e *Engine) fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
 		// rights (the path's parent lets this engine create children but
 		// not delete them), it would be refused every time: the server
 		// reaps the engine's paths from then on.
-		if noAuth(err) {
-			e.noPrune.Store(true)
+		if zkerr.NoAuth(err) {
+			s.noPrune.Store(true)
 		}
 		o.prune = false
 		return true
@@ -394,12 +445,12 @@ func multiSize(ops []sentOp) int {
 // a multi. Unlike a multi, a connection lost between the two requests
 // leaves the path without a child if the acquisition then ends; nodes so
 // large are rare.
-func (e *Engine) execApart(o sentOp) input.OpDone {
-	made, err := e.makePath(o.lockPath())
+func (s *Sender) execApart(conn Conn, o sentOp) input.OpDone {
+	made, err := s.makePath(conn, o.lockPath())
 	if err != nil {
-		return input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: classify(err), Err: err}
+		return input.OpDone{Op: o.Kind, Contender: o.ID, Path: o.Path, Outcome: zkerr.Classify(err), Err: err}
 	}
-	d := e.exec(o.Op)
+	d := s.cfg.Exec(o.Op)
 	if n, ok := queue.Parse(d.Name); ok && d.Outcome == input.OK && made && n.Seq == 0 {
 		d.Fresh = true
 	}
@@ -408,19 +459,19 @@ func (e *Engine) execApart(o sentOp) input.OpDone {
 
 // makePath creates p, and any missing ancestor, as containers; made
 // reports whether p itself was created by this call.
-func (e *Engine) makePath(p string) (made bool, err error) {
-	e.count.containers.Add(1)
-	_, err = e.conn.CreateContainer(p, nil, zk.FlagContainer, e.cfg.aclOf(p))
+func (s *Sender) makePath(conn Conn, p string) (made bool, err error) {
+	s.cfg.Containers.Add(1)
+	_, err = conn.CreateContainer(p, nil, zk.FlagContainer, s.cfg.ACL(p))
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, zk.ErrNodeExists):
 		return false, nil
 	case errors.Is(err, zk.ErrNoNode) && path.Dir(p) != "/":
-		if _, err := e.makePath(path.Dir(p)); err != nil {
+		if _, err := s.makePath(conn, path.Dir(p)); err != nil {
 			return false, err
 		}
-		return e.makePath(p)
+		return s.makePath(conn, p)
 	}
 	return false, err
 }
