@@ -220,7 +220,7 @@ func newEngine(cfg Config) *Engine {
 		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})
 	e.rt.newID = nodename.NewID
 	e.cohorts.init(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
-		MaxHold: cfg.Cohort.MaxHold, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired})
+		MaxHold: cfg.Cohort.MaxHold, Linger: cfg.Cohort.Linger, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired})
 	e.core = core.New(core.Config{
 		CloseTimeout: cfg.CloseTimeout,
 		MaxInFlight:  cfg.MaxInFlight,

@@ -20,7 +20,7 @@ import (
 //
 // Commands (one input each):
 //
-//	config [passes=N] [hold=D] [fail-on-expiry] [strict-fifo]   a new machine
+//	config [passes=N] [hold=D] [linger=D] [fail-on-expiry] [strict-fifo]   a new machine
 //	admits [cohort] [try] [borrowed] [revocable]   (no input) may it join
 //	join W [path=P] [kind=mutex|write] [data=D] [ctx=G] [checked] [expiry]
 //	granted A [now=D] [listed nodes=N] [lost=closed|expired|lost]
@@ -30,6 +30,7 @@ import (
 //	lost A [cause=closed|expired|lost]
 //	cancel ctx=G
 //	seal [path=P]
+//	wake A [now=D] [timer] [fired] [untrusted] [carrier-lost]
 //	stats                      (no input) what the machine counted
 //
 // A waiter's release names the cohort the machine handed it (the last
@@ -123,7 +124,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if v, ok := arg("passes"); ok {
 			fmt.Sscan(v, &passes)
 		}
-		*s = *newScript(Config{MaxPasses: passes, MaxHold: dur("hold"), FailOnExpiry: has("fail-on-expiry"),
+		*s = *newScript(Config{MaxPasses: passes, MaxHold: dur("hold"), Linger: dur("linger"), FailOnExpiry: has("fail-on-expiry"),
 			StrictFIFO: has("strict-fifo")})
 		return "ok"
 	case "admits":
@@ -186,6 +187,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "cancel":
 		v, _ := arg("ctx")
 		in.Kind, in.Group, in.Err = Cancel, s.group(v), errors.New("cancelled "+v)
+	case "wake":
+		in.Kind, in.Attempt, in.Now, in.Timer = Wake, num(), dur("now"), has("timer")
+		in.Trusted, in.CarrierLost, in.Fired = !has("untrusted"), has("carrier-lost"), has("fired")
 	case "seal":
 		in.Kind, in.Path = Seal, "/l"
 		if v, ok := arg("path"); ok {
@@ -240,6 +244,10 @@ func (s *script) format(e Effect) string {
 		return fmt.Sprintf("give-back a%d", e.Attempt)
 	case AskWatch:
 		return fmt.Sprintf("ask-watch a%d", e.Attempt)
+	case Linger:
+		return fmt.Sprintf("linger a%d, wake in %v", e.Attempt, e.After)
+	case Vouch:
+		return fmt.Sprintf("vouch a%d", e.Attempt)
 	case Follow:
 		return "follow ctx " + s.names[e.Group]
 	case Unfollow:
@@ -259,6 +267,7 @@ func TestConfigBounds(t *testing.T) {
 		{Config{MaxPasses: MaxPasses + 1}, false},
 		{Config{MaxPasses: -1}, false},
 		{Config{MaxHold: -1}, false},
+		{Config{Linger: -1}, false},
 	} {
 		got, err := c.cfg.WithDefaults()
 		if (err == nil) != c.ok {
