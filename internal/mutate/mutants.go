@@ -77,7 +77,7 @@ var mutants = []mutant{
 	{
 		name:    "pass-after-loss",
 		class:   "a cohort pass after the carrier's loss: neither the watchdog's word nor the carrier's end stops passing",
-		changes: []change{{"machine.go", "case !in.Trusted || in.CarrierLost || c.sealed ||", "case c.sealed ||"}},
+		changes: []change{{"machine.go", "bounded := !in.Trusted || in.CarrierLost || c.sealed ||", "bounded := c.sealed ||"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{

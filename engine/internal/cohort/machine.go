@@ -651,6 +651,7 @@ func (m *Machine) watched(in *Input) {
 		}
 	}
 	if c.lingering && c.foreign {
+		m.stats.Yielded++
 		m.giveBack(c, 0) // another client waits: it gets the node at once
 	}
 	if !c.parked {
@@ -700,6 +701,9 @@ func (m *Machine) wake(in *Input) {
 		c.lingering, c.vouching = false, false
 		m.next(c, in, 0)
 	case c.foreign || !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:
+		if c.foreign {
+			m.stats.Yielded++
+		}
 		m.giveBack(c, 0)
 	case !c.armed:
 		c.armed = true
