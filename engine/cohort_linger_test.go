@@ -3,6 +3,9 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,5 +131,72 @@ func TestCohortLingerCloseGivesTheNodeBack(t *testing.T) {
 	eventually(t, "the node given back", func() bool { return len(ephemerals(t, raw, m.Path())) == 0 })
 	if _, err := m.Acquire(context.Background()).Wait(context.Background()); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("acquisition after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Lingering under real concurrency: one engine's workers take one lock
+// again and again (passes, lingers, re-grants at the bounds) while another
+// engine's worker arrives between. No two holders overlap, tokens grow in
+// the order of the grants, and the other engine is served each time.
+func TestCohortLingerUnderConcurrency(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := startEngine(t, engine.Config{Cohort: engine.CohortConfig{Linger: time.Hour, MaxHold: 20 * time.Millisecond, MaxPasses: 50}})
+	b := startEngine(t, engine.Config{})
+	p := testRoot(t) + "/shard"
+	var (
+		mu      sync.Mutex
+		holders int
+		last    int64
+		errs    []string
+	)
+	enter := func(l *lock.Lease) {
+		mu.Lock()
+		defer mu.Unlock()
+		holders++
+		if holders != 1 || l.Token() <= last {
+			errs = append(errs, fmt.Sprintf("%s granted with %d holders, token %d after %d", l.Node(), holders, l.Token(), last))
+		}
+		last = l.Token()
+	}
+	leave := func() { mu.Lock(); holders--; mu.Unlock() }
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	ma := lock.NewMutex(a, p)
+	for range 4 {
+		wg.Go(func() {
+			for !done.Load() {
+				l, err := ma.Lock(ctx)
+				if err != nil {
+					return
+				}
+				enter(l)
+				leave()
+				if err := l.Release(ctx); err != nil {
+					mu.Lock()
+					errs = append(errs, "release: "+err.Error())
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	mb := lock.NewMutex(b, p)
+	for range 30 {
+		time.Sleep(time.Millisecond) // let a's workers linger and pass between arrivals
+		l, err := mb.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enter(l)
+		leave()
+		release(t, l)
+	}
+	done.Store(true)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d failures, first: %s", len(errs), errs[0])
+	}
+	if s := a.CohortStats(); s.Passes == 0 || s.Yielded == 0 {
+		t.Fatalf("cohort stats %+v: want passes and nodes given back to the other engine", s)
 	}
 }
