@@ -93,6 +93,15 @@ var mutants = []mutant{
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort"), test("./stress", "TwoProcesses")},
 	},
 	{
+		name:  "linger-ignores-others",
+		class: "a lingering node kept while another client is seen waiting (linger is not simulated: the scripts and the real-server tests judge it)",
+		changes: []change{
+			{"machine.go", "	if c.lingering && c.foreign {\n", "	if false && c.lingering && c.foreign {\n"},
+			{"machine.go", "	case c.foreign || !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n", "	case !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n"},
+		},
+		checks: []check{test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "CohortLinger")},
+	},
+	{
 		name:    "token-without-pass",
 		class:   "a token without the pass number: leases passed within a cohort share their carrier's token",
 		changes: []change{{"lease.go", "token: l.token | int64(pass), passed: h}", "token: l.token, passed: h}"}},
