@@ -96,8 +96,8 @@ var mutants = []mutant{
 		name:  "linger-ignores-others",
 		class: "a lingering node kept while another client is seen waiting (linger is not simulated: the scripts and the real-server tests judge it)",
 		changes: []change{
-			{"machine.go", "	if c.lingering && c.foreign {\n", "	if false && c.lingering && c.foreign {\n"},
-			{"machine.go", "	case c.foreign || !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n", "	case !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n"},
+			{"machine.go", "\tif c.lingering && c.foreign {\n", "\tif false && c.lingering && c.foreign {\n"},
+			{"machine.go", "\tcase c.foreign || !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n", "\tcase !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n"},
 		},
 		checks: []check{test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "CohortLinger")},
 	},
