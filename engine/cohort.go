@@ -64,7 +64,7 @@ func (cs *cohorts) init(cfg cohort.Config) {
 // if there is none; an unchecked one only joins one: nil if none.
 func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Request, checked bool) *Future[*Lease] {
 	fut := future.Make[*Lease]()
-	in := cohort.Input{Kind: cohort.Join, Validated: checked, Data: fut,
+	in := cohort.Input{Kind: cohort.Join, Validated: checked, Data: fut, Try: req.TryOnly,
 		Key: cohort.Key{Path: path, Kind: req.Kind, Data: req.Data, FailOnExpiry: req.FailOnExpiry}}
 	if checked {
 		r := req // boxed only here: a join of a cohort that exists allocates no copy

@@ -200,3 +200,33 @@ func TestCohortLingerUnderConcurrency(t *testing.T) {
 		t.Fatalf("cohort stats %+v: want passes and nodes given back to the other engine", s)
 	}
 }
+
+// A try (TryAcquire) on a lock its own engine lingers on is passed the
+// node, with no request: it would otherwise meet that node, held by no
+// one, and fail whenever its listing came before the node's deletion.
+// While a holder of the engine holds, a try still fails.
+func TestCohortLingerTryIsPassed(t *testing.T) {
+	eng := startEngine(t, lingering)
+	m := lock.NewMutex(eng, testRoot(t)+"/shard")
+	tok := lingerOnce(t, eng, m).Token()
+	before := eng.Stats()
+	for i := range 20 {
+		l, err := m.TryAcquire(context.Background())
+		if err != nil {
+			t.Fatalf("try %d on the lingering lock: %v", i, err)
+		}
+		if l.Token() <= tok {
+			t.Fatalf("try %d: token %d not above %d", i, l.Token(), tok)
+		}
+		tok = l.Token()
+		release(t, l)
+	}
+	if after := eng.Stats(); after.Requests() != before.Requests() {
+		t.Fatalf("%d requests for 20 tries within the linger, want 0", after.Requests()-before.Requests())
+	}
+	held := mustGet(t, m.Acquire(context.Background()))
+	if _, err := m.TryAcquire(context.Background()); !errors.Is(err, engine.ErrWouldBlock) {
+		t.Fatalf("a try while the engine holds: %v, want ErrWouldBlock", err)
+	}
+	release(t, held)
+}

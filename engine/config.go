@@ -217,7 +217,8 @@ type CohortConfig struct {
 	// lock is a pass: no request, a greater token. Another client seen (a
 	// watch on the lock path), the lease's trust lapsing or the time up, the
 	// node goes back at once: a client arriving meanwhile waits for one
-	// notification and one deletion more than on a free lock. 0: off.
+	// notification and one deletion more than on a free lock. A try of
+	// this engine is passed a lingering node too. 0: off.
 	Linger time.Duration
 }
 

@@ -22,7 +22,7 @@ import (
 //
 //	config [passes=N] [hold=D] [linger=D] [fail-on-expiry] [strict-fifo]   a new machine
 //	admits [cohort] [try] [borrowed] [revocable]   (no input) may it join
-//	join W [path=P] [kind=mutex|write] [data=D] [ctx=G] [checked] [expiry]
+//	join W [path=P] [kind=mutex|write] [data=D] [ctx=G] [checked] [expiry] [try]
 //	granted A [now=D] [listed nodes=N] [lost=closed|expired|lost]
 //	failed A [err=E]
 //	release W [now=D] [untrusted] [carrier-lost] [fired]
@@ -57,7 +57,7 @@ type script struct {
 }
 
 func newScript(cfg Config) *script {
-	cfg.Closed, cfg.Expired = errClosed, errExpired
+	cfg.Closed, cfg.Expired, cfg.WouldBlock = errClosed, errExpired, errWouldBlock
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		panic(err)
@@ -66,9 +66,10 @@ func newScript(cfg Config) *script {
 }
 
 var (
-	errClosed  = errors.New("closed")
-	errExpired = errors.New("session expired")
-	errLost    = errors.New("lost")
+	errClosed     = errors.New("closed")
+	errExpired    = errors.New("session expired")
+	errLost       = errors.New("lost")
+	errWouldBlock = errors.New("would block")
 )
 
 func (s *script) run(t *testing.T, d *datadriven.TestData) string {
@@ -151,7 +152,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if v, ok := arg("ctx"); ok {
 			in.Group = s.group(v)
 		}
-		in.Validated = has("checked")
+		in.Validated, in.Try = has("checked"), has("try")
 		if in.Validated {
 			in.Req = "req " + in.Key.Path
 		}

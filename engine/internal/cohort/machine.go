@@ -78,6 +78,9 @@ type Config struct {
 	// say a node was lost because the engine closed, or because the
 	// session expired.
 	Closed, Expired error
+	// WouldBlock fails a try that joined a lingering node and could not
+	// have it passed (see Join's Try).
+	WouldBlock error
 }
 
 // WithDefaults checks the bounds and gives zero ones their defaults.
@@ -116,7 +119,10 @@ const (
 	// or Fail (its future), never read. Validated: its request was checked, so it may make a cohort (Req is
 	// then what the cohort's nodes are acquired with, kept and handed back
 	// in Start, never read). An unchecked one joins only a cohort that
-	// exists, whose members asked the same and were checked.
+	// exists, whose members asked the same and were checked. Try: it
+	// fails rather than wait, and joins only a lingering node nobody else
+	// waits for, so as not to find its own engine's node in its way: it is
+	// passed the node, or fails with WouldBlock.
 	Join InputKind = iota
 	// Granted: the node of Attempt was granted, at Now, with Seen what the
 	// listing that granted it showed. Lost (with Err): it was lost before
@@ -156,6 +162,7 @@ type Input struct {
 	Now                     time.Duration
 	Trusted, CarrierLost    bool
 	Fired, Failed, Timer    bool
+	Try                     bool
 	Seen                    Seen
 	Children                []string
 	Self, Path              string
@@ -294,6 +301,7 @@ type cohort struct {
 
 // waiter is one acquisition queued in a cohort.
 type waiter struct {
+	try        bool // fails rather than wait for a node (Join's Try)
 	id, group  uint64
 	data       any // the shell's, see Join
 	c          *cohort
@@ -397,12 +405,12 @@ func (m *Machine) Step(in *Input) {
 
 // join queues a waiter in its cohort, making the cohort if it may.
 func (m *Machine) join(in *Input) {
-	c := m.find(in.Key, in.Validated, in.Req)
-	if c == nil {
+	c := m.find(in.Key, in.Validated && !in.Try, in.Req)
+	if c == nil || in.Try && (!c.lingering || c.waiting > 0) {
 		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter, Group: in.Group})
 		return
 	}
-	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data}
+	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data, try: in.Try}
 	m.push(c, w)
 	switch {
 	case c.carrier == 0 && c.pending == 0:
@@ -512,6 +520,19 @@ func (m *Machine) pop(c *cohort) *waiter {
 func (m *Machine) failAll(c *cohort, err error) {
 	for w := m.pop(c); w != nil; w = m.pop(c) {
 		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: err, Data: w.data})
+	}
+}
+
+// failTries fails the tries queued in c: the node they joined to be
+// passed goes, and a try waits for no node of its own.
+func (m *Machine) failTries(c *cohort) {
+	for w := c.head; w != nil; {
+		next := w.next
+		if w.try {
+			m.remove(w)
+			m.emit(Effect{Kind: Fail, Waiter: w.id, Err: m.cfg.WouldBlock, Data: w.data})
+		}
+		w = next
 	}
 }
 
@@ -626,6 +647,7 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 func (m *Machine) giveBack(c *cohort, holder uint64) {
 	carrier := c.carrier
 	m.dropCarrier(c)
+	m.failTries(c)
 	if c.waiting > 0 {
 		m.attempt(c)
 	} else {
@@ -715,6 +737,7 @@ func (m *Machine) wake(in *Input) {
 // they fail with the loss when the engine closes, or when the session
 // expired and expiries fail waiters; else the next one queues a node.
 func (m *Machine) afterLoss(c *cohort, in *Input) {
+	m.failTries(c)
 	switch {
 	case c.waiting == 0:
 	case m.cfg.Closed != nil && errors.Is(in.Err, m.cfg.Closed),
