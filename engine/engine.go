@@ -261,8 +261,9 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	joins := e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, TryOnly: req.TryOnly, Borrowed: req.Seq != "", Revocable: req.Revocable})
 	// A try would find a node this engine lingers on in its way: it may
 	// join that one, and nothing else, to have it passed (cohort.Join).
-	lingerTry := e.cfg.Cohort.Linger > 0 && e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, Borrowed: req.Seq != "", Revocable: req.Revocable})
-	if (joins || req.TryOnly && lingerTry) && req.Decide != nil && ctx.Err() == nil {
+	lingerTry := req.TryOnly && e.cfg.Cohort.Linger > 0 &&
+		e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, Borrowed: req.Seq != "", Revocable: req.Revocable})
+	if (joins || lingerTry) && req.Decide != nil && ctx.Err() == nil {
 		if f := e.cohorts.acquire(e, ctx, req.Path, req, false); f != nil {
 			return f // joined a cohort of requests the same as req
 		}
