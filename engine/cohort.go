@@ -64,7 +64,7 @@ func (cs *cohorts) init(cfg cohort.Config) {
 // if there is none; an unchecked one only joins one: nil if none.
 func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Request, checked bool) *Future[*Lease] {
 	fut := future.Make[*Lease]()
-	in := cohort.Input{Kind: cohort.Join, Validated: checked, Data: fut,
+	in := cohort.Input{Kind: cohort.Join, Validated: checked, Data: fut, Try: req.TryOnly,
 		Key: cohort.Key{Path: path, Kind: req.Kind, Data: req.Data, FailOnExpiry: req.FailOnExpiry}}
 	if checked {
 		r := req // boxed only here: a join of a cohort that exists allocates no copy
@@ -163,13 +163,9 @@ type deed struct {
 func (cs *cohorts) step(e *Engine, in *cohort.Input, holder *Lease, fut *Future[struct{}]) (joined bool) {
 	cs.m.Step(in)
 	var deeds [4]deed
-	buf := deeds[:0]
-	joined = true
+	buf, joined := deeds[:0], true
 	for _, f := range cs.m.Ready() {
-		d := deed{Effect: f}
-		if f.Attempt != 0 {
-			d.node = cs.nodes[f.Attempt]
-		}
+		d := deed{Effect: f, node: cs.nodes[f.Attempt]} // no attempt is 0
 		switch f.Kind {
 		case cohort.NotJoined:
 			cs.groups.forgetIdle(f.Group)
@@ -219,16 +215,15 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, holder *Lease, fut *Future[
 		case cohort.NotHolder: // its node was lost, and it with it
 			future.Resolve(fut, struct{}{}, cmp.Or(holder.Err(), ErrNotHeld))
 		case cohort.GiveBack:
-			back := &releaseCmd{passed: holder, fut: fut} // whose release ends with the deletion, if any
+			back := &releaseCmd{lease: d.node.lease, passed: holder, fut: fut} // whose release ends with the deletion, if any
 			if d.Waiter == 0 {
-				back = &releaseCmd{fut: future.Make[struct{}]()}
+				back.passed, back.fut = nil, future.Make[struct{}]()
 				back.fut.Then(func(_ struct{}, err error) {
 					if err != nil {
 						e.log.Warn("lock cohort: giving back the node", "node", e.namespacePath(back.lease.node), "err", err)
 					}
 				})
 			}
-			back.lease = d.node.lease
 			e.release(back)
 		case cohort.Start:
 			e.acquire(d.cmd)
@@ -236,11 +231,19 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, holder *Lease, fut *Future[
 			d.node.cancel() // the loop removes its node
 		case cohort.AskWatch:
 			l, attempt := d.node.lease, d.Attempt
-			self := l.node[strings.LastIndexByte(l.node, '/')+1:]
 			e.watchChildren(l.path, func(children []string, ch <-chan zk.Event, err error) {
-				in := cohort.Input{Kind: cohort.Watched, Attempt: attempt, Self: self, Children: children, Failed: err != nil}
+				in := cohort.Input{Kind: cohort.Watched, Attempt: attempt, Self: l.node[strings.LastIndexByte(l.node, '/')+1:], Children: children, Failed: err != nil}
 				cs.stepNode(e, &in, attempt, l, ch, nil, nil)
+				if ch != nil && e.cfg.Cohort.Linger > 0 { // a lingering node goes back once another client shows
+					<-ch // fired, or closed with the session
+					cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: attempt}, attempt, l, nil, nil, nil)
+				}
 			})
+		case cohort.Linger: // its wake, after a timer
+			in, l := &cohort.Input{Kind: cohort.Wake, Attempt: d.Attempt, Timer: true}, d.node.lease
+			e.rt.afterFunc(d.After, func() { cs.stepNode(e, in, in.Attempt, l, nil, nil, nil) })
+		case cohort.Vouch: // its wake, at once, with the watchdog's verdict
+			cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: d.Attempt}, d.Attempt, d.node.lease, nil, nil, nil)
 		}
 	}
 	return joined

@@ -172,7 +172,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.dialTimeout = min(max(c.SessionTimeout/8, 250*time.Millisecond), time.Second)
 	c.probeGrace = min(max(c.SessionTimeout/20, 50*time.Millisecond), 500*time.Millisecond)
-	cohorts, err := cohort.Config{MaxPasses: c.Cohort.MaxPasses, MaxHold: c.Cohort.MaxHold}.WithDefaults()
+	cohorts, err := cohort.Config{MaxPasses: c.Cohort.MaxPasses, MaxHold: c.Cohort.MaxHold, Linger: c.Cohort.Linger}.WithDefaults()
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -221,6 +221,15 @@ type CohortConfig struct {
 	// lose nothing by it: next to such a hold, the handoff through
 	// ZooKeeper that a pass saves is short.
 	MaxHold time.Duration
+	// Linger, if positive, keeps a node after its last local release for
+	// up to this long (never past MaxHold from its grant) while no other
+	// client is seen waiting, so that this engine's next acquisition of the
+	// lock is a pass: no request, a greater token. Another client seen (a
+	// watch on the lock path), the lease's trust lapsing or the time up, the
+	// node goes back at once: a client arriving meanwhile waits for one
+	// notification and one deletion more than on a free lock. A try of
+	// this engine is passed a lingering node too. 0: off.
+	Linger time.Duration
 }
 
 // DefaultCohortHold is the MaxHold a zero CohortConfig takes, exported for

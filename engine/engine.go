@@ -223,7 +223,8 @@ func newEngine(cfg Config) *Engine {
 	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
 		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
 	e.cohorts.init(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
-		MaxHold: cfg.Cohort.MaxHold, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired})
+		MaxHold: cfg.Cohort.MaxHold, Linger: cfg.Cohort.Linger, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired,
+		WouldBlock: ErrWouldBlock})
 	e.core = core.New(core.Config{
 		CloseTimeout: cfg.CloseTimeout,
 		MaxInFlight:  cfg.MaxInFlight,
@@ -262,7 +263,11 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 		return future.Resolved[*Lease](nil, err)
 	}
 	joins := e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, TryOnly: req.TryOnly, Borrowed: req.Seq != "", Revocable: req.Revocable})
-	if joins && req.Decide != nil && ctx.Err() == nil {
+	// A try would find a node this engine lingers on in its way: it may
+	// join that one, and nothing else, to have it passed (cohort.Join).
+	lingerTry := req.TryOnly && e.cfg.Cohort.Linger > 0 &&
+		e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, Borrowed: req.Seq != "", Revocable: req.Revocable})
+	if (joins || lingerTry) && req.Decide != nil && ctx.Err() == nil {
 		if f := e.cohorts.acquire(e, ctx, req.Path, req, false); f != nil {
 			return f // joined a cohort of requests the same as req
 		}

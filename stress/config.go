@@ -47,6 +47,7 @@ type config struct {
 	Seed           uint64
 	SessionTimeout time.Duration
 	MaxInFlight    int
+	Linger         time.Duration
 	Deadline       time.Duration
 	JSON           bool
 	CPUProfile     string
@@ -138,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of every random choice (0: pick one; it is printed at start)")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 5*time.Second, "ZooKeeper session timeout the clients ask for")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "turnstile: engine.Config.MaxInFlight (0: the engine's default)")
+	fs.DurationVar(&c.Linger, "linger", 0, "turnstile: engine.Config.Cohort.Linger, keep a lock's node this long after its last local release while no other client waits (0: off)")
 	fs.DurationVar(&c.Deadline, "deadline", 0, "hard deadline of each run, after which it is aborted (default 2x duration + 2m, at least 5m)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the harness process's CPU profile to `file` (to see what the harness itself costs)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per measured run on stdout (the table then goes to stderr)")

@@ -47,7 +47,8 @@ type openOptions struct {
 	Servers        []string
 	SessionTimeout time.Duration
 	MaxInFlight    int
-	Marker         []byte // written into every lock node, so orphans are recognisable as ours
+	Linger         time.Duration // turnstile: Cohort.Linger
+	Marker         []byte        // written into every lock node, so orphans are recognisable as ours
 	Logger         *slog.Logger
 	Workers        int           // concurrent callers; Redis opens a connection each
 	RedisTTL       time.Duration // the Redis lock's lease

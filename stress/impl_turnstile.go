@@ -38,7 +38,9 @@ func (i turnstileImpl) Supports(workload string, faults faultSet) error {
 }
 
 func (i turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) {
-	eng, err := engine.Start(ctx, turnstileConfig(o.Servers, o.SessionTimeout, o.MaxInFlight, i.strictFIFO, i.deletePaths, o.Logger))
+	cfg := turnstileConfig(o.Servers, o.SessionTimeout, o.MaxInFlight, i.strictFIFO, i.deletePaths, o.Logger)
+	cfg.Cohort.Linger = o.Linger
+	eng, err := engine.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -490,7 +490,7 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	}
 	octx, cancel := context.WithTimeout(hard, time.Minute)
 	c, err := im.Open(octx, openOptions{
-		Servers: servers, SessionTimeout: cfg.SessionTimeout, MaxInFlight: cfg.MaxInFlight,
+		Servers: servers, SessionTimeout: cfg.SessionTimeout, MaxInFlight: cfg.MaxInFlight, Linger: cfg.Linger,
 		Marker: marker, Logger: logger, Workers: cfg.Workers, RedisTTL: cfg.RedisTTL, RedisRetry: cfg.RedisRetry,
 		Cold: cfg.Workload == "keys",
 	})

@@ -77,7 +77,7 @@ var mutants = []mutant{
 	{
 		name:    "pass-after-loss",
 		class:   "a cohort pass after the carrier's loss: neither the watchdog's word nor the carrier's end stops passing",
-		changes: []change{{"machine.go", "case !in.Trusted || in.CarrierLost || c.sealed ||", "case c.sealed ||"}},
+		changes: []change{{"machine.go", "bounded := !in.Trusted || in.CarrierLost || c.sealed ||", "bounded := c.sealed ||"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
@@ -91,6 +91,15 @@ var mutants = []mutant{
 		class:   "a cohort keeps passing while another client is seen waiting",
 		changes: []change{{"machine.go", "\tcase c.foreign:\n", "\tcase false && c.foreign:\n"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort"), test("./stress", "TwoProcesses")},
+	},
+	{
+		name:  "linger-ignores-others",
+		class: "a lingering node kept while another client is seen waiting (linger is not simulated: the scripts and the real-server tests judge it)",
+		changes: []change{
+			{"machine.go", "\tif c.lingering && c.foreign {\n", "\tif false && c.lingering && c.foreign {\n"},
+			{"machine.go", "\tcase c.foreign || !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n", "\tcase !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n"},
+		},
+		checks: []check{test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "CohortLinger")},
 	},
 	{
 		name:    "token-without-pass",

@@ -20,9 +20,9 @@ import (
 //
 // Commands (one input each):
 //
-//	config [passes=N] [hold=D] [fail-on-expiry] [strict-fifo]   a new machine
+//	config [passes=N] [hold=D] [linger=D] [fail-on-expiry] [strict-fifo]   a new machine
 //	admits [cohort] [try] [borrowed] [revocable]   (no input) may it join
-//	join W [path=P] [kind=mutex|write] [data=D] [ctx=G] [checked] [expiry]
+//	join W [path=P] [kind=mutex|write] [data=D] [ctx=G] [checked] [expiry] [try]
 //	granted A [now=D] [listed nodes=N] [lost=closed|expired|lost]
 //	failed A [err=E]
 //	release W [now=D] [untrusted] [carrier-lost] [fired]
@@ -30,6 +30,7 @@ import (
 //	lost A [cause=closed|expired|lost]
 //	cancel ctx=G
 //	seal [path=P]
+//	wake A [now=D] [timer] [fired] [untrusted] [carrier-lost]
 //	stats                      (no input) what the machine counted
 //
 // A waiter's release names the cohort the machine handed it (the last
@@ -56,7 +57,7 @@ type script struct {
 }
 
 func newScript(cfg Config) *script {
-	cfg.Closed, cfg.Expired = errClosed, errExpired
+	cfg.Closed, cfg.Expired, cfg.WouldBlock = errClosed, errExpired, errWouldBlock
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		panic(err)
@@ -65,9 +66,10 @@ func newScript(cfg Config) *script {
 }
 
 var (
-	errClosed  = errors.New("closed")
-	errExpired = errors.New("session expired")
-	errLost    = errors.New("lost")
+	errClosed     = errors.New("closed")
+	errExpired    = errors.New("session expired")
+	errLost       = errors.New("lost")
+	errWouldBlock = errors.New("would block")
 )
 
 func (s *script) run(t *testing.T, d *datadriven.TestData) string {
@@ -123,7 +125,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if v, ok := arg("passes"); ok {
 			fmt.Sscan(v, &passes)
 		}
-		*s = *newScript(Config{MaxPasses: passes, MaxHold: dur("hold"), FailOnExpiry: has("fail-on-expiry"),
+		*s = *newScript(Config{MaxPasses: passes, MaxHold: dur("hold"), Linger: dur("linger"), FailOnExpiry: has("fail-on-expiry"),
 			StrictFIFO: has("strict-fifo")})
 		return "ok"
 	case "admits":
@@ -150,7 +152,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		if v, ok := arg("ctx"); ok {
 			in.Group = s.group(v)
 		}
-		in.Validated = has("checked")
+		in.Validated, in.Try = has("checked"), has("try")
 		if in.Validated {
 			in.Req = "req " + in.Key.Path
 		}
@@ -186,6 +188,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "cancel":
 		v, _ := arg("ctx")
 		in.Kind, in.Group, in.Err = Cancel, s.group(v), errors.New("cancelled "+v)
+	case "wake":
+		in.Kind, in.Attempt, in.Now, in.Timer = Wake, num(), dur("now"), has("timer")
+		in.Trusted, in.CarrierLost, in.Fired = !has("untrusted"), has("carrier-lost"), has("fired")
 	case "seal":
 		in.Kind, in.Path = Seal, "/l"
 		if v, ok := arg("path"); ok {
@@ -240,6 +245,10 @@ func (s *script) format(e Effect) string {
 		return fmt.Sprintf("give-back a%d", e.Attempt)
 	case AskWatch:
 		return fmt.Sprintf("ask-watch a%d", e.Attempt)
+	case Linger:
+		return fmt.Sprintf("linger a%d, wake in %v", e.Attempt, e.After)
+	case Vouch:
+		return fmt.Sprintf("vouch a%d", e.Attempt)
 	case Follow:
 		return "follow ctx " + s.names[e.Group]
 	case Unfollow:
@@ -259,6 +268,7 @@ func TestConfigBounds(t *testing.T) {
 		{Config{MaxPasses: MaxPasses + 1}, false},
 		{Config{MaxPasses: -1}, false},
 		{Config{MaxHold: -1}, false},
+		{Config{Linger: -1}, false},
 	} {
 		got, err := c.cfg.WithDefaults()
 		if (err == nil) != c.ok {

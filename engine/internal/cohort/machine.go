@@ -26,6 +26,15 @@
 // with Fired), ends the passing. Until that reply is in, no pass happens:
 // one could overtake a client queued since the grant. A grant with no
 // local waiter asks nothing, so an uncontended lock costs what it did.
+//
+// Linger (Config.Linger, off by default) keeps a node after its last local
+// release, for at most Linger and never past MaxHold from its grant, while
+// no other client is seen waiting: the shell arms a timer (Linger) and
+// steps Wake when it fires, and on the watch's firing; a re-acquisition
+// meanwhile is a pass (Vouch asks the watchdog's verdict first). Another
+// client seen, the watchdog's trust gone, the node lost or the time up: the
+// node goes back at once. So a client arriving at a lingering node waits
+// for the watch's notification and the node's deletion, no longer.
 package cohort
 
 import (
@@ -57,6 +66,10 @@ type Config struct {
 	StrictFIFO bool
 	MaxPasses  int           // the most local passes under one grant of a node
 	MaxHold    time.Duration // no pass starts this long after the grant
+	// Linger keeps a node after its last local release for up to this
+	// long (and never past MaxHold from its grant) while no other client
+	// is seen waiting, so that a re-acquisition is a pass; 0: off.
+	Linger time.Duration
 	// FailOnExpiry: an expiry of the session fails the waiters of every
 	// cohort (the engine's Config.FailOnExpiry), not only of those whose
 	// Key says so.
@@ -65,12 +78,15 @@ type Config struct {
 	// say a node was lost because the engine closed, or because the
 	// session expired.
 	Closed, Expired error
+	// WouldBlock fails a try that joined a lingering node and could not
+	// have it passed (see Join's Try).
+	WouldBlock error
 }
 
 // WithDefaults checks the bounds and gives zero ones their defaults.
 func (c Config) WithDefaults() (Config, error) {
 	switch {
-	case c.MaxPasses < 0 || c.MaxHold < 0:
+	case c.MaxPasses < 0 || c.MaxHold < 0 || c.Linger < 0:
 		return c, errors.New("negative Cohort bound")
 	case c.MaxPasses > MaxPasses:
 		return c, fmt.Errorf("Cohort.MaxPasses %d above the most a token can number (%d)", c.MaxPasses, MaxPasses)
@@ -103,7 +119,10 @@ const (
 	// or Fail (its future), never read. Validated: its request was checked, so it may make a cohort (Req is
 	// then what the cohort's nodes are acquired with, kept and handed back
 	// in Start, never read). An unchecked one joins only a cohort that
-	// exists, whose members asked the same and were checked.
+	// exists, whose members asked the same and were checked. Try: it
+	// fails rather than wait, and joins only a lingering node nobody else
+	// waits for, so as not to find its own engine's node in its way: it is
+	// passed the node, or fails with WouldBlock.
 	Join InputKind = iota
 	// Granted: the node of Attempt was granted, at Now, with Seen what the
 	// listing that granted it showed. Lost (with Err): it was lost before
@@ -126,6 +145,10 @@ const (
 	// Seal: a node with a borrowed number (a downgrade's) is made on Path:
 	// no node of Path may pass on; each goes back at its holder's release.
 	Seal
+	// Wake: the node of Attempt may linger no more: Timer, the timer a
+	// Linger effect armed fired; else a Vouch is answered or the watch
+	// fired. Trusted, Now, CarrierLost and Fired as for Release.
+	Wake
 )
 
 // Input is one event. The fields each kind reads are named at the kind.
@@ -138,7 +161,8 @@ type Input struct {
 	Req, Data               any
 	Now                     time.Duration
 	Trusted, CarrierLost    bool
-	Fired, Failed           bool
+	Fired, Failed, Timer    bool
+	Try                     bool
 	Seen                    Seen
 	Children                []string
 	Self, Path              string
@@ -203,6 +227,12 @@ const (
 	// its last left (or the group ended).
 	Follow
 	Unfollow
+	// Linger: Attempt's node lingers with no holder: step Wake with Timer
+	// for it once After has passed.
+	Linger
+	// Vouch: a waiter joined Attempt's lingering node: step Wake for it
+	// with the watchdog's verdict.
+	Vouch
 )
 
 // Effect is one thing to do. The fields each kind reads are named at the
@@ -212,6 +242,7 @@ type Effect struct {
 	Waiter, Cohort, Attempt uint64
 	Group                   uint64
 	Pass                    int
+	After                   time.Duration
 	Err                     error
 	Req, Data               any
 }
@@ -262,10 +293,15 @@ type cohort struct {
 	// parked: the holder's turn ended while the listing was in flight;
 	// its answer chooses what follows (see watched).
 	parked bool
+	// lingering: the node is kept with no holder until lingerUntil;
+	// armed: a Linger timer is pending; vouching: a Vouch is asked.
+	lingering, armed, vouching bool
+	lingerUntil                time.Duration
 }
 
 // waiter is one acquisition queued in a cohort.
 type waiter struct {
+	try        bool // fails rather than wait for a node (Join's Try)
 	id, group  uint64
 	data       any // the shell's, see Join
 	c          *cohort
@@ -362,21 +398,28 @@ func (m *Machine) Step(in *Input) {
 				c.sealed = true
 			}
 		}
+	case Wake:
+		m.wake(in)
 	}
 }
 
 // join queues a waiter in its cohort, making the cohort if it may.
 func (m *Machine) join(in *Input) {
-	c := m.find(in.Key, in.Validated, in.Req)
-	if c == nil {
+	c := m.find(in.Key, in.Validated && !in.Try, in.Req)
+	if c == nil || in.Try && (!c.lingering || c.waiting > 0) {
 		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter, Group: in.Group})
 		return
 	}
-	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data}
+	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data, try: in.Try}
 	m.push(c, w)
 	switch {
 	case c.carrier == 0 && c.pending == 0:
 		m.attempt(c)
+	case c.lingering && !c.vouching:
+		// A re-acquisition of a lingering node: a pass, if the watchdog
+		// still vouches for the node.
+		c.vouching = true
+		m.emit(Effect{Kind: Vouch, Cohort: c.id, Attempt: c.carrier})
 	case c.carrier != 0 && !c.watchAsked:
 		// A second acquisition under a held node: a pass is possible, so
 		// learn whether another client waits.
@@ -480,6 +523,19 @@ func (m *Machine) failAll(c *cohort, err error) {
 	}
 }
 
+// failTries fails the tries queued in c: the node they joined to be
+// passed goes, and a try waits for no node of its own.
+func (m *Machine) failTries(c *cohort) {
+	for w := c.head; w != nil; {
+		next := w.next
+		if w.try {
+			m.remove(w)
+			m.emit(Effect{Kind: Fail, Waiter: w.id, Err: m.cfg.WouldBlock, Data: w.data})
+		}
+		w = next
+	}
+}
+
 // attempt starts the acquisition of a node for c.
 func (m *Machine) attempt(c *cohort) {
 	m.last++
@@ -491,6 +547,7 @@ func (m *Machine) attempt(c *cohort) {
 func (m *Machine) dropCarrier(c *cohort) {
 	delete(m.attempts, c.carrier)
 	c.carrier = 0
+	c.lingering, c.armed, c.vouching = false, false, false
 }
 
 // granted takes the outcome of an attempt.
@@ -550,9 +607,13 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	if in.Fired {
 		c.foreign = true
 	}
+	bounded := !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses || in.Now-c.grantedAt >= m.cfg.MaxHold
 	switch {
+	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !c.foreign:
+		m.linger(c, in, holder)
+		return
 	case c.waiting == 0:
-	case !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses || in.Now-c.grantedAt >= m.cfg.MaxHold:
+	case bounded:
 		m.stats.Bounded++
 	case !c.watchKnown:
 		// Passing now could overtake a client queued before the waiter.
@@ -574,13 +635,19 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 		m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: c.carrier, Pass: c.passes, Data: w.data})
 		return
 	}
-	// The next waiter's node is asked for before the deletion of the node
-	// given back: both reach the loop in that order and, taken in one
-	// turn, leave in one multi request, create first; then whoever the
-	// deletion wakes (another client) finds the next node already queued,
-	// behind its own, and gives the lock back after one holder.
+	m.giveBack(c, holder)
+}
+
+// giveBack gives c's node back, holder's release ending with its deletion
+// (0: none). The next waiter's node is asked for before the deletion:
+// both reach the loop in that order and, taken in one turn, leave in one
+// multi request, create first; then whoever the deletion wakes (another
+// client) finds the next node already queued, behind its own, and gives
+// the lock back after one holder.
+func (m *Machine) giveBack(c *cohort, holder uint64) {
 	carrier := c.carrier
 	m.dropCarrier(c)
+	m.failTries(c)
 	if c.waiting > 0 {
 		m.attempt(c)
 	} else {
@@ -605,6 +672,10 @@ func (m *Machine) watched(in *Input) {
 			c.foreign = true
 		}
 	}
+	if c.lingering && c.foreign {
+		m.stats.Yielded++
+		m.giveBack(c, 0) // another client waits: it gets the node at once
+	}
 	if !c.parked {
 		return
 	}
@@ -612,10 +683,61 @@ func (m *Machine) watched(in *Input) {
 	m.next(c, in, 0)
 }
 
+// linger keeps c's node, no longer held (holder's turn ended, 0: none),
+// until min(now + Linger, grant + MaxHold): past the latter no pass could
+// start anyway. The watch is asked if it was not, so that another client
+// is seen; a timer is armed unless one is pending (lingerUntil never
+// moves earlier under one grant, so a pending timer fires in time).
+func (m *Machine) linger(c *cohort, in *Input, holder uint64) {
+	c.lingering, c.vouching = true, false
+	c.lingerUntil = min(in.Now+m.cfg.Linger, c.grantedAt+m.cfg.MaxHold)
+	if holder != 0 {
+		m.emit(Effect{Kind: Ended, Waiter: holder})
+	}
+	if !c.watchAsked {
+		c.watchAsked = true
+		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: c.carrier})
+	}
+	if !c.armed {
+		c.armed = true
+		m.emit(Effect{Kind: Linger, Cohort: c.id, Attempt: c.carrier, After: c.lingerUntil - in.Now})
+	}
+}
+
+// wake decides on a lingering node: waiters joined, it passes (next
+// decides as at a release); another client seen, trust gone, the carrier
+// lost, sealed or the time up, it goes back; else it lingers on, with the
+// timer armed again if that is what fired.
+func (m *Machine) wake(in *Input) {
+	c := m.attempts[in.Attempt]
+	if c == nil || c.carrier != in.Attempt {
+		return // given back already
+	}
+	if in.Timer {
+		c.armed = false
+	}
+	c.foreign = c.foreign || in.Fired
+	switch {
+	case !c.lingering:
+	case c.waiting > 0:
+		c.lingering, c.vouching = false, false
+		m.next(c, in, 0)
+	case c.foreign || !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:
+		if c.foreign {
+			m.stats.Yielded++
+		}
+		m.giveBack(c, 0)
+	case !c.armed:
+		c.armed = true
+		m.emit(Effect{Kind: Linger, Cohort: c.id, Attempt: c.carrier, After: c.lingerUntil - in.Now})
+	}
+}
+
 // afterLoss decides what becomes of the waiters once the node is lost:
 // they fail with the loss when the engine closes, or when the session
 // expired and expiries fail waiters; else the next one queues a node.
 func (m *Machine) afterLoss(c *cohort, in *Input) {
+	m.failTries(c)
 	switch {
 	case c.waiting == 0:
 	case m.cfg.Closed != nil && errors.Is(in.Err, m.cfg.Closed),
