@@ -173,7 +173,7 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, holder *Lease, fut *Future[
 		case cohort.Hand, cohort.Fail:
 			d.fut = f.Data.(*Future[*Lease])
 			if c := d.node; f.Kind == cohort.Hand {
-				d.lease = c.lease.passTo(f.Waiter, f.Pass, &passed{carrier: c.lease, cohort: f.Cohort, attempt: f.Attempt})
+				d.lease = c.lease.passTo(f.Waiter, f.Pass, passed{carrier: c.lease, cohort: f.Cohort, attempt: f.Attempt})
 				cs.held[f.Waiter] = d.lease
 			}
 		case cohort.LoseHolder:

@@ -18,9 +18,10 @@ type Lease struct {
 	node  string // the node's path on the server
 	token int64  // the fencing token; see Token
 	// passed is the cohorts' handle on a lease passed inside a cohort
-	// (cohort.go): its node's lease and its place there. nil for a lease
-	// the loop granted.
-	passed *passed
+	// (cohort.go): its node's lease and its place there; its carrier is
+	// nil for a lease the loop granted. Held by value: a pass then makes
+	// one allocation, the lease.
+	passed passed
 
 	releasing atomic.Bool
 
@@ -183,7 +184,7 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return future.Resolved(struct{}{}, ErrNotHeld)
 	}
-	if l.passed != nil {
+	if l.passed.carrier != nil {
 		return l.eng.cohorts.release(l)
 	}
 	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
@@ -191,16 +192,13 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 
 // passTo is a lease on l's node, and l's grant, passed locally to waiter
 // id as pass number pass (see Token), with the cohorts' handle h.
-func (l *Lease) passTo(id uint64, pass int, h *passed) *Lease {
+func (l *Lease) passTo(id uint64, pass int, h passed) *Lease {
 	return &Lease{eng: l.eng, id: id, path: l.path, node: l.node, token: l.token | int64(pass), passed: h}
 }
 
 // carrier is the lease that holds the node of l, a lease passed inside a
 // cohort; nil for any other lease.
 func (l *Lease) carrier() *Lease {
-	if l.passed == nil {
-		return nil
-	}
 	return l.passed.carrier
 }
 
@@ -236,7 +234,7 @@ func (l *Lease) markLost(err error) {
 	l.endLocked(l.lostErr)
 	l.lost.fire()
 	l.mu.Unlock()
-	if l.eng != nil && l.passed == nil {
+	if l.eng != nil && l.passed.carrier == nil {
 		l.eng.cohorts.lost(l, err) // a cohort's node: its holder is lost with it
 	}
 }
