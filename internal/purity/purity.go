@@ -8,7 +8,11 @@
 package purity
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -67,5 +71,47 @@ func Check(t testing.TB, r Rules) {
 	}
 	if !slices.Contains(deps, r.Self) {
 		t.Fatalf("go list -deps did not list the package itself: %v", deps)
+	}
+}
+
+// durations is what a pure package may use of package time: durations,
+// never the clock or a timer (its shell passes the time in).
+var durations = map[string]bool{"Duration": true, "Nanosecond": true, "Microsecond": true,
+	"Millisecond": true, "Second": true, "Minute": true, "Hour": true}
+
+// CheckCode holds the non-test files of dirs (relative to the test's
+// package) to what imports cannot show: no goroutine, no channel, no
+// channel send, and of package time only durations.
+func CheckCode(t *testing.T, dirs ...string) {
+	t.Helper()
+	var files []string
+	for _, dir := range dirs {
+		names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(names) == 0 {
+			t.Fatalf("the files of %s: %v %v", dir, names, err)
+		}
+		files = append(files, slices.DeleteFunc(names, func(name string) bool { return strings.HasSuffix(name, "_test.go") })...)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GoStmt:
+				t.Errorf("%s: a goroutine at %v", name, fset.Position(n.Pos()))
+			case *ast.ChanType:
+				t.Errorf("%s: a channel at %v", name, fset.Position(n.Pos()))
+			case *ast.SendStmt:
+				t.Errorf("%s: a channel send at %v", name, fset.Position(n.Pos()))
+			case *ast.SelectorExpr:
+				if id, ok := n.X.(*ast.Ident); ok && id.Name == "time" && !durations[n.Sel.Name] {
+					t.Errorf("%s: time.%s at %v", name, n.Sel.Name, fset.Position(n.Pos()))
+				}
+			}
+			return true
+		})
 	}
 }

@@ -1,12 +1,6 @@
 package cohort
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/turnstile-go/turnstile/internal/purity"
@@ -40,41 +34,7 @@ func TestPure(t *testing.T) {
 	})
 }
 
-// allowedTime is what the machine may use of package time: durations, never
-// the clock or a timer (the shell passes the time in).
-var allowedTime = map[string]bool{"Duration": true, "Nanosecond": true, "Microsecond": true,
-	"Millisecond": true, "Second": true, "Minute": true, "Hour": true}
-
 // TestCode holds the machine's code, and the cancel groups', to what
 // imports cannot show: no goroutine, no channel, and of package time only
 // durations.
-func TestCode(t *testing.T) {
-	var files []string
-	for _, dir := range []string{".", "../cancelgroup"} {
-		names, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(names) == 0 {
-			t.Fatalf("the files of %s: %v %v", dir, names, err)
-		}
-		files = append(files, slices.DeleteFunc(names, func(name string) bool { return strings.HasSuffix(name, "_test.go") })...)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.GoStmt:
-				t.Errorf("%s: a goroutine at %v", name, fset.Position(n.Pos()))
-			case *ast.ChanType:
-				t.Errorf("%s: a channel at %v", name, fset.Position(n.Pos()))
-			case *ast.SelectorExpr:
-				if id, ok := n.X.(*ast.Ident); ok && id.Name == "time" && !allowedTime[n.Sel.Name] {
-					t.Errorf("%s: time.%s at %v", name, n.Sel.Name, fset.Position(n.Pos()))
-				}
-			}
-			return true
-		})
-	}
-}
+func TestCode(t *testing.T) { purity.CheckCode(t, ".", "../cancelgroup") }

@@ -1,12 +1,6 @@
 package core
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -58,47 +52,11 @@ func TestPure(t *testing.T) {
 	})
 }
 
-// allowedTime is what the core may use of package time: durations, never
-// the clock or a timer.
-var allowedTime = map[string]bool{"Duration": true, "Nanosecond": true, "Microsecond": true,
-	"Millisecond": true, "Second": true, "Minute": true, "Hour": true}
-
 // TestCoreCode holds the code of the core, and of the contender machine it
 // steps, to what imports cannot show: no goroutine, no channel, and of
 // package time only durations. Every non-test file of the two packages is
 // read, whatever its name.
-func TestCoreCode(t *testing.T) {
-	var files []string
-	for _, dir := range []string{".", "../contender"} {
-		names, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(names) == 0 {
-			t.Fatalf("the files of %s: %v %v", dir, names, err)
-		}
-		files = append(files, slices.DeleteFunc(names, func(name string) bool { return strings.HasSuffix(name, "_test.go") })...)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.GoStmt:
-				t.Errorf("%s: a goroutine at %v", name, fset.Position(n.Pos()))
-			case *ast.ChanType:
-				t.Errorf("%s: a channel at %v", name, fset.Position(n.Pos()))
-			case *ast.SendStmt:
-				t.Errorf("%s: a channel send at %v", name, fset.Position(n.Pos()))
-			case *ast.SelectorExpr:
-				if id, ok := n.X.(*ast.Ident); ok && id.Name == "time" && !allowedTime[n.Sel.Name] {
-					t.Errorf("%s: time.%s at %v", name, n.Sel.Name, fset.Position(n.Pos()))
-				}
-			}
-			return true
-		})
-	}
-}
+func TestCoreCode(t *testing.T) { purity.CheckCode(t, ".", "../contender") }
 
 // Every queued waiter keeps one entry; keep it within its size class.
 func TestEntryFitsItsSizeClass(t *testing.T) {
