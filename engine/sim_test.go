@@ -86,6 +86,7 @@ type world struct {
 	closeFrom int
 	calmUntil time.Duration // no new fault before this (see simCalm)
 	ens       *ensemble     // nil: one server (simensemble_test.go)
+	peer      *peer         // nil: no Curator peer (simpeer_test.go)
 }
 
 // at is the model's time now.
@@ -198,6 +199,7 @@ func newWorld(seed uint64, nClients int) *world {
 		c.connect()
 		w.clock.afterFunc(simSessionTimeout/3, c.ping)
 	}
+	w.peer = newPeer(w)
 	return w
 }
 
@@ -338,6 +340,9 @@ func (w *world) step() {
 				w.tracef("containers reaped: %v", reaped)
 			}
 		})
+	}
+	if w.peer != nil {
+		w.peer.moves(add)
 	}
 	add(10, "tick", func() { w.advance(time.Duration(1+w.rng.IntN(100)) * time.Millisecond) })
 	total := 0
@@ -500,7 +505,7 @@ func (w *world) unsettledAcquisitions() string {
 			return a.String() + " " + s
 		}
 	}
-	return ""
+	return w.peer.unsettled()
 }
 
 // failureReport is what a failing seed prints.
@@ -531,8 +536,11 @@ type simResult struct {
 	cohorts engine.CohortStats
 	// observers is what the election's observers and Leader were checked on.
 	observers observerStats
-	report    string       // empty: no violation
-	stats     engine.Stats // the engines' requests, summed
+	// peerAcqs and peerHolds are the Curator peer's acquisitions begun
+	// and admitted (simpeer_test.go).
+	peerAcqs, peerHolds int
+	report              string       // empty: no violation
+	stats               engine.Stats // the engines' requests, summed
 }
 
 func simulate(seed uint64, trace bool) simResult {
@@ -548,6 +556,9 @@ func simulate(seed uint64, trace bool) simResult {
 		r.stats.ParentCreates += s.ParentCreates
 		r.stats.Predicted += s.Predicted
 		r.stats.Lists += s.Lists
+	}
+	if w.peer != nil {
+		r.peerAcqs, r.peerHolds = w.peer.acquisitions, w.peer.holds
 	}
 	ec := &w.check.election
 	r.observers = observerStats{observers: len(ec.observers), reports: ec.reports, leaderReads: ec.leaderReads,
@@ -565,6 +576,7 @@ func TestSimulation(t *testing.T) {
 		first, n = *simSeed, 1
 	}
 	grants, faultGrants, steps, refusals, losses, members := 0, 0, 0, 0, 0, 0
+	peerAcqs, peerHolds := 0, 0
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
 	var observers observerStats
@@ -576,6 +588,8 @@ func TestSimulation(t *testing.T) {
 		refusals += r.refusals
 		losses += r.losses
 		members += r.members
+		peerAcqs += r.peerAcqs
+		peerHolds += r.peerHolds
 		addGranted(&granted, r.granted)
 		addCohort(&cohorts, r.cohorts)
 		observers.add(r.observers)
@@ -595,8 +609,15 @@ func TestSimulation(t *testing.T) {
 	if members == 0 && n >= 10 {
 		t.Fatal("no answer of Participants was judged")
 	}
-	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries, %d lost leases and %d Participants answers judged; the workload's, by recipe: %s; %s; %s",
-		n, first, steps, grants, faultGrants, refusals, losses, members, byRecipe(granted), cohortLine(cohorts), observers)
+	if peerHolds == 0 && n >= 10 {
+		t.Fatal("the Curator peer was never admitted to a semaphore: its leases were never counted")
+	}
+	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries, %d lost leases and %d Participants answers judged; the workload's, by recipe: %s; %s; %s; %s",
+		n, first, steps, grants, faultGrants, refusals, losses, members, byRecipe(granted), cohortLine(cohorts), observers, peerLine(peerAcqs, peerHolds))
+}
+
+func peerLine(acqs, holds int) string {
+	return fmt.Sprintf("curator peer: %d semaphore acquisitions begun, %d admitted", acqs, holds)
 }
 
 func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
@@ -655,7 +676,7 @@ func TestSimulationSoak(t *testing.T) {
 	start := time.Now()
 	var next atomic.Uint64
 	next.Store(*simFirst - 1)
-	var seeds, steps, grants, faultGrants, refusals, losses, members atomic.Int64
+	var seeds, steps, grants, faultGrants, refusals, losses, members, peerAcqs, peerHolds atomic.Int64
 	var mu sync.Mutex
 	var failures []string
 	var firstFailure time.Duration // since start, of the first failing seed to end
@@ -675,6 +696,8 @@ func TestSimulationSoak(t *testing.T) {
 				refusals.Add(int64(r.refusals))
 				losses.Add(int64(r.losses))
 				members.Add(int64(r.members))
+				peerAcqs.Add(int64(r.peerAcqs))
+				peerHolds.Add(int64(r.peerHolds))
 				mu.Lock()
 				addGranted(&granted, r.granted)
 				addCohort(&cohorts, r.cohorts)
@@ -701,6 +724,7 @@ func TestSimulationSoak(t *testing.T) {
 	}
 	fmt.Printf("simulate: %s\n", cohortLine(cohorts))
 	fmt.Printf("simulate: %s\n", observers)
+	fmt.Printf("simulate: %s\n", peerLine(int(peerAcqs.Load()), int(peerHolds.Load())))
 	kinds := make(map[string]int)
 	for _, f := range failures {
 		// "seed N: kind: ..."
