@@ -191,21 +191,21 @@ func (p *peer) replied(req zkmodel.Request, rep zkmodel.Reply) {
 	a := p.cur
 	switch {
 	case req.Op == zkmodel.OpCreateContainer:
-		if rep.Err != zkmodel.OK && rep.Err != zkmodel.NodeExists {
+		switch rep.Err {
+		case zkmodel.OK, zkmodel.NodeExists:
+			p.nextParent()
+		case zkmodel.NoNode:
+			// An ancestor made went meanwhile (an engine deleted its
+			// lock path, or the server reaped the container): again
+			// from the top, as Curator's retry would.
+			p.makeParents()
+		default:
 			panic(fmt.Sprintf("sim: the curator peer's container create %s: %v", req.Path, rep.Err))
 		}
-		p.nextParent()
 	case req.Op == zkmodel.OpCreate:
 		switch rep.Err {
 		case zkmodel.NoNode:
-			// Curator's creatingParentContainersIfNeeded: every missing
-			// ancestor, as a container, then the create again.
-			p.parents = p.parents[:0]
-			for d := path.Dir(req.Path); d != "/"; d = path.Dir(d) {
-				p.parents = append(p.parents, d)
-			}
-			slices.Reverse(p.parents)
-			p.nextParent()
+			p.makeParents()
 			return
 		case zkmodel.OK:
 		default:
@@ -246,6 +246,17 @@ func (p *peer) replied(req zkmodel.Request, rep zkmodel.Reply) {
 			p.createGuard()
 		}
 	}
+}
+
+// makeParents is Curator's creatingParentContainersIfNeeded: every
+// ancestor of the node to create, as a container, then the create again.
+func (p *peer) makeParents() {
+	p.parents = p.parents[:0]
+	for d := path.Dir(p.create.Path); d != "/"; d = path.Dir(d) {
+		p.parents = append(p.parents, d)
+	}
+	slices.Reverse(p.parents)
+	p.nextParent()
 }
 
 func (p *peer) nextParent() {
