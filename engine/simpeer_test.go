@@ -91,11 +91,11 @@ func (a *peerAcq) String() string {
 	return fmt.Sprintf("curator peer's semaphore acquisition #%d on %s (begun at %.3fs)", a.id, a.path, a.started.Seconds())
 }
 
-// newPeer gives the world a Curator peer in half of the worlds of one
-// server; nil otherwise.
+// newPeer gives the world a Curator peer in three quarters of the worlds
+// of one server; nil otherwise.
 func newPeer(w *world) *peer {
 	rng := rand.New(rand.NewPCG(w.seed, 0xc0a7))
-	if w.ens != nil || rng.IntN(2) != 0 {
+	if w.ens != nil || rng.IntN(4) == 0 {
 		return nil
 	}
 	p := &peer{w: w, rng: rng}
@@ -122,7 +122,7 @@ func (p *peer) moves(add func(int, string, func())) {
 	case p.w.model.Pending(p.session) > 0:
 		add(20, "peer receive", p.receive)
 	case p.cur == nil && w.faults:
-		add(3, "peer acquire", p.acquire)
+		add(10, "peer acquire", p.acquire)
 	case p.cur != nil && p.cur.stage == peerHolding && !p.cur.released && p.inFlight == nil && w.clock.now >= p.cur.holdUntil:
 		add(4, "peer release", p.release)
 	}
@@ -306,7 +306,7 @@ func (p *peer) leasesListed(children []string) {
 	case len(children) <= a.n:
 		p.holds++
 		a.stage = peerHolding
-		a.holdUntil = p.w.clock.now + time.Duration(p.rng.Int64N(int64(2*time.Second)))
+		a.holdUntil = p.w.clock.now + time.Duration(p.rng.Int64N(int64(time.Second)))
 		p.w.tracef("curator: granted %s of %s, %d of %d leases", a.lease, a.path, len(children), a.n)
 		p.send(zkmodel.Request{Op: zkmodel.OpDelete, Path: a.guard, Version: -1})
 	default:

@@ -169,7 +169,7 @@ var mutants = []mutant{
 	},
 	{
 		name:    "semaphore-lease-without-guard",
-		class:   "a semaphore's lease acquisition goes on after its guard was lost in a lapse: its lease node, made again without the guard, queues behind a Curator acquirer's, which waits for the count holding the guard (issue 22's liveness fault beside Curator)",
+		class:   "a semaphore's lease acquisition goes on after its guard was lost in a lapse: its lease node is made again without the guard, beside the next guard holder's (two grants on one token), or behind a Curator acquirer's, which waits for the count holding the guard (issue 22's liveness fault beside Curator)",
 		changes: []change{{"sem.go", "\t\tif guard.Err() != nil {\n\t\t\tabandon(errGuardLost)", "\t\tif false {\n\t\t\tabandon(errGuardLost)"}},
 		checks:  []check{sim, test("./lock", "TestSemaphoreWaiterComesBackThroughTheGuardAfterALapse"), test("./internal/interop", "TestTurnstileSemaphoreLapseWithALostLeaseCreateBesideCurator")},
 	},
