@@ -343,6 +343,7 @@ func (w *world) step() {
 	}
 	if w.peer != nil {
 		w.peer.moves(add)
+		w.peer.lapseMoves(add)
 	}
 	add(10, "tick", func() { w.advance(time.Duration(1+w.rng.IntN(100)) * time.Millisecond) })
 	total := 0

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
@@ -46,6 +47,8 @@ type peer struct {
 	xid     int64
 
 	cur *peerAcq // the acquisition under way or held; nil: none
+	// cut are the clients lapseMoves cut off, until they reconnect.
+	cut map[*client]bool
 
 	// inFlight is the request at the server whose reply the peer waits
 	// for; the peer sends one at a time. nil: none.
@@ -98,7 +101,7 @@ func newPeer(w *world) *peer {
 	if w.ens != nil || rng.IntN(4) == 0 {
 		return nil
 	}
-	p := &peer{w: w, rng: rng}
+	p := &peer{w: w, rng: rng, cut: make(map[*client]bool)}
 	p.session, p.timeout = w.model.Connect(w.at(), simSessionTimeout)
 	w.clock.afterFunc(p.timeout/3, p.ping)
 	return p
@@ -126,6 +129,53 @@ func (p *peer) moves(add func(int, string, func())) {
 	case p.cur != nil && p.cur.stage == peerHolding && !p.cur.released && p.inFlight == nil && w.clock.now >= p.cur.holdUntil:
 		add(4, "peer release", p.release)
 	}
+}
+
+// lapseMoves, in worlds with a peer, aim a fault at the class the peer is
+// there to see: a client whose semaphore lease create is on its way to the
+// server (so it holds the guard) is cut off, the create failing unapplied,
+// for longer than its trust deadline (its guard is lost) and shorter than
+// its session, which comes back. The peer, queued on the guard, may take
+// it and make its lease node meanwhile.
+func (p *peer) lapseMoves(add func(int, string, func())) {
+	w := p.w
+	// A client cut so reconnects soon after the cut ends: left to the
+	// connect move, its session mostly expired first.
+	for _, c := range w.clients {
+		switch {
+		case !p.cut[c]:
+		case c.up || c.exited:
+			delete(p.cut, c)
+		case !c.dialing && c.partitionedUntil <= w.clock.now:
+			add(100, "connect", c.connect)
+		}
+	}
+	if !w.faults || w.clock.now < w.calmUntil {
+		return
+	}
+	for _, c := range w.clients {
+		if !c.up || c.exited || !slices.ContainsFunc(c.unsent, leaseCreate) {
+			continue
+		}
+		add(10, "lapse", func() {
+			d := simSessionTimeout*33/40 + time.Duration(p.rng.Int64N(int64(simSessionTimeout/10)))
+			c.partitionedUntil = w.clock.now + d
+			w.tracef("%s: partitioned for %v, its lease create on its way", c.name, d)
+			c.lose()
+			p.cut[c] = true
+			// No other fault while it plays out: a clock jump or a
+			// stall would have the session expire.
+			w.calmUntil = max(w.calmUntil, w.clock.now+2*simSessionTimeout)
+		})
+	}
+}
+
+// leaseCreate: cl creates a semaphore's lease node, alone or in a multi.
+func leaseCreate(cl *call) bool {
+	is := func(r zkmodel.Request) bool {
+		return r.Op == zkmodel.OpCreate && strings.HasSuffix(r.Path, "-lease-")
+	}
+	return is(cl.req) || slices.ContainsFunc(cl.req.Ops, is)
 }
 
 func (p *peer) acquire() {
