@@ -99,18 +99,7 @@ func nemesisClientMain(args []string, stdin io.Reader, stdout, stderr io.Writer)
 	defer proxy.Close()
 	go func() {
 		// The parent closes stdin to end the run; its death closes it too.
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) == 2 && fs[0] == "latency" {
-				if d, err := time.ParseDuration(fs[1]); err == nil {
-					proxy.setDelay(d)
-					log.Info("nemesis client: latency", "each way", d)
-					continue
-				}
-			}
-			log.Warn("nemesis client: unknown command", "line", sc.Text())
-		}
+		nemCommands(stdin, proxy, log)
 		cancel()
 	}()
 	var eng *engine.Engine
@@ -132,6 +121,22 @@ func nemesisClientMain(args []string, stdin io.Reader, stdout, stderr io.Writer)
 		rng: rand.New(rand.NewPCG(o.seed, uint64(os.Getpid())))}
 	c.run(ctx)
 	return 0
+}
+
+// nemCommands obeys the parent's commands on r until r ends.
+func nemCommands(r io.Reader, proxy *delayProxy, log *slog.Logger) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 2 && fs[0] == "latency" {
+			if d, err := time.ParseDuration(fs[1]); err == nil {
+				proxy.setDelay(d)
+				log.Info("nemesis client: latency", "each way", d)
+				continue
+			}
+		}
+		log.Warn("nemesis client: unknown command", "line", sc.Text())
+	}
 }
 
 type nemClient struct {

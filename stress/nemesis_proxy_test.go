@@ -2,8 +2,10 @@ package main
 
 import (
 	"io"
+	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,5 +113,29 @@ func TestDelayProxyDialFails(t *testing.T) {
 	if c, err := p.dial("tcp", addr, 5*time.Second); err == nil {
 		c.Close()
 		t.Fatalf("dial of %s, where nothing listens, succeeded", addr)
+	}
+}
+
+// TestNemesisClientLatencyCommands: the lines the parent writes to a
+// client's stdin turn its proxy's delay on and off; a line it does not
+// know changes nothing.
+func TestNemesisClientLatencyCommands(t *testing.T) {
+	p := newDelayProxy()
+	defer p.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		line string
+		want time.Duration
+	}{
+		{"latency 250ms", 250 * time.Millisecond},
+		{"latency fast", 250 * time.Millisecond},
+		{"jitter 5ms", 250 * time.Millisecond},
+		{"latency 0s", 0},
+		{"latency 400ms", 400 * time.Millisecond},
+	} {
+		nemCommands(strings.NewReader(c.line+"\n"), p, log)
+		if got := time.Duration(p.delay.Load()); got != c.want {
+			t.Fatalf("after %q the delay is %v, want %v", c.line, got, c.want)
+		}
 	}
 }
