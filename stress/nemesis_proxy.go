@@ -51,7 +51,15 @@ func (p *delayProxy) dial(network, address string, timeout time.Duration) (net.C
 	if err != nil {
 		return nil, err
 	}
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Close-on-exec set under ForkLock, as the standard library does where
+	// SOCK_CLOEXEC is missing (the harness builds on macOS too).
+	syscall.ForkLock.RLock()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		up.Close()
 		return nil, fmt.Errorf("delay proxy: socketpair: %w", err)
