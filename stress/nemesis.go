@@ -143,8 +143,18 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	sleepCtx(ctx, 2*o.session)
 	c.stopClients()
 	end := time.Now().UnixNano()
+	// The last fault's heal may leave the ensemble electing: wait for every
+	// member to serve, as after each fault, so that an error names it.
+	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err = c.waitServing(wctx)
+	wcancel()
+	if err != nil {
+		keep = true
+		return nil, fmt.Errorf("%s: at the end: %w", name, err)
+	}
 	finals, err := c.registers()
 	if err != nil {
+		keep = true
 		return nil, fmt.Errorf("%s: reading the registers at the end: %w", name, err)
 	}
 	fence, err := c.fenceRecords()
