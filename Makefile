@@ -172,8 +172,8 @@ partition: deps
 # ensemble (NEMESIS_NODES=5: five) and 4 client processes, each in a network
 # namespace of its own, under faults drawn from NEMESIS_SEED (0: from the
 # clock) for NEMESIS_DURATION: partitions, client cuts, stopped and killed
-# clients, killed and stalled servers. The clients write a register through
-# Lease.Guarded and a fenced register; porcupine and the exclusion checks
+# clients, killed and stalled servers, latency. The clients write a register
+# through Lease.Guarded and a fenced register (a process); porcupine and the exclusion checks
 # judge the history. Then a control run under the same schedule (at most
 # 2m) writes without guard or fence, and must show violations. The last
 # line sums both up; the exit status is non-zero on any violation of the

@@ -15,6 +15,7 @@ import (
 //	plain   a plain program of one library (plain.go), measured like a peer
 //	pause   the holder the pause fault stalls (pause_child.go)
 //	nemesis-client  a client of the nemesis run (nemesis_client.go)
+//	nemesis-fence   the nemesis run's fenced register (nemesis_fence.go)
 //
 // An environment variable rather than an argument, so that the test binary,
 // whose arguments belong to the testing package, can be re-executed too.
@@ -35,6 +36,8 @@ func childMode() (code int, ok bool) {
 		return pauseChildMain(args, os.Stdin, os.Stdout, os.Stderr), true
 	case nemesisClientMode:
 		return nemesisClientMain(args, os.Stdin, os.Stdout, os.Stderr), true
+	case nemesisFenceMode:
+		return nemesisFenceMain(args, os.Stdin, os.Stdout, os.Stderr), true
 	}
 	fmt.Fprintf(os.Stderr, "stress: unknown %s=%q\n", childEnv, mode)
 	return exitUsage, true

@@ -25,8 +25,9 @@ import (
 // client processes, each in a network namespace of its own, under faults
 // scheduled from a seed (nemesis_faults.go); the clients hold a lock in
 // turn and write a register in ZooKeeper through Lease.Guarded and a
-// fenced register with their token (nemesis_client.go); the history is
-// then checked (nemesis_check.go). A control run follows, under the same
+// fenced register, a process of its own, with their token
+// (nemesis_client.go, nemesis_fence.go); the history is then checked
+// (nemesis_check.go). A control run follows, under the same
 // schedule, whose clients write without the guard and without the token:
 // its checker must find violations, or the checker is blind.
 //
@@ -54,7 +55,7 @@ func nemesisMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fl.IntVar(&o.paths, "paths", 1, "lock paths, each with its register")
 	fl.DurationVar(&o.session, "session", 2*time.Second, "the clients' session timeout")
 	fl.DurationVar(&o.think, "think", 200*time.Millisecond, "the longest pause between a holder's read and its writes")
-	fl.BoolVar(&o.keep, "keep", false, "keep the run's directory (client logs, fenced registers)")
+	fl.BoolVar(&o.keep, "keep", false, "keep the run's directory (client and fence logs)")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -142,15 +143,29 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	sleepCtx(ctx, 2*o.session)
 	c.stopClients()
 	end := time.Now().UnixNano()
+	// The last fault's heal may leave the ensemble electing: wait for every
+	// member to serve, as after each fault, so that an error names it.
+	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err = c.waitServing(wctx)
+	wcancel()
+	if err != nil {
+		keep = true
+		return nil, fmt.Errorf("%s: at the end: %w", name, err)
+	}
 	finals, err := c.registers()
 	if err != nil {
+		keep = true
 		return nil, fmt.Errorf("%s: reading the registers at the end: %w", name, err)
+	}
+	fence, err := c.fenceRecords()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the fence's log: %w", name, err)
 	}
 	if nerr != nil {
 		return nil, fmt.Errorf("%s: %w", name, nerr)
 	}
 	events := c.hist.snapshot()
-	r := checkNemesis(events, n.windows, finals, end)
+	r := checkNemesis(events, n.windows, finals, end, fence)
 	fmt.Fprintf(stdout, "nemesis: %s run: %d operations, %d leases (%d lost, the next grant %s after a loss at the closest; %d stopped or killed while held), %d register writes refused (%d by ZooKeeper's check), %d fenced writes refused (%d failed), faults %s; overlaps %d, token order %d, fence order %d, lost writes %d, linearizable %s; registers end at %v\n",
 		name, r.Operations, r.Leases, r.Lost, margin(r.LostMargin), r.Excused, r.Refused, r.ServerRefused, r.Fenced, r.FenceErrors, faultCounts(n.counts),
 		r.Overlaps, r.TokenOrder, r.FenceOrder, r.LostWrites, r.Linearizable, finals)

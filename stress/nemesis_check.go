@@ -10,8 +10,8 @@ import (
 )
 
 // The nemesis run's checker. From the clients' events, the nemesis's
-// windows (clients stopped or killed) and each register's value read at
-// the end, it judges:
+// windows (clients stopped or killed), each register's value read at the
+// end and the fence process's log of accepted writes, it judges:
 //
 //   - exclusion: no lease granted while another lease of the path, granted
 //     earlier, had seen neither its Lost() nor its release (the promise of
@@ -21,8 +21,9 @@ import (
 //     and the fence must stop it instead.
 //   - tokens: a lease granted before another was asked for has the smaller
 //     token.
-//   - fence: the fenced register accepted tokens in non-decreasing order
-//     (with the fence off, a stale holder's late write shows here).
+//   - fence: the fence process accepted tokens in non-decreasing order, by
+//     its own log (with the fence off, a stale holder's late write shows
+//     here).
 //   - lost writes: no two acknowledged register writes wrote the same value
 //     (each holder writes the value it read plus one), and the final value
 //     is at least every acknowledged one.
@@ -101,8 +102,8 @@ func (l *nemLease) round() *nemRound {
 type leaseKey struct{ client, inc, n int }
 
 // checkNemesis judges a run's history. finals[i] is register i's value
-// read at the end, at time end.
-func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end int64) *nemCheck {
+// read at the end, at time end; fence is the fence's log.
+func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end int64, fence []fenceRecord) *nemCheck {
 	r := &nemCheck{LostMargin: -1}
 	leases := map[leaseKey]*nemLease{}
 	lastAcquire := map[[2]int]int64{}
@@ -194,7 +195,7 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 		r.checkTokens(p, ls)
 		r.checkLostWrites(p, ls, finals[p])
 	}
-	r.checkFence(events)
+	r.checkFence(fence)
 	r.Linearizable = checkRegisters(order, finals, end)
 	if r.Linearizable != porcupine.Ok {
 		r.note("the registers' history is not linearizable (porcupine: %s)", r.Linearizable)
@@ -290,27 +291,23 @@ func (r *nemCheck) checkLostWrites(path int, ls []*nemLease, final int64) {
 }
 
 // checkFence: the fenced register's accepted writes, in the order it
-// accepted them, carry non-decreasing tokens.
-func (r *nemCheck) checkFence(events []nemEvent) {
-	type acc struct {
-		seq, token int64
-		client     int
-	}
-	byPath := map[int][]acc{}
-	for _, ev := range events {
-		if ev.Kind == evFenceDone && ev.Out == outOK {
-			byPath[ev.Path] = append(byPath[ev.Path], acc{ev.Seq, ev.Token, ev.Client})
-		}
+// accepted them (its own log, not the clients' word), carry non-decreasing
+// tokens (the control's writes, which the fence does not judge, carry
+// their writers' tokens all the same).
+func (r *nemCheck) checkFence(log []fenceRecord) {
+	byPath := map[int][]fenceRecord{}
+	for _, a := range log {
+		byPath[a.Path] = append(byPath[a.Path], a)
 	}
 	for p, as := range byPath {
-		sort.Slice(as, func(i, j int) bool { return as[i].seq < as[j].seq })
+		sort.Slice(as, func(i, j int) bool { return as[i].Seq < as[j].Seq })
 		var maxTok int64 = math.MinInt64
 		for _, a := range as {
-			if a.token < maxTok {
+			if a.Token < maxTok {
 				r.FenceOrder++
-				r.note("path %d: the fenced register accepted client %d's token %d after token %d", p, a.client, a.token, maxTok)
+				r.note("path %d: the fenced register accepted %s's token %d after token %d", p, a.Who, a.Token, maxTok)
 			}
-			maxTok = max(maxTok, a.token)
+			maxTok = max(maxTok, a.Token)
 		}
 	}
 }

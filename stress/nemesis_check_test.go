@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestNemesisCheckCleanHistory(t *testing.T) {
 	b.section(1, 1, 20, 20, 1, 2, outOK)
 	b.section(0, 2, 30, 40, 2, 3, outUnknown)
 	b.section(1, 2, 40, 60, 3, 4, outOK)
-	r := checkNemesis(b.evs, nil, []int64{4}, 100*1e6)
+	r := checkNemesis(b.evs, nil, []int64{4}, 100*1e6, fenceFromEvents(b.evs))
 	if v := r.Violations(1); v != 0 || r.Linearizable != porcupine.Ok {
 		t.Fatalf("a clean history: %d violations, %v: %v", v, r.Linearizable, r.Examples)
 	}
@@ -75,7 +76,7 @@ func TestNemesisCheckSeesAStaleHolder(t *testing.T) {
 	b.ev(0, 1, evWriteInv, 52, func(e *nemEvent) { e.V = 1 })
 	b.ev(0, 1, evWriteDone, 53, func(e *nemEvent) { e.V, e.Out = 1, outOK })
 	windows := []nemWindow{{client: 0, inc: 1, from: 4 * 1e6, to: 50 * 1e6}}
-	r := checkNemesis(b.evs, windows, []int64{1}, 100*1e6)
+	r := checkNemesis(b.evs, windows, []int64{1}, 100*1e6, fenceFromEvents(b.evs))
 	if r.FenceOrder != 1 || r.LostWrites != 1 || r.Linearizable != porcupine.Illegal {
 		t.Fatalf("fence order %d, lost writes %d, %v; want 1, 1, Illegal: %v", r.FenceOrder, r.LostWrites, r.Linearizable, r.Examples)
 	}
@@ -85,7 +86,7 @@ func TestNemesisCheckSeesAStaleHolder(t *testing.T) {
 
 	// The same without the stop: client 0 was running and had not seen
 	// Lost() when client 1 was granted.
-	r = checkNemesis(b.evs, nil, []int64{1}, 100*1e6)
+	r = checkNemesis(b.evs, nil, []int64{1}, 100*1e6, fenceFromEvents(b.evs))
 	if r.Overlaps != 1 {
 		t.Fatalf("overlaps %d, want 1: %v", r.Overlaps, r.Examples)
 	}
@@ -97,14 +98,14 @@ func TestNemesisCheckTokensAndStaleReads(t *testing.T) {
 	var b histBuilder
 	b.section(0, 1, 20, 0, 0, 1, outOK)
 	b.section(1, 1, 10, 20, 0, 0, outFail) // a smaller token, and it read 0 after 1 was written
-	r := checkNemesis(b.evs, nil, []int64{1}, 100*1e6)
+	r := checkNemesis(b.evs, nil, []int64{1}, 100*1e6, fenceFromEvents(b.evs))
 	if r.TokenOrder != 1 || r.Linearizable != porcupine.Illegal {
 		t.Fatalf("token order %d, %v; want 1, Illegal: %v", r.TokenOrder, r.Linearizable, r.Examples)
 	}
 	// A final value below an acknowledged write: the write was lost.
 	var c histBuilder
 	c.section(0, 1, 10, 0, 0, 1, outOK)
-	r = checkNemesis(c.evs, nil, []int64{0}, 100*1e6)
+	r = checkNemesis(c.evs, nil, []int64{0}, 100*1e6, fenceFromEvents(c.evs))
 	if r.LostWrites != 1 || r.Linearizable != porcupine.Illegal {
 		t.Fatalf("lost writes %d, %v; want 1, Illegal", r.LostWrites, r.Linearizable)
 	}
@@ -119,8 +120,21 @@ func TestNemesisCheckLostMargin(t *testing.T) {
 	b.ev(0, 1, evLost, 100, nil)
 	b.ev(0, 1, evReleaseInv, 101, nil)
 	b.section(1, 1, 20, 349, 0, 1, outOK)
-	r := checkNemesis(b.evs, nil, []int64{1}, 1000*1e6)
+	r := checkNemesis(b.evs, nil, []int64{1}, 1000*1e6, fenceFromEvents(b.evs))
 	if r.Overlaps != 0 || r.Lost != 1 || r.LostMargin != 250*time.Millisecond {
 		t.Fatalf("overlaps %d, lost %d, margin %v; want 0, 1, 250ms: %v", r.Overlaps, r.Lost, r.LostMargin, r.Examples)
 	}
+}
+
+// fenceFromEvents is the fence's log as the clients' acknowledged fenced
+// writes tell it: what the fence process would have logged for them.
+func fenceFromEvents(evs []nemEvent) []fenceRecord {
+	var out []fenceRecord
+	for _, ev := range evs {
+		if ev.Kind == evFenceDone && ev.Out == outOK {
+			out = append(out, fenceRecord{Path: ev.Path, Seq: ev.Seq, Token: ev.Token, Judged: true,
+				Who: fmt.Sprintf("c%d.%d", ev.Client, ev.Inc)})
+		}
+	}
+	return out
 }

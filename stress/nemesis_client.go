@@ -29,30 +29,34 @@ import (
 // turnstile engine (one session). It contends for the run's lock paths and,
 // in each critical section, reads the path's register (a znode), waits a
 // random think time (the window in which the nemesis likes to stop it),
-// writes the fenced register with its lease's token, and writes the
-// register with the value read plus one. In the guarded mode that write is
-// Lease.Guarded and the fenced register refuses an old token; in the
-// control mode the write is a plain SetData and the token is not given to
-// the fenced register, which then accepts every write.
+// writes the fenced register (the fence process, nemesis_fence.go) with its
+// lease's token, and writes the register with the value read plus one. In
+// the guarded mode that write is Lease.Guarded and the fence refuses an old
+// token; in the control mode the write is a plain SetData and the token is
+// not given to the fence, which then accepts every write. The engine dials
+// its servers through a delaying proxy of the process's own
+// (nemesis_proxy.go), idle until the parent asks for latency.
 //
 // Every event goes to stdout as a JSON line (nemesis_history.go); the
-// engine's log goes to stderr. The process ends when its stdin closes (the
-// parent is done, or died) or on SIGTERM.
+// engine's log goes to stderr. The parent writes to stdin one line per
+// command, "latency <duration>" (each way; 0 ends it); the process ends
+// when its stdin closes (the parent is done, or died) or on SIGTERM.
 
 // nemClientOptions are the client's flags.
 type nemClientOptions struct {
-	servers  []string
-	paths    int
-	session  time.Duration
-	think    time.Duration // the longest think time
-	control  bool
-	fenceDir string
-	seed     uint64
+	servers []string
+	paths   int
+	session time.Duration
+	think   time.Duration // the longest think time
+	control bool
+	fence   string // the fence process's socket
+	name    string // the writer's name at the fence: c<client>.<incarnation>
+	seed    uint64
 }
 
 func (o nemClientOptions) args() []string {
 	a := []string{"-servers", strings.Join(o.servers, ","), "-paths", strconv.Itoa(o.paths),
-		"-session", o.session.String(), "-think", o.think.String(), "-fence-dir", o.fenceDir,
+		"-session", o.session.String(), "-think", o.think.String(), "-fence", o.fence, "-name", o.name,
 		"-seed", strconv.FormatUint(o.seed, 10)}
 	if o.control {
 		a = append(a, "-control")
@@ -63,11 +67,9 @@ func (o nemClientOptions) args() []string {
 // The znodes of a run: lock path i guards register i.
 const nemRoot = "/nemesis"
 
-func nemLockPath(i int) string     { return fmt.Sprintf("%s/lock-%d", nemRoot, i) }
-func nemRegisterPath(i int) string { return fmt.Sprintf("%s/register-%d", nemRoot, i) }
-func nemFencePath(dir string, i int) string {
-	return filepath.Join(dir, "fence-"+strconv.Itoa(i))
-}
+func nemLockPath(i int) string         { return fmt.Sprintf("%s/lock-%d", nemRoot, i) }
+func nemRegisterPath(i int) string     { return fmt.Sprintf("%s/register-%d", nemRoot, i) }
+func nemFenceSocket(dir string) string { return filepath.Join(dir, "fence.sock") }
 
 func nemesisClientMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o nemClientOptions
@@ -79,10 +81,11 @@ func nemesisClientMain(args []string, stdin io.Reader, stdout, stderr io.Writer)
 	fl.DurationVar(&o.session, "session", 2*time.Second, "")
 	fl.DurationVar(&o.think, "think", 200*time.Millisecond, "")
 	fl.BoolVar(&o.control, "control", false, "")
-	fl.StringVar(&o.fenceDir, "fence-dir", "", "")
+	fl.StringVar(&o.fence, "fence", "", "")
+	fl.StringVar(&o.name, "name", "", "")
 	fl.Uint64Var(&o.seed, "seed", 1, "")
-	if err := fl.Parse(args); err != nil || servers == "" || o.fenceDir == "" || o.paths < 1 {
-		fmt.Fprintln(stderr, "nemesis client: -servers, -fence-dir and -paths ≥ 1 are needed")
+	if err := fl.Parse(args); err != nil || servers == "" || o.fence == "" || o.name == "" || o.paths < 1 {
+		fmt.Fprintln(stderr, "nemesis client: -servers, -fence, -name and -paths ≥ 1 are needed")
 		return exitUsage
 	}
 	o.servers = strings.Split(servers, ",")
@@ -91,16 +94,18 @@ func nemesisClientMain(args []string, stdin io.Reader, stdout, stderr io.Writer)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	proxy := newDelayProxy()
+	defer proxy.Close()
 	go func() {
 		// The parent closes stdin to end the run; its death closes it too.
-		_, _ = io.Copy(io.Discard, bufio.NewReader(stdin))
+		nemCommands(stdin, proxy, log)
 		cancel()
 	}()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var eng *engine.Engine
 	for eng == nil {
 		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-		e, err := engine.Start(sctx, engine.Config{Servers: o.servers, SessionTimeout: o.session, Logger: log})
+		e, err := engine.Start(sctx, engine.Config{Servers: o.servers, SessionTimeout: o.session, Logger: log, Dialer: proxy.dial})
 		scancel()
 		if err == nil {
 			eng = e
@@ -116,6 +121,22 @@ func nemesisClientMain(args []string, stdin io.Reader, stdout, stderr io.Writer)
 		rng: rand.New(rand.NewPCG(o.seed, uint64(os.Getpid())))}
 	c.run(ctx)
 	return 0
+}
+
+// nemCommands obeys the parent's commands on r until r ends.
+func nemCommands(r io.Reader, proxy *delayProxy, log *slog.Logger) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 2 && fs[0] == "latency" {
+			if d, err := time.ParseDuration(fs[1]); err == nil {
+				proxy.setDelay(d)
+				log.Info("nemesis client: latency", "each way", d)
+				continue
+			}
+		}
+		log.Warn("nemesis client: unknown command", "line", sc.Text())
+	}
 }
 
 type nemClient struct {
@@ -195,16 +216,15 @@ func (c *nemClient) round(ctx context.Context, p, n int, lease *engine.Lease) bo
 	sleepCtx(ctx, time.Duration(c.rng.Int64N(int64(c.o.think)+1)))
 
 	c.out.emit(ev(evFenceInv))
-	fence := &fencedResource{path: nemFencePath(c.o.fenceDir, p)}
-	accepted, st, err := fence.write(lease.Token(), !c.o.control, strconv.Itoa(os.Getpid()))
+	seq, err := fenceWrite(c.o.fence, p, lease.Token(), !c.o.control, c.o.name)
 	fd := ev(evFenceDone)
 	switch {
+	case errors.Is(err, errFenceRefused):
+		fd.Out = outFail
 	case err != nil:
 		fd.Out, fd.Err = outUnknown, err.Error()
-	case accepted:
-		fd.Out, fd.Seq = outOK, st.writes
 	default:
-		fd.Out = outFail
+		fd.Out, fd.Seq = outOK, seq
 	}
 	c.out.emit(fd)
 

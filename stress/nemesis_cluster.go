@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -29,16 +30,19 @@ import (
 // parent's own requests come from (readiness, leader, the registers'
 // setup and last read); no fault ever cuts it.
 type nemCluster struct {
-	net     *netns.Net
-	ctl     *netns.Host
-	servers []*netns.Host // servers[i] runs ens.Servers[i]
-	hosts   []*netns.Host // the clients' namespaces
-	ens     *zkserver.Ensemble
-	dir     string // fenced registers and client logs
-	hist    *nemHistory
-	opts    nemClientOptions
-	clients []*nemProc
-	log     *slog.Logger
+	net       *netns.Net
+	ctl       *netns.Host
+	servers   []*netns.Host // servers[i] runs ens.Servers[i]
+	hosts     []*netns.Host // the clients' namespaces
+	ens       *zkserver.Ensemble
+	dir       string // the fence's socket and the client logs
+	fence     *exec.Cmd
+	fenceIn   io.WriteCloser // closed to end the fence process
+	fenceDone chan struct{}
+	hist      *nemHistory
+	opts      nemClientOptions
+	clients   []*nemProc
+	log       *slog.Logger
 }
 
 // The ensemble's timing: the lab of internal/partition's, where a
@@ -102,9 +106,12 @@ func newNemCluster(ctx context.Context, nodes, clients int, opts nemClientOption
 		return nil, err
 	}
 	opts.servers = c.ens.Addrs()
-	opts.fenceDir = dir
+	opts.fence = nemFenceSocket(dir)
 	c.opts = opts
 	if err = c.setup(); err != nil {
+		return nil, err
+	}
+	if err = c.startFence(); err != nil {
 		return nil, err
 	}
 	for i, h := range c.hosts {
@@ -145,8 +152,77 @@ type nemQuiet struct{}
 
 func (nemQuiet) Printf(string, ...any) {}
 
-// setup creates the root, each register with value 0, and each fenced
-// register afresh.
+// startFence starts the fence process (nemesis_fence.go) and waits for it
+// to listen.
+func (c *nemCluster) startFence() error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "-socket", c.opts.fence)
+	cmd.Env = append(os.Environ(), childEnv+"="+nemesisFenceMode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.OpenFile(filepath.Join(c.dir, "fence.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("nemesis: the fence process: %w", err)
+	}
+	c.fence, c.fenceIn, c.fenceDone = cmd, stdin, make(chan struct{})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		ready <- sc.Scan() && sc.Text() == "ready"
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		logf.Close()
+		close(c.fenceDone)
+	}()
+	select {
+	case ok := <-ready:
+		if ok {
+			return nil
+		}
+	case <-time.After(30 * time.Second):
+	}
+	return errors.New("nemesis: the fence process did not start (see fence.log)")
+}
+
+// fenceRecords reads the fence's log of accepted writes.
+func (c *nemCluster) fenceRecords() ([]fenceRecord, error) {
+	return fenceLog(c.opts.fence)
+}
+
+// stopFence ends the fence process: stdin closed, then killed (by its
+// os.Process, never by name) if it has not exited within a bound.
+func (c *nemCluster) stopFence() {
+	if c.fence == nil {
+		return
+	}
+	_ = c.fenceIn.Close()
+	select {
+	case <-c.fenceDone:
+	case <-time.After(10 * time.Second):
+		_ = c.fence.Process.Kill()
+		<-c.fenceDone
+	}
+	c.fence = nil
+}
+
+// setup creates the root and each register with value 0.
 func (c *nemCluster) setup() error {
 	conn, err := c.session(time.Minute)
 	if err != nil {
@@ -159,9 +235,6 @@ func (c *nemCluster) setup() error {
 	for i := range c.opts.paths {
 		if _, err := conn.Create(nemRegisterPath(i), []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			return fmt.Errorf("nemesis: create the register: %w", err)
-		}
-		if _, err := newFencedResource(nemFencePath(c.dir, i)); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -220,6 +293,7 @@ func (c *nemCluster) start(p *nemProc) error {
 	inc := p.inc
 	o := c.opts
 	o.seed = o.seed*1000 + uint64(p.id*100+inc)
+	o.name = fmt.Sprintf("c%d.%d", p.id, inc)
 	cmd := p.host.Command(self, o.args()...)
 	cmd.Env = append(os.Environ(), childEnv+"="+nemesisClientMode)
 	// A process group of its own: the terminal's Ctrl-C is the parent's to
@@ -284,6 +358,21 @@ func (p *nemProc) signal(sig syscall.Signal) {
 		p.stopped = true
 	case syscall.SIGCONT:
 		p.stopped = false
+	}
+}
+
+// send writes one command line to p's current process (nemesis_client.go);
+// a process stopped meanwhile finds it in its pipe when continued.
+func (p *nemProc) send(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	if p.stdin != nil {
+		_, _ = io.WriteString(p.stdin, line+"\n")
 	}
 }
 
@@ -359,10 +448,11 @@ func (c *nemCluster) waitServing(ctx context.Context) error {
 	return nil
 }
 
-// close stops the clients, the ensemble, and removes every namespace and
-// the run's directory (unless keep).
+// close stops the clients, the fence, the ensemble, and removes every
+// namespace.
 func (c *nemCluster) close() {
 	c.stopClients()
+	c.stopFence()
 	if c.ens != nil {
 		_ = c.ens.Close()
 	}

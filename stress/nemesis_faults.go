@@ -26,6 +26,7 @@ var nemKinds = []string{
 	"kill-server",        // a server killed (SIGKILL) and restarted
 	"kill-client",        // a client killed (SIGKILL) and started again
 	"stall-server",       // a server stopped for under a second: latency on every request through it
+	"latency",            // clients' links to every server delayed, by their own proxy (nemesis_proxy.go)
 }
 
 // nemesis runs faults until ctx ends, and reports how many of each kind it
@@ -155,6 +156,27 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		n.windows = append(n.windows, nemWindow{client: p.id, inc: inc, from: from, killed: true})
 		n.hold(ctx, 500*time.Millisecond, 2*time.Second)
 		return c.start(p)
+	case "latency":
+		// 50-400 ms each way, on one or more clients (the holder half the
+		// time), for 3-8 s: longer than a session, so that every reply the
+		// engine's trust deadline counts on comes late for a while.
+		procs := c.clients
+		var ps []*nemProc
+		for _, i := range n.rng.Perm(len(procs))[:1+n.rng.IntN(len(procs))] {
+			ps = append(ps, procs[i])
+		}
+		if h := n.holder(); h != nil && n.rng.IntN(2) == 0 {
+			ps[0] = h
+		}
+		d := n.between(50*time.Millisecond, 400*time.Millisecond).Round(time.Millisecond)
+		for _, p := range ps {
+			p.send("latency " + d.String())
+		}
+		n.hold(ctx, 3*time.Second, 8*time.Second)
+		for _, p := range ps {
+			p.send("latency 0s")
+		}
+		return nil
 	case "stall-server":
 		s := c.ens.Servers[n.rng.IntN(len(srv))]
 		pid := s.PID()
