@@ -162,23 +162,8 @@ func (c *nemCluster) startFence() error {
 	cmd := exec.Command(self, "-socket", c.opts.fence)
 	cmd.Env = append(os.Environ(), childEnv+"="+nemesisFenceMode)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.OpenFile(filepath.Join(c.dir, "fence.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	stdout, stdin, logf, err := startLogged(cmd, filepath.Join(c.dir, "fence.log"))
 	if err != nil {
-		return err
-	}
-	cmd.Stderr = logf
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		logf.Close()
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
 		return fmt.Errorf("nemesis: the fence process: %w", err)
 	}
 	c.fence, c.fenceIn, c.fenceDone = cmd, stdin, make(chan struct{})
@@ -299,23 +284,8 @@ func (c *nemCluster) start(p *nemProc) error {
 	// A process group of its own: the terminal's Ctrl-C is the parent's to
 	// handle, which then ends its clients.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.OpenFile(fmt.Sprintf("%s/client-%d.log", c.dir, p.id), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	stdout, stdin, logf, err := startLogged(cmd, fmt.Sprintf("%s/client-%d.log", c.dir, p.id))
 	if err != nil {
-		return err
-	}
-	cmd.Stderr = logf
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		logf.Close()
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
 		return fmt.Errorf("nemesis: client %d: %w", p.id, err)
 	}
 	done := make(chan struct{})
@@ -459,4 +429,30 @@ func (c *nemCluster) close() {
 	if err := c.net.Close(); err != nil {
 		c.log.Error("nemesis: removing the namespaces", "err", err)
 	}
+}
+
+// startLogged starts cmd with its stderr appended to the file logPath and
+// pipes to its stdout and stdin: a client's and the fence's, alike. The
+// caller closes the log once cmd has been waited for.
+func startLogged(cmd *exec.Cmd, logPath string) (stdout io.ReadCloser, stdin io.WriteCloser, logf *os.File, err error) {
+	logf, err = os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmd.Stderr = logf
+	stdout, err = cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, nil, nil, err
+	}
+	stdin, err = cmd.StdinPipe()
+	if err != nil {
+		logf.Close()
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, nil, nil, err
+	}
+	return stdout, stdin, logf, nil
 }
