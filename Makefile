@@ -7,6 +7,7 @@
 #   make deps    install what the tests need (Debian/Ubuntu, as root)
 #   make bench   the benchmark table of BENCHMARKS.md (about 4 minutes)
 #   make bench-latency  cold keys and open-loop latency (BENCHMARKS.md, about 5 minutes)
+#   make bench-twoproc  two processes on one lock against the peers' one (about 2 minutes)
 #   make pause   what each lock does when its holder stalls past its lease
 #   make stress  a bounded soak under connection cuts
 #   make mutate  plant known bugs, one at a time, and report which checker
@@ -42,7 +43,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench bench-latency pause simulate mutate partition nemesis
+.PHONY: all deps test vet fmt-check run stress bench bench-latency bench-twoproc pause simulate mutate partition nemesis
 
 all: test
 
@@ -127,6 +128,13 @@ bench: deps
 # of its own: with make bench's suite it would take over six minutes.
 bench-latency: deps
 	$(GO) run ./stress -bench-latency -warmup 2s -duration 6s
+
+# Issue 19's two processes on one lock alone: gozk, Curator and kazoo with
+# 16 workers on one path, then two turnstile processes of 8 workers each,
+# with cohorting and strict FIFO, and the targets (make bench prints them
+# too).
+bench-twoproc: deps
+	$(GO) run ./stress -bench-twoproc -warmup 2s -duration 6s
 
 # A holder process stopped (SIGSTOP) past its session timeout or TTL, for
 # turnstile, go-zookeeper's Lock and the Redis lock: who gets in meanwhile,

@@ -32,9 +32,9 @@ func (e *Engine) CohortSeesOthers(path string) bool {
 	return false
 }
 
-// CohortListed reports whether every cohort of path holding a node
-// has had the answer to the listing that tells whether another client
-// waits.
+// CohortListed reports whether every cohort of path holding a node that
+// asked the listing that tells whether another client waits (under
+// YieldToOthers, or lingering) has had its answer.
 func (e *Engine) CohortListed(path string) bool {
 	e.cohorts.mu.Lock()
 	defer e.cohorts.mu.Unlock()

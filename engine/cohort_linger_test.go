@@ -196,8 +196,8 @@ func TestCohortLingerUnderConcurrency(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("%d failures, first: %s", len(errs), errs[0])
 	}
-	if s := a.CohortStats(); s.Passes == 0 || s.Yielded == 0 {
-		t.Fatalf("cohort stats %+v: want passes and nodes given back to the other engine", s)
+	if s := a.CohortStats(); s.Passes == 0 || s.Yielded+s.Bounded == 0 {
+		t.Fatalf("cohort stats %+v: want passes and nodes given back (to the other engine, or at a bound)", s)
 	}
 }
 

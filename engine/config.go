@@ -213,13 +213,13 @@ type CohortConfig struct {
 	// 1000, at most 4095, the pass numbers a token holds).
 	MaxPasses int
 	// MaxHold bounds the time, from the grant of the node, after which no
-	// local pass starts (default 100ms). With no other client seen
-	// waiting, the node goes back at whichever bound comes first; with one,
-	// after the current holder. So another client waits for a node that
-	// passes at most MaxHold and one holder's hold, however long the local
-	// queue. Holders that hold for longer than MaxHold get no passes, and
-	// lose nothing by it: next to such a hold, the handoff through
-	// ZooKeeper that a pass saves is short.
+	// local pass starts (default 100ms). The node goes back at whichever
+	// bound comes first, whoever else waits (but see YieldToOthers). So
+	// another client, seen or not, waits for a node that passes at most
+	// MaxHold and one holder's hold, however long the local queue.
+	// Holders that hold for longer than MaxHold get no passes, and lose
+	// nothing by it: next to such a hold, the handoff through ZooKeeper
+	// that a pass saves is short.
 	MaxHold time.Duration
 	// Linger, if positive, keeps a node after its last local release for
 	// up to this long (never past MaxHold from its grant) while no other
@@ -230,6 +230,17 @@ type CohortConfig struct {
 	// notification and one deletion more than on a free lock. A try of
 	// this engine is passed a lingering node too. 0: off.
 	Linger time.Duration
+	// YieldToOthers gives the node back after the current holder as soon
+	// as another client is seen waiting on the lock path (in the listing
+	// that granted the node, or by a watch asked when a pass becomes
+	// possible), and starts no pass before that listing is answered. So a
+	// client seen waits one hold and one handoff rather than up to
+	// MaxHold, at the cost of the batch: a lock contended by several
+	// processes then passes almost never, each holder's turn a handoff
+	// through ZooKeeper. Off by default, since the bound already caps the
+	// wait; for locks where another process's latency matters more than
+	// the throughput of the whole.
+	YieldToOthers bool
 }
 
 // DefaultCohortHold is the MaxHold a zero CohortConfig takes, exported for

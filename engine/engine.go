@@ -223,7 +223,7 @@ func newEngine(cfg Config) *Engine {
 	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
 		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
 	e.cohorts.init(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
-		MaxHold: cfg.Cohort.MaxHold, Linger: cfg.Cohort.Linger, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired,
+		MaxHold: cfg.Cohort.MaxHold, Linger: cfg.Cohort.Linger, YieldToOthers: cfg.Cohort.YieldToOthers, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired,
 		WouldBlock: ErrWouldBlock})
 	e.core = core.New(core.Config{
 		CloseTimeout: cfg.CloseTimeout,

@@ -58,8 +58,9 @@ type CohortStats struct {
 	// ZooKeeper request.
 	Passes uint64
 	// Yielded counts grants that went back, local waiters still queued
-	// or the node lingering (CohortConfig.Linger), because another client
-	// was seen waiting; Bounded, those that went
+	// (under CohortConfig.YieldToOthers) or the node lingering
+	// (CohortConfig.Linger), because another client was seen waiting;
+	// Bounded, those that went
 	// back at MaxPasses or MaxHold (or lost the session's trust, or
 	// made way for a downgrade).
 	Yielded, Bounded uint64

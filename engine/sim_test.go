@@ -193,7 +193,7 @@ func newWorld(seed uint64, nClients int) *world {
 		if err != nil {
 			panic(err)
 		}
-		c.eng = eng
+		c.eng, c.cohortHold = eng, cohortHold(cfg.Cohort)
 		simInPlace.Store(eng, struct{}{})
 		w.clients = append(w.clients, c)
 		c.connect()
@@ -208,17 +208,21 @@ func newWorld(seed uint64, nClients int) *world {
 // which hold for up to seconds, so a node rarely passes; with bounds of
 // seconds it passes many times, through faults, and the watch on the lock
 // path gets to tell of another client; a bound of a few passes has nodes
-// go back at MaxPasses.
+// go back at MaxPasses. Half the engines yield to another client seen
+// waiting (YieldToOthers); the others pass on to the bound.
 func simCohortConfig(rng *rand.Rand) engine.CohortConfig {
+	var c engine.CohortConfig
 	switch rng.IntN(4) {
 	case 0:
-		return engine.CohortConfig{}
 	case 1:
-		return engine.CohortConfig{MaxHold: 5 * time.Second}
+		c = engine.CohortConfig{MaxHold: 5 * time.Second}
 	case 2:
-		return engine.CohortConfig{MaxHold: time.Minute, MaxPasses: 1 + rng.IntN(4)}
+		c = engine.CohortConfig{MaxHold: time.Minute, MaxPasses: 1 + rng.IntN(4)}
+	default:
+		c = engine.CohortConfig{MaxHold: time.Minute}
 	}
-	return engine.CohortConfig{MaxHold: time.Minute}
+	c.YieldToOthers = rng.IntN(2) == 0
+	return c
 }
 
 // advance moves the clock by d, firing the timers due on the way in order:
@@ -535,6 +539,9 @@ type simResult struct {
 	// cohorts, passes, nodes given back to another client seen waiting
 	// (by a listing, or the watch) or at a bound.
 	cohorts engine.CohortStats
+	// judged counts the passes judged against the bound while another
+	// client waited (simcohort_test.go).
+	judged int
 	// observers is what the election's observers and Leader were checked on.
 	observers observerStats
 	// peerAcqs and peerHolds are the Curator peer's acquisitions begun
@@ -550,7 +557,7 @@ func simulate(seed uint64, trace bool) simResult {
 	w.traceAll = trace
 	w.run(200 + rng.IntN(1200))
 	r := simResult{steps: w.steps, grants: w.check.grants, faultGrants: w.check.faultGrants, granted: w.granted(),
-		refusals: w.check.refusals, losses: w.check.losses, members: w.check.participantReads}
+		refusals: w.check.refusals, losses: w.check.losses, members: w.check.participantReads, judged: w.check.cohort.passes}
 	for _, c := range w.clients {
 		addCohort(&r.cohorts, c.eng.CohortStats())
 		s := c.eng.Stats()
@@ -581,6 +588,7 @@ func TestSimulation(t *testing.T) {
 	var granted [numKinds]int
 	var cohorts engine.CohortStats
 	var observers observerStats
+	judged := 0
 	for seed := first; seed < first+n; seed++ {
 		r := simulate(seed, *simTrace)
 		grants += r.grants
@@ -593,6 +601,7 @@ func TestSimulation(t *testing.T) {
 		peerHolds += r.peerHolds
 		addGranted(&granted, r.granted)
 		addCohort(&cohorts, r.cohorts)
+		judged += r.judged
 		observers.add(r.observers)
 		if r.report != "" {
 			t.Fatal(r.report)
@@ -614,7 +623,7 @@ func TestSimulation(t *testing.T) {
 		t.Fatal("the Curator peer was never admitted to a semaphore: its leases were never counted")
 	}
 	t.Logf("%d seeds from %d, %d steps, %d grants checked (%d before the faults stopped), %d refused tries, %d lost leases and %d Participants answers judged; the workload's, by recipe: %s; %s; %s; %s",
-		n, first, steps, grants, faultGrants, refusals, losses, members, byRecipe(granted), cohortLine(cohorts), observers, peerLine(peerAcqs, peerHolds))
+		n, first, steps, grants, faultGrants, refusals, losses, members, byRecipe(granted), cohortLine(cohorts, judged), observers, peerLine(peerAcqs, peerHolds))
 }
 
 func peerLine(acqs, holds int) string {
@@ -628,9 +637,9 @@ func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
 	sum.Bounded += s.Bounded
 }
 
-func cohortLine(s engine.CohortStats) string {
-	return fmt.Sprintf("cohorts: %d nodes granted, %d passes, %d given back to another client, %d at a bound",
-		s.Carriers, s.Passes, s.Yielded, s.Bounded)
+func cohortLine(s engine.CohortStats, judged int) string {
+	return fmt.Sprintf("cohorts: %d nodes granted, %d passes (%d judged against MaxHold while another client waited), %d given back to another client, %d at a bound",
+		s.Carriers, s.Passes, judged, s.Yielded, s.Bounded)
 }
 
 // TestSimulationIsDeterministic runs seeds twice and compares the traces.
@@ -677,7 +686,7 @@ func TestSimulationSoak(t *testing.T) {
 	start := time.Now()
 	var next atomic.Uint64
 	next.Store(*simFirst - 1)
-	var seeds, steps, grants, faultGrants, refusals, losses, members, peerAcqs, peerHolds atomic.Int64
+	var seeds, steps, grants, faultGrants, refusals, losses, members, peerAcqs, peerHolds, judged atomic.Int64
 	var mu sync.Mutex
 	var failures []string
 	var firstFailure time.Duration // since start, of the first failing seed to end
@@ -699,6 +708,7 @@ func TestSimulationSoak(t *testing.T) {
 				members.Add(int64(r.members))
 				peerAcqs.Add(int64(r.peerAcqs))
 				peerHolds.Add(int64(r.peerHolds))
+				judged.Add(int64(r.judged))
 				mu.Lock()
 				addGranted(&granted, r.granted)
 				addCohort(&cohorts, r.cohorts)
@@ -723,7 +733,7 @@ func TestSimulationSoak(t *testing.T) {
 	if len(failures) > 0 {
 		fmt.Printf("simulate: the first failing seed ended %v after the start\n", firstFailure.Round(time.Millisecond))
 	}
-	fmt.Printf("simulate: %s\n", cohortLine(cohorts))
+	fmt.Printf("simulate: %s\n", cohortLine(cohorts, int(judged.Load())))
 	fmt.Printf("simulate: %s\n", observers)
 	fmt.Printf("simulate: %s\n", peerLine(int(peerAcqs.Load()), int(peerHolds.Load())))
 	kinds := make(map[string]int)

@@ -54,6 +54,8 @@ type checker struct {
 	participantReads int
 	// owners are the sessions that own the held leases' nodes.
 	owners map[*lock.Lease]zkmodel.SessionID
+	// cohort holds the cohorts' passes to their bound (simcohort_test.go).
+	cohort cohortCheck
 }
 
 // acqRecord is what the checker keeps of one acquisition to judge its
@@ -68,7 +70,7 @@ type acqRecord struct {
 func newChecker(w *world) checker {
 	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
 		outcomes: make(map[acquisition]int), election: newElectionCheck(), acqs: make(map[acquisition]*acqRecord),
-		lapses: make(map[*client]int), owners: make(map[*lock.Lease]zkmodel.SessionID)}
+		lapses: make(map[*client]int), owners: make(map[*lock.Lease]zkmodel.SessionID), cohort: newCohortCheck()}
 }
 
 // acquisition names one acquisition of one engine, as its reports do.
@@ -164,6 +166,7 @@ func (k *checker) all() {
 	if !k.inTime() {
 		return
 	}
+	k.cohorts()
 	// A carrier holds the node its held passed leases hold: it is one
 	// holder with them, not another.
 	carriers := make(map[*lock.Lease]bool)

@@ -109,6 +109,8 @@ type client struct {
 	w    *world
 	name string
 	eng  *engine.Engine
+	// cohortHold is the MaxHold of eng's cohorts.
+	cohortHold time.Duration
 
 	session zkmodel.SessionID
 	timeout time.Duration // negotiated

@@ -281,6 +281,7 @@ func targetLines(results []*result) []string {
 			line += fmt.Sprintf(" (strict FIFO's longest %.1f ms + MaxHold %v = %.1f ms)", longest(fifo), engine.DefaultCohortHold, limit)
 		}
 		lines = append(lines, line+": "+metIf(both && clean && bounded))
+		lines = append(lines, twoprocLines(a, b, twoproc["turnstile-fifo"], best)...)
 	}
 	return lines
 }

@@ -28,6 +28,7 @@ type config struct {
 	PlainFirst     bool
 	Bench          bool
 	BenchLatency   bool
+	BenchTwoproc   bool
 	FSync          bool
 	RedisTTL       time.Duration
 	RedisRetry     time.Duration
@@ -120,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.PlainFirst, "plain-first", false, "with -plain: run each plain program before the harness's run instead of after (to see that the order does not decide the comparison)")
 	fs.BoolVar(&c.Bench, "bench", false, "run the suite of BENCHMARKS.md (uncontended with 64 workers and contended with 16, every impl and -plain; waiters 100 x 100 for turnstile and gozk) and print one table; -duration and -warmup apply to each run")
 	fs.BoolVar(&c.BenchLatency, "bench-latency", false, "run the suite of BENCHMARKS.md's cold keys and open loop (keys with 64 workers, every impl and -plain; then open loop on keys and on uncontended at half the best ZooKeeper peer's closed-loop cycles/s) and print one table; -duration and -warmup apply to each run")
+	fs.BoolVar(&c.BenchTwoproc, "bench-twoproc", false, "run issue 19's two-process shape alone: contended with 16 workers on one path for gozk, curator and kazoo (the best is the reference), then twoproc with 8 workers in each of two processes for turnstile and turnstile-fifo, and print the targets; -duration and -warmup apply to each run")
 	fs.BoolVar(&c.FSync, "fsync", true, "embedded ZooKeeper servers fsync every write before acknowledging it (ZooKeeper's default, forceSync=yes); false: forceSync=no, as the tests run")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", 0, "redis: the lock's lease (default: -session-timeout)")
 	fs.DurationVar(&c.RedisRetry, "redis-retry", time.Millisecond, "redis: a waiter retries its SET after this long, +/-50%")
@@ -252,16 +254,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.Faults.has("pause") && c.Workload != "contended" {
 		return nil, bad("-faults pause runs on -workload contended: the stalled holder and the workers share its one path")
 	}
-	if (c.Bench || c.BenchLatency) && (set["workload"] || set["impl"] || set["workers"] || set["paths"] || set["cycles"] || set["rate"] || len(c.Faults) > 0) {
-		return nil, bad("-bench and -bench-latency run their own workloads, impls and workers: give only -duration, -warmup, -hold and server flags with them")
+	if (c.Bench || c.BenchLatency || c.BenchTwoproc) && (set["workload"] || set["impl"] || set["workers"] || set["paths"] || set["cycles"] || set["rate"] || len(c.Faults) > 0) {
+		return nil, bad("-bench, -bench-latency and -bench-twoproc run their own workloads, impls and workers: give only -duration, -warmup, -hold and server flags with them")
 	}
-	if c.Bench && c.BenchLatency {
-		return nil, bad("-bench and -bench-latency are two suites: run one at a time")
+	if b2i(c.Bench)+b2i(c.BenchLatency)+b2i(c.BenchTwoproc) > 1 {
+		return nil, bad("-bench, -bench-latency and -bench-twoproc are suites of their own: run one at a time")
 	}
 	if c.RedisTTL == 0 {
 		c.RedisTTL = c.SessionTimeout
 	}
-	if (c.Bench || c.BenchLatency) && !set["server-warmup"] {
+	if (c.Bench || c.BenchLatency || c.BenchTwoproc) && !set["server-warmup"] {
 		c.ServerWarmup = 10 * time.Second
 	}
 	if c.Paths == 0 {

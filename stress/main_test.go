@@ -288,6 +288,8 @@ func TestFlags(t *testing.T) {
 		{"-redis-appendfsync", "sometimes"},
 		{"-bench-latency", "-impl", "gozk"}, // the suite has its own
 		{"-bench", "-bench-latency"},
+		{"-bench-twoproc", "-workers", "4"}, // the suite has its own
+		{"-bench", "-bench-twoproc"},
 		{"-rate", "-1"},
 		{"-rate", "10", "-workload", "waiters"}, // nothing to start at a rate
 	} {

@@ -84,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		scenarios = benchScenarios(cfg)
 	case cfg.BenchLatency:
 		scenarios = latencyScenarios(cfg)
+	case cfg.BenchTwoproc:
+		scenarios = twoprocScenarios(cfg)
 	}
 	type planned struct {
 		cfg     *config
@@ -218,7 +220,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		all = append(all, results...)
 	}
-	if cfg.Bench || cfg.BenchLatency {
+	if cfg.Bench || cfg.BenchLatency || cfg.BenchTwoproc {
 		w := stdout
 		if cfg.JSON {
 			w = stderr

@@ -82,15 +82,21 @@ var mutants = []mutant{
 	},
 	{
 		name:    "pass-overtakes-queued",
-		class:   "a cohort pass before the listing that shows who else waits is answered, overtaking a client queued first",
-		changes: []change{{"machine.go", "\tcase !c.watchKnown:\n", "\tcase false:\n"}},
+		class:   "under YieldToOthers, a cohort pass before the listing that shows who else waits is answered, overtaking a client queued first",
+		changes: []change{{"machine.go", "\tcase m.cfg.YieldToOthers && !c.watchKnown:\n", "\tcase false:\n"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
 		name:    "pass-ignores-others",
-		class:   "a cohort keeps passing while another client is seen waiting",
-		changes: []change{{"machine.go", "\tcase c.foreign:\n", "\tcase false && c.foreign:\n"}},
+		class:   "a cohort keeps passing past MaxHold from its grant while another client waits (the hold bound counted from the last pass)",
+		changes: []change{{"machine.go", "\t\tc.passes++\n", "\t\tc.passes++\n\t\tc.grantedAt = in.Now\n"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort"), test("./stress", "TwoProcesses")},
+	},
+	{
+		name:    "yield-ignores-others",
+		class:   "under YieldToOthers, a cohort keeps passing while another client is seen waiting",
+		changes: []change{{"machine.go", "\tcase m.cfg.YieldToOthers && c.foreign:\n", "\tcase false:\n"}},
+		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
 		name:  "linger-ignores-others",

@@ -20,7 +20,7 @@ import (
 //
 // Commands (one input each):
 //
-//	config [passes=N] [hold=D] [linger=D] [fail-on-expiry] [strict-fifo]   a new machine
+//	config [passes=N] [hold=D] [linger=D] [fail-on-expiry] [strict-fifo] [yield]   a new machine
 //	admits [cohort] [try] [borrowed] [revocable]   (no input) may it join
 //	join W [path=P] [kind=mutex|write] [data=D] [ctx=G] [checked] [expiry] [try]
 //	granted A [now=D] [listed nodes=N] [lost=closed|expired|lost]
@@ -126,7 +126,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Sscan(v, &passes)
 		}
 		*s = *newScript(Config{MaxPasses: passes, MaxHold: dur("hold"), Linger: dur("linger"), FailOnExpiry: has("fail-on-expiry"),
-			StrictFIFO: has("strict-fifo")})
+			StrictFIFO: has("strict-fifo"), YieldToOthers: has("yield")})
 		return "ok"
 	case "admits":
 		if s.m.Admits(Ask{Cohort: has("cohort"), TryOnly: has("try"), Borrowed: has("borrowed"), Revocable: has("revocable")}) {

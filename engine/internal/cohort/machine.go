@@ -4,10 +4,9 @@
 // wait here, in FIFO order, without a node. Once the carrier's node is
 // granted, the lease passes from holder to holder among them, each pass a
 // few memory operations and no request, until a bound is reached (passes,
-// or time since the grant) or another client is seen waiting; then the
-// node goes back (is deleted), and the next local waiter queues a node of
-// its own, behind whoever came meanwhile, with the rest still waiting here
-// behind it.
+// or time since the grant); then the node goes back (is deleted), and the
+// next local waiter queues a node of its own, behind whoever came
+// meanwhile, with the rest still waiting here behind it.
 //
 // The machine holds every cohort of one engine and every decision on
 // them; it is stepped by inputs (Step) and says what to do in effects
@@ -18,14 +17,21 @@
 // releases to the loop, follows contexts). It is not safe for concurrent
 // use: the shell steps it under a mutex of its own.
 //
-// Another client is known to wait from the listing that granted the node
-// (Granted's Listed and Nodes) and, when that one showed nobody, from one
-// listing with a watch of the lock path, asked once per grant of the node
-// when a second local acquisition makes a pass possible (AskWatch): any
-// other lock node in its reply (Watched), or the watch firing (a Release
-// with Fired), ends the passing. Until that reply is in, no pass happens:
-// one could overtake a client queued since the grant. A grant with no
-// local waiter asks nothing, so an uncontended lock costs what it did.
+// Passing goes on while another client waits, up to the bound: that
+// client waits at most MaxHold from the grant and the hold of the pass
+// that started last, whether the engine has seen it or not, and the
+// bounded unfairness buys the batch of passes that makes a lock contended
+// across processes fast. Config.YieldToOthers keeps the stricter policy
+// instead: another client seen waiting ends the passing, after the
+// current holder. It is known to wait from the listing that granted the
+// node (Granted's Listed and Nodes) and, when that one showed nobody,
+// from one listing with a watch of the lock path, asked once per grant of
+// the node when a second local acquisition makes a pass possible
+// (AskWatch): any other lock node in its reply (Watched), or the watch
+// firing (a Release with Fired), ends the passing. Until that reply is
+// in, no pass happens under YieldToOthers: one could overtake a client
+// queued since the grant. A grant with no local waiter asks nothing, so
+// an uncontended lock costs what it did.
 //
 // Linger (Config.Linger, off by default) keeps a node after its last local
 // release, for at most Linger and never past MaxHold from its grant, while
@@ -70,6 +76,11 @@ type Config struct {
 	// long (and never past MaxHold from its grant) while no other client
 	// is seen waiting, so that a re-acquisition is a pass; 0: off.
 	Linger time.Duration
+	// YieldToOthers ends the passing as soon as another client is seen
+	// waiting (the node goes back after the current holder), and no pass
+	// starts before the listing that tells is answered. Off, passing goes
+	// on to the bound whoever waits.
+	YieldToOthers bool
 	// FailOnExpiry: an expiry of the session fails the waiters of every
 	// cohort (the engine's Config.FailOnExpiry), not only of those whose
 	// Key says so.
@@ -335,15 +346,15 @@ func (m *Machine) Admits(a Ask) bool {
 // Stats returns what the machine did so far.
 func (m *Machine) Stats() Stats { return m.stats }
 
-// Known reports, of the cohorts of path that hold a node, whether each has
-// had the answer to the listing that tells whether another client waits
-// (listed), and whether one knows that another does (others): for tests
-// and diagnostics.
+// Known reports, of the cohorts of path that hold a node, whether each
+// that asked the listing that tells whether another client waits has had
+// its answer (listed), and whether one knows that another does (others):
+// for tests and diagnostics.
 func (m *Machine) Known(path string) (listed, others bool) {
 	listed = true
 	for _, c := range m.byPath[path] {
 		if c.carrier != 0 {
-			listed = listed && c.watchKnown
+			listed = listed && (c.watchKnown || !c.watchAsked)
 			others = others || c.watchKnown && c.foreign
 		}
 	}
@@ -420,7 +431,7 @@ func (m *Machine) join(in *Input) {
 		// still vouches for the node.
 		c.vouching = true
 		m.emit(Effect{Kind: Vouch, Cohort: c.id, Attempt: c.carrier})
-	case c.carrier != 0 && !c.watchAsked:
+	case c.carrier != 0 && !c.watchAsked && m.cfg.YieldToOthers:
 		// A second acquisition under a held node: a pass is possible, so
 		// learn whether another client waits.
 		c.watchAsked = true
@@ -587,11 +598,11 @@ func (m *Machine) granted(in *Input) {
 	c.foreign, c.watchKnown, c.parked = false, false, false
 	if in.Seen.Listed && in.Seen.Nodes > 1 {
 		// The listing that granted the node shows another client waiting
-		// behind this exclusive holder: the node goes back after it, and
-		// nothing need be asked.
+		// behind this exclusive holder: nothing need be asked (and under
+		// YieldToOthers the node goes back after this holder).
 		c.foreign, c.watchKnown = true, true
 	}
-	c.watchAsked = c.waiting > 0 || c.watchKnown
+	c.watchAsked = c.watchKnown || c.waiting > 0 && m.cfg.YieldToOthers
 	m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: a, Data: w.data})
 	if c.watchAsked && !c.watchKnown {
 		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: a})
@@ -602,7 +613,9 @@ func (m *Machine) granted(in *Input) {
 // a pass to the next waiter, or the node given back, with the next
 // node's acquisition if waiters remain; or nothing yet (parked). holder
 // is whose turn ended (0 when the choice waited for the listing), whose
-// release ends with the deletion if the node goes back.
+// release ends with the deletion if the node goes back. Another client
+// waiting ends the passing only under YieldToOthers; else the bounds do,
+// which keep its wait within MaxHold and one hold.
 func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	if in.Fired {
 		c.foreign = true
@@ -615,14 +628,14 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	case c.waiting == 0:
 	case bounded:
 		m.stats.Bounded++
-	case !c.watchKnown:
+	case m.cfg.YieldToOthers && !c.watchKnown:
 		// Passing now could overtake a client queued before the waiter.
 		c.parked = true
 		if holder != 0 {
 			m.emit(Effect{Kind: Ended, Waiter: holder})
 		}
 		return
-	case c.foreign:
+	case m.cfg.YieldToOthers && c.foreign:
 		m.stats.Yielded++
 	default:
 		c.passes++
