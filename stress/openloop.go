@@ -21,6 +21,10 @@ type schedule struct {
 
 	released atomic.Int64 // tickets due so far
 	taken    atomic.Int64 // tickets a worker took
+	// peak is the most tickets released and not taken at a release: how
+	// far the workers fell behind the schedule, all of them busy or not
+	// running.
+	peak atomic.Int64
 
 	mu       sync.Mutex
 	done     atomic.Bool   // no ticket will be released any more
@@ -95,6 +99,9 @@ func (s *schedule) release(due int64) {
 		return
 	}
 	s.released.Store(due)
+	if b := due - s.taken.Load(); b > s.peak.Load() {
+		s.peak.Store(b) // only release stores it, under mu
+	}
 	s.ring(due - prev)
 }
 

@@ -674,8 +674,12 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	if r.open != nil {
 		res.OfferedPerS = cfg.Rate
 		res.StartLagP99Ms, res.StartLagMaxMs = r.lag.ms(99), r.lag.maxMs()
-		res.Notes = append(res.Notes, fmt.Sprintf("open loop: workers called Acquire p50 %.2f, p99 %.2f, max %.2f ms after the intended start (the harness's share of the latency)",
-			r.lag.ms(50), res.StartLagP99Ms, res.StartLagMaxMs))
+		res.Notes = append(res.Notes, fmt.Sprintf("open loop: workers called Acquire p50 %.2f, p99 %.2f, max %.2f ms after the intended start (the harness's share of the latency); at most %d tickets were due and not taken",
+			r.lag.ms(50), res.StartLagP99Ms, res.StartLagMaxMs, r.open.peak.Load()))
+		if res.StartLagP99Ms > res.AcquireP99Ms/2 && r.open.peak.Load() >= int64(cfg.Workers) {
+			res.Notes = append(res.Notes, fmt.Sprintf("open loop: the harness's share is over half the p99, and %d tickets waited at once, no fewer than the -workers (%d): every worker was busy, or the process was not running; a larger -workers hands such a backlog to the lock",
+				r.open.peak.Load(), cfg.Workers))
+		}
 	}
 	r.tl.window(s0.at, s1.at)
 
