@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLatencySuiteRates: each open-loop scenario offers half the best
@@ -25,6 +26,13 @@ func TestLatencySuiteRates(t *testing.T) {
 	}
 	if keysOpen == nil || uncOpen == nil || len(sc) != 4 || sc[0].Workload != "keys" || !sc[0].Plain {
 		t.Fatalf("suite: %+v", sc)
+	}
+	// Closed loop measures capacity with 64 workers; open loop hands the
+	// lock every acquisition as it is due, from a pool past any backlog.
+	for _, c := range sc {
+		if want := map[bool]int{false: 64, true: openWorkers}[c.rateFrom != nil]; c.Workers != want {
+			t.Errorf("%s (open %v): %d workers, want %d", c.Workload, c.rateFrom != nil, c.Workers, want)
+		}
 	}
 	before := []*result{
 		{Impl: "turnstile", Workload: "keys", CyclesPerS: 9000},
@@ -71,5 +79,31 @@ func TestLatencyTargetLines(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no line %q in\n%s", want, got)
 		}
+	}
+}
+
+// TestDriverOpenThreads: an open-loop driver runs at most
+// driverOpenThreads threads, whatever -workers; a closed loop runs them all.
+func TestDriverOpenThreads(t *testing.T) {
+	workersArg := func(s spawnSpec) string {
+		a, err := s.driverArgs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if a[i] == "--workers" {
+				return a[i+1]
+			}
+		}
+		t.Fatalf("no --workers in %v", a)
+		return ""
+	}
+	s := spawnSpec{workloadSpec: workloadSpec{workers: 1024, duration: time.Second, rate: 2000}}
+	if got := workersArg(s); got != "64" {
+		t.Errorf("open loop, 1024 workers: driver --workers %s, want 64", got)
+	}
+	s.rate = 0
+	if got := workersArg(s); got != "1024" {
+		t.Errorf("closed loop, 1024 workers: driver --workers %s, want 1024", got)
 	}
 }

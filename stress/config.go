@@ -52,6 +52,7 @@ type config struct {
 	Deadline       time.Duration
 	JSON           bool
 	CPUProfile     string
+	Trace          string
 	Progress       bool
 	Verbose        bool
 	// Rate, when positive, runs the workers open-loop: acquisitions start at
@@ -144,6 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.Linger, "linger", 0, "turnstile: engine.Config.Cohort.Linger, keep a lock's node this long after its last local release while no other client waits (0: off)")
 	fs.DurationVar(&c.Deadline, "deadline", 0, "hard deadline of each run, after which it is aborted (default 2x duration + 2m, at least 5m)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the harness process's CPU profile to `file` (to see what the harness itself costs)")
+	fs.StringVar(&c.Trace, "trace", "", "write an execution trace of the harness process to `file` (go tool trace; to see where a latency tail comes from: the scheduler, GC, syscalls)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per measured run on stdout (the table then goes to stderr)")
 	fs.BoolVar(&c.Progress, "progress", false, "print the progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.Verbose, "v", false, "log the clients' warnings and errors to stderr")

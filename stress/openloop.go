@@ -21,15 +21,42 @@ type schedule struct {
 
 	released atomic.Int64 // tickets due so far
 	taken    atomic.Int64 // tickets a worker took
+	// peak is the most tickets released and not taken at a release: how
+	// far the workers fell behind the schedule, all of them busy or not
+	// running.
+	peak atomic.Int64
 
 	mu       sync.Mutex
-	bell     chan struct{} // closed at each release, then replaced
-	done     bool          // no ticket will be released any more
+	done     atomic.Bool   // no ticket will be released any more
 	finished chan struct{} // closed with done
+	// wake holds a token per ticket released (as far as it has room): a
+	// waiting worker takes a token, then a ticket. One ticket wakes one
+	// worker; waking every idle worker at each release instead (a closed
+	// channel) cost the harness's process tens of goroutine wake-ups a
+	// ticket, CPU that the clients under test and the server on the same
+	// cores then lacked.
+	wake chan struct{}
 }
 
+// wakeRoom is the most tokens waiting in a schedule's wake: past the
+// workers of any run, so that a burst of releases can wake every idle one.
+const wakeRoom = 1024
+
 func newSchedule(rate float64, total int64) *schedule {
-	return &schedule{rate: rate, total: total, bell: make(chan struct{}), finished: make(chan struct{})}
+	return &schedule{rate: rate, total: total, finished: make(chan struct{}), wake: make(chan struct{}, wakeRoom)}
+}
+
+// ring adds up to n tokens to wake, as many as it has room for: a token
+// left out needs no room, as each worker that takes a ticket rings again
+// while the backlog lasts.
+func (s *schedule) ring(n int64) {
+	for ; n > 0; n-- {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+			return
+		}
+	}
 }
 
 // at is ticket i's intended start.
@@ -67,21 +94,23 @@ func dueBy(elapsed time.Duration, rate float64, total int64) int64 {
 func (s *schedule) release(due int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done || due <= s.released.Load() {
+	prev := s.released.Load()
+	if s.done.Load() || due <= prev {
 		return
 	}
 	s.released.Store(due)
-	close(s.bell)
-	s.bell = make(chan struct{})
+	if b := due - s.taken.Load(); b > s.peak.Load() {
+		s.peak.Store(b) // only release stores it, under mu
+	}
+	s.ring(due - prev)
 }
 
 // finish releases no more tickets; workers that find none left return.
 func (s *schedule) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.done {
-		s.done = true
-		close(s.bell)
+	if !s.done.Load() {
+		s.done.Store(true)
 		close(s.finished)
 	}
 }
@@ -103,19 +132,23 @@ func (s *schedule) take() (time.Time, bool) {
 // schedule is finished and drained, or ctx ended.
 func (s *schedule) next(ctx context.Context) (time.Time, bool) {
 	for {
-		// The bell is read before looking for a ticket: a release between
-		// the two closes this very bell, so no wake-up is missed.
-		s.mu.Lock()
-		bell, done := s.bell, s.done
-		s.mu.Unlock()
+		// done is read before looking for a ticket: once it is set no
+		// ticket is released any more, so a worker that then finds none
+		// may return. A release after the look rings a token this worker
+		// waits for below.
+		done := s.done.Load()
 		if at, ok := s.take(); ok {
+			if s.backlog() > 0 {
+				s.ring(1) // the next ticket's worker, if this one took its token
+			}
 			return at, true
 		}
 		if done || ctx.Err() != nil {
 			return time.Time{}, false
 		}
 		select {
-		case <-bell:
+		case <-s.wake:
+		case <-s.finished:
 		case <-ctx.Done():
 			return time.Time{}, false
 		}

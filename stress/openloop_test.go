@@ -133,3 +133,45 @@ func TestScheduleRunFinish(t *testing.T) {
 	s.finish()
 	<-done
 }
+
+// TestScheduleOneTokenPerTicket: a release rings one token per new ticket,
+// not one per waiting worker, never blocks when wake is full, and every
+// ticket of a burst past wake's room is still handed out.
+func TestScheduleOneTokenPerTicket(t *testing.T) {
+	s := newSchedule(10, 0)
+	s.start = time.Unix(1000, 0)
+	s.release(3)
+	if len(s.wake) != 3 {
+		t.Fatalf("%d tokens after 3 tickets, want 3", len(s.wake))
+	}
+	s.release(3)
+	if len(s.wake) != 3 {
+		t.Fatalf("%d tokens after releasing nothing new, want 3", len(s.wake))
+	}
+	total := int64(wakeRoom + 100)
+	s.release(total) // must not block on a full wake
+	if len(s.wake) != wakeRoom {
+		t.Fatalf("%d tokens, want wake's room %d", len(s.wake), wakeRoom)
+	}
+	got := make(chan int, 4)
+	for range 4 {
+		go func() {
+			n := 0
+			for {
+				if _, ok := s.next(context.Background()); !ok {
+					got <- n
+					return
+				}
+				n++
+			}
+		}()
+	}
+	s.finish()
+	n := 0
+	for range 4 {
+		n += <-got
+	}
+	if int64(n) != total {
+		t.Fatalf("%d tickets handed out, want %d", n, total)
+	}
+}

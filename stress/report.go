@@ -33,6 +33,11 @@ type result struct {
 	// scheduled in the window that were not granted by the run's end.
 	OfferedPerS float64 `json:"offered_per_s,omitempty"`
 	Unfinished  int64   `json:"unfinished,omitempty"`
+	// Open loop in the harness's process: how late after the intended
+	// start a worker called Acquire (p99, max), the harness's share of
+	// the latency.
+	StartLagP99Ms float64 `json:"start_lag_p99_ms,omitempty"`
+	StartLagMaxMs float64 `json:"start_lag_max_ms,omitempty"`
 	// keys: the run's keys left forever after it: persistent nodes, or
 	// containers that never had a child (the containers the server reaps
 	// are not counted); null on other workloads and unknown servers.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -50,6 +51,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if cfg.Trace != "" {
+		f, err := os.Create(cfg.Trace)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "stress: -trace:", err)
+			return exitUsage
+		}
+		defer func() { trace.Stop(); f.Close() }()
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()>>1 + 1
@@ -530,6 +542,7 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	}
 	if cfg.Rate > 0 {
 		r.open = newSchedule(cfg.Rate, cfg.Cycles)
+		r.lag = newLatencies()
 	} else if cfg.Cycles > 0 {
 		r.limited = true
 		r.tickets.Store(cfg.Cycles)
@@ -662,6 +675,13 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	res.AcquireP999Ms = r.lat.ms(99.9)
 	if r.open != nil {
 		res.OfferedPerS = cfg.Rate
+		res.StartLagP99Ms, res.StartLagMaxMs = r.lag.ms(99), r.lag.maxMs()
+		res.Notes = append(res.Notes, fmt.Sprintf("open loop: workers called Acquire p50 %.2f, p99 %.2f, max %.2f ms after the intended start (the harness's share of the latency); at most %d tickets were due and not taken",
+			r.lag.ms(50), res.StartLagP99Ms, res.StartLagMaxMs, r.open.peak.Load()))
+		if res.StartLagP99Ms > res.AcquireP99Ms/2 && r.open.peak.Load() >= int64(cfg.Workers) {
+			res.Notes = append(res.Notes, fmt.Sprintf("open loop: the harness's share is over half the p99, and %d tickets waited at once, no fewer than the -workers (%d): every worker was busy, or the process was not running; a larger -workers hands such a backlog to the lock",
+				r.open.peak.Load(), cfg.Workers))
+		}
 	}
 	r.tl.window(s0.at, s1.at)
 

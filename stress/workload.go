@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/trace"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,11 @@ type runState struct {
 	// unfinished counts open-loop acquisitions intended in the window that
 	// had not been granted when the run stopped.
 	unfinished atomic.Int64
+	// lag, in an open loop, records how late a worker called Acquire after
+	// the acquisition's intended start, for those intended in the window:
+	// the part of a latency that the harness (no free worker, a worker not
+	// yet scheduled) and not the lock put there.
+	lag *latencies
 	// tl is the per-second record of the run for -report; nil without it.
 	tl *timeline
 }
@@ -254,6 +260,9 @@ func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {
 		if r.open == nil {
 			intended = t0
 		}
+		if r.open != nil {
+			r.recordLag(intended, t0)
+		}
 		h, err := lk.Acquire(actx)
 		cancel()
 		if err != nil {
@@ -277,6 +286,11 @@ func (r *runState) worker(id int, path, wbase string, l locker, rw rwLocker) {
 		}
 		granted := time.Now()
 		r.recordGrant(intended, granted)
+		if trace.IsEnabled() {
+			// A mark in -trace's execution trace, to find a slow
+			// acquisition's moment: its lag before Acquire and its wait in it.
+			trace.Logf(context.Background(), "grant", "worker %d lag %dus acquire %dus", id, t0.Sub(intended).Microseconds(), granted.Sub(t0).Microseconds())
+		}
 		r.holdAndRelease(id, path, wbase, k, h)
 	}
 }
@@ -292,6 +306,14 @@ func (r *runState) recordGrant(intended, granted time.Time) {
 		r.lat.record(d)
 	}
 	r.tl.grant(granted, d)
+}
+
+// recordLag records, for an open-loop acquisition intended in the window,
+// how late its worker called Acquire.
+func (r *runState) recordLag(intended, called time.Time) {
+	if from := r.windowFrom.Load(); from != 0 && intended.UnixNano() >= from {
+		r.lag.record(called.Sub(intended))
+	}
 }
 
 // unfinishedAt counts an open-loop acquisition intended at intended that

@@ -11,6 +11,11 @@
 // Lock paths: --keys: worker w's cycle n on <path>-<w>/<n> (the parents
 // exist); --paths N: worker w on <path>/<w mod N>; else <path>.
 //
+// --each N: no bench protocol; one worker locks <path>-0/0 .. <path>-0/N-1
+// (--keys), one after the other, and prints "EACH <n> <µs>" per acquire,
+// then "RESULT acquisitions=N violations=0" (stress's
+// BenchmarkLingerArrivalCurator, which prepares each key).
+//
 // Closed loop (--rate 0): each worker times acquire from its call. Open
 // loop: acquisition i is meant to start at start + i/rate; the next free
 // worker takes the next i, waits for its time if early, and its latency
@@ -34,6 +39,7 @@ public class CuratorDriver {
     long durationMs, warmupMs;
     double rate;
     double timeoutS = 120;
+    long each;
 
     final Object mu = new Object();
     long start; // the schedule's start: once connected, as the workers start
@@ -84,6 +90,23 @@ public class CuratorDriver {
         if (keys) return path + "-" + w + "/" + n;
         if (paths > 0) return path + "/" + (w % paths);
         return path;
+    }
+
+    /** --each: one acquisition per key, in order, each timed alone. */
+    void eachKey(CuratorFramework client) throws Exception {
+        StringBuilder b = new StringBuilder();
+        for (long n = 0; n < each; n++) {
+            InterProcessMutex m = new InterProcessMutex(client, lockPath(0, n));
+            long t0 = System.nanoTime();
+            m.acquire();
+            long us = (System.nanoTime() - t0) / 1000;
+            m.release();
+            b.setLength(0);
+            b.append("EACH ").append(n).append(' ').append(us);
+            System.out.println(b);
+        }
+        System.out.println("RESULT acquisitions=" + each + " violations=0");
+        System.out.flush();
     }
 
     void worker(CuratorFramework client, int w) {
@@ -150,6 +173,7 @@ public class CuratorDriver {
                 case "--rate": d.rate = Double.parseDouble(v); break;
                 case "--session-ms": d.sessionMs = Integer.parseInt(v); break;
                 case "--timeout-s": d.timeoutS = Double.parseDouble(v); break;
+                case "--each": d.each = Long.parseLong(v); break;
                 default: throw new IllegalArgumentException("unknown flag " + a);
             }
         }
@@ -173,6 +197,11 @@ public class CuratorDriver {
                 .build();
         client.start();
         client.blockUntilConnected();
+        if (d.each > 0) {
+            d.eachKey(client);
+            client.close();
+            Runtime.getRuntime().halt(0);
+        }
         d.start = System.nanoTime();
         Thread[] threads = new Thread[d.workers];
         for (int w = 0; w < d.workers; w++) {
