@@ -60,8 +60,9 @@ type peer struct {
 	inFlight *zkmodel.Request
 	unsent   bool
 	// aim is the semaphore a lapse was aimed at, which the peer's next
-	// acquisition takes: queued on the guard behind the cut client's
-	// node, it takes the guard when that node goes. "": none.
+	// acquisition takes: queued on the guard behind the cut client's node
+	// (and the engine's queued behind it, if any), it takes the guard
+	// once those go. "": none.
 	aim string
 	// parents are the containers still to create before create is sent
 	// again, after a create met NoNode.
@@ -321,6 +322,7 @@ func (p *peer) nodesOf(c *client, dir string) []string {
 	return nodes
 }
 
+// exists reports whether node is in the model's tree.
 func (p *peer) exists(node string) bool {
 	_, _, ok := p.w.model.Node(node)
 	return ok
