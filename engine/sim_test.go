@@ -277,7 +277,7 @@ func (w *world) step() {
 		if c.up && len(c.unsent) > 0 {
 			add(20, "submit", c.submit)
 		}
-		if c.up && w.model.Pending(c.session) > 0 {
+		if c.up && w.model.Pending(c.session) > 0 && c.heldUntil <= w.clock.now {
 			add(20, "receive", c.receive)
 		}
 		if !c.up && !c.dialing && c.partitionedUntil <= w.clock.now {
@@ -409,7 +409,10 @@ func (w *world) quiesce() {
 	w.faults = false
 	w.tracef("faults stop")
 	for _, c := range w.clients {
-		c.stalledUntil, c.partitionedUntil = 0, 0
+		c.stalledUntil = 0
+		if !w.peer.lapsing(c) {
+			c.partitionedUntil = 0
+		}
 	}
 	w.heal()
 	deadline := w.clock.now + simQuiet
@@ -460,6 +463,12 @@ func (w *world) runUntil(unsettled func() string, deadline time.Duration) bool {
 			return true
 		}
 		if w.clock.now > deadline {
+			if peer, why := w.peer.waitsForCount(); peer != "" {
+				// Name the peer's wait first: everything else may be
+				// queued behind it, or behind what waits for it.
+				w.fail("liveness: %s not settled %v after the faults stopped: %s; nor %s", peer, simQuiet, why, s)
+				return false
+			}
 			w.fail("liveness: %s not settled %v after the faults stopped", s, simQuiet)
 			return false
 		}

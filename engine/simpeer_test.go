@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -47,12 +48,22 @@ type peer struct {
 	xid     int64
 
 	cur *peerAcq // the acquisition under way or held; nil: none
-	// cut are the clients lapseMoves cut off, until they reconnect.
-	cut map[*client]bool
+	// cut are the clients lapseMoves cut off, until a while after they
+	// are back.
+	cut map[*client]*aimedLapse
 
-	// inFlight is the request at the server whose reply the peer waits
-	// for; the peer sends one at a time. nil: none.
+	// inFlight is the request whose reply the peer waits for; the peer
+	// sends one at a time. nil: none. unsent: it is on its way, not yet
+	// at the server (a move of its own, as an engine's requests are, so
+	// that others' requests land between the peer's: between its lease
+	// create and the listing that follows it, say).
 	inFlight *zkmodel.Request
+	unsent   bool
+	// aim is the semaphore a lapse was aimed at, which the peer's next
+	// acquisition takes: queued on the guard behind the cut client's node
+	// (and the engine's queued behind it, if any), it takes the guard
+	// once those go. "": none.
+	aim string
 	// parents are the containers still to create before create is sent
 	// again, after a create met NoNode.
 	parents []string
@@ -101,7 +112,7 @@ func newPeer(w *world) *peer {
 	if w.ens != nil || rng.IntN(4) == 0 {
 		return nil
 	}
-	p := &peer{w: w, rng: rng, cut: make(map[*client]bool)}
+	p := &peer{w: w, rng: rng, cut: make(map[*client]*aimedLapse)}
 	p.session, p.timeout = w.model.Connect(w.at(), simSessionTimeout)
 	w.clock.afterFunc(p.timeout/3, p.ping)
 	return p
@@ -121,10 +132,16 @@ func (p *peer) uuid() string {
 // moves are what the peer can do now.
 func (p *peer) moves(add func(int, string, func())) {
 	w := p.w
+	if p.unsent {
+		add(20, "peer submit", p.submit)
+	}
 	switch {
 	case p.w.model.Pending(p.session) > 0:
 		add(20, "peer receive", p.receive)
-	case p.cur == nil && w.faults:
+	case p.cur == nil && p.aim != "":
+		// Aimed at a lapse's semaphore: also once the faults stop.
+		add(40, "peer acquire", p.acquire)
+	case p.cur == nil && w.faults && !p.queuesBehind():
 		add(10, "peer acquire", p.acquire)
 	case p.cur != nil && p.cur.stage == peerHolding && !p.cur.released && p.inFlight == nil && w.clock.now >= p.cur.holdUntil:
 		add(4, "peer release", p.release)
@@ -135,34 +152,71 @@ func (p *peer) moves(add func(int, string, func())) {
 // there to see: a client whose semaphore lease create is on its way to the
 // server (so it holds the guard) is cut off, the create failing unapplied,
 // for longer than its trust deadline (its guard is lost) and shorter than
-// its session, which comes back. The peer, queued on the guard, may take
-// it and make its lease node meanwhile.
+// its session, which comes back; once back, it deletes its lost guard
+// node and makes its lease node again.
+//
+// Curator and turnstile then wait for each other for ever if the
+// client's lease node is made again behind the peer's, after the peer,
+// holding the guard, has listed a full count: the lease of a single-lease
+// semaphore held by another engine meanwhile, as in internal/interop's
+// TestTurnstileSemaphoreLapseWithALostLeaseCreateBesideCurator. So the
+// lapse is aimed more often at single-lease semaphores, and it plays out
+// as in that test: another engine acquires the semaphore, queued on the
+// guard behind the cut client's node, unless one holds a lease of it
+// already; the peer queues behind it; the engines' leases of the
+// semaphore are held until a while after the client is back; and once the
+// client's lost guard node is gone, what the server sends the client is
+// held back (latency on its link) until the peer has made its lease node,
+// for at most a second, as that test's gate holds it.
 func (p *peer) lapseMoves(add func(int, string, func())) {
 	w := p.w
-	// A client cut so reconnects soon after the cut ends: left to the
-	// connect move, its session mostly expired first.
 	for _, c := range w.clients {
-		switch {
-		case !p.cut[c]:
-		case c.up || c.exited:
-			delete(p.cut, c)
-		case !c.dialing && c.partitionedUntil <= w.clock.now:
-			add(100, "connect", c.connect)
+		if l := p.cut[c]; l != nil {
+			p.playOut(c, l, add)
 		}
 	}
 	if !w.faults || w.clock.now < w.calmUntil {
 		return
 	}
 	for _, c := range w.clients {
-		if !c.up || c.exited || !slices.ContainsFunc(c.unsent, leaseCreate) {
+		i := slices.IndexFunc(c.unsent, leaseCreate)
+		if !c.up || c.exited || i < 0 || p.cut[c] != nil {
 			continue
 		}
-		add(10, "lapse", func() {
+		sem := semaphoreOf(c.unsent[i])
+		// Its acquisitions on sem are not cancelled from here on: one of
+		// them holds the guard, and a cancel would end what the lapse is
+		// aimed at. A try's lease would not wait, and a storm's context
+		// ends anyway: those are left alone.
+		var aimed []*acq
+		for _, a := range w.open {
+			if a.c == c && a.callbacks == 0 && slices.Contains(a.paths, sem) {
+				aimed = append(aimed, a)
+			}
+		}
+		if slices.ContainsFunc(aimed, func(a *acq) bool { return a.storm != 0 || a.try }) {
+			continue
+		}
+		weight := 10
+		if w.load.semLeases[sem] == 1 {
+			weight = 40
+		}
+		add(weight, "lapse", func() {
+			for _, a := range aimed {
+				a.shielded = true
+			}
 			d := simSessionTimeout*33/40 + time.Duration(p.rng.Int64N(int64(simSessionTimeout/10)))
 			c.partitionedUntil = w.clock.now + d
 			w.tracef("%s: partitioned for %v, its lease create on its way", c.name, d)
+			l := &aimedLapse{sem: sem, guards: p.nodesOf(c, sem+"/locks"), until: c.partitionedUntil + 2*simSessionTimeout}
+			p.cut[c] = l
 			c.lose()
-			p.cut[c] = true
+			if len(p.holders(sem, c)) == 0 {
+				l.behind = p.acquireBehind(c, sem)
+			}
+			if l.behind == nil {
+				p.aim = sem
+			}
 			// No other fault while it plays out: a clock jump or a
 			// stall would have the session expire.
 			w.calmUntil = max(w.calmUntil, w.clock.now+2*simSessionTimeout)
@@ -170,17 +224,149 @@ func (p *peer) lapseMoves(add func(int, string, func())) {
 	}
 }
 
+// aimedLapse is a client cut off by lapseMoves, until a while after it is
+// back.
+type aimedLapse struct {
+	sem    string
+	guards []string      // its nodes under sem's guard path when it was cut
+	until  time.Duration // the engines hold their leases of sem until then
+	// behind is the engine that queued on the guard behind the client's
+	// node; the peer queues once its node is there. nil: none.
+	behind *client
+	held   bool // its lost guard nodes went, and its replies were held
+}
+
+// playOut is an aimed lapse's course, one step at a time.
+func (p *peer) playOut(c *client, l *aimedLapse, add func(int, string, func())) {
+	w := p.w
+	if c.exited || c.up && w.clock.now >= l.until {
+		delete(p.cut, c)
+		return
+	}
+	if l.behind != nil && len(p.nodesOf(l.behind, l.sem+"/locks")) > 0 {
+		l.behind, p.aim = nil, l.sem
+	}
+	switch {
+	case !c.up && !c.dialing && c.partitionedUntil <= w.clock.now:
+		// A client cut so reconnects soon after the cut ends: left to
+		// the connect move, its session mostly expired first.
+		add(100, "connect", c.connect)
+	case c.up && !l.held && !slices.ContainsFunc(l.guards, p.exists):
+		l.held = true
+		c.heldUntil = w.clock.now + time.Second
+		w.tracef("%s: its lost guard nodes gone, what the server sends it is held", c.name)
+	case c.heldUntil > w.clock.now && p.cur != nil && p.cur.path == l.sem && p.cur.lease != "":
+		c.heldUntil = w.clock.now
+		w.tracef("%s: what the server sends it flows again", c.name)
+	}
+	for _, a := range p.holders(l.sem, c) {
+		if a.releaseAt < l.until {
+			a.releaseAt, a.heldOn = l.until, true
+			w.tracef("%s: holds %v on until %.3fs", a.c.name, a, l.until.Seconds())
+		}
+	}
+}
+
+// acquireBehind starts the workload's acquisition of sem on an engine other
+// than c, never cancelled, queued on the guard behind c's node: the
+// engine that takes the guard after c has lost it. nil if no engine can.
+func (p *peer) acquireBehind(c *client, sem string) *client {
+	w := p.w
+	// One that is connected and running, if any, so that its node is
+	// there before c is back.
+	var others, ready []*client
+	for _, o := range w.clients {
+		if o != c && !o.exited && !o.closing && !w.ens.quietFor(o) {
+			others = append(others, o)
+			if o.up && o.stalledUntil <= w.clock.now {
+				ready = append(ready, o)
+			}
+		}
+	}
+	if len(ready) > 0 {
+		others = ready
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	o := others[p.rng.IntN(len(others))]
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &acq{id: len(w.acqs) + 1, c: o, kind: kindSemaphore, paths: []string{sem}, cancel: cancel, shielded: true}
+	await(w, a, w.semaphore(o, sem).Acquire(ctx), grantLease)
+	w.acqs = append(w.acqs, a)
+	w.open = append(w.open, a)
+	w.tracef("%s: acquire %v (behind %s)", o.name, a, c.name)
+	return o
+}
+
+// holders are the workload's acquisitions of engines other than c that
+// hold a lease of sem.
+func (p *peer) holders(sem string, c *client) []*acq {
+	var held []*acq
+	for _, a := range p.w.open {
+		if a.c != c && a.grant != nil && !a.released && a.grant.held() && slices.Contains(a.paths, sem) {
+			held = append(held, a)
+		}
+	}
+	return held
+}
+
+// nodesOf are c's ephemeral nodes under dir.
+func (p *peer) nodesOf(c *client, dir string) []string {
+	var nodes []string
+	for _, n := range p.w.model.Ephemerals(c.session) {
+		if path.Dir(n) == dir {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes
+}
+
+// exists reports whether node is in the model's tree.
+func (p *peer) exists(node string) bool {
+	_, _, ok := p.w.model.Node(node)
+	return ok
+}
+
+// queuesBehind reports whether the peer is to queue behind an engine that
+// has yet to queue behind a cut client: it starts nothing else meanwhile.
+func (p *peer) queuesBehind() bool {
+	for _, l := range p.cut {
+		if l.behind != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// lapsing reports whether c is cut off by an aimed lapse: when the faults
+// stop, its cut still ends when it was to, after its trust deadline.
+func (p *peer) lapsing(c *client) bool { return p != nil && p.cut[c] != nil && !c.up }
+
 // leaseCreate: cl creates a semaphore's lease node, alone or in a multi.
 func leaseCreate(cl *call) bool {
-	is := func(r zkmodel.Request) bool {
-		return r.Op == zkmodel.OpCreate && strings.HasSuffix(r.Path, "-lease-")
+	return isLeaseCreate(cl.req) || slices.ContainsFunc(cl.req.Ops, isLeaseCreate)
+}
+
+func isLeaseCreate(r zkmodel.Request) bool {
+	return r.Op == zkmodel.OpCreate && strings.HasSuffix(r.Path, "-lease-")
+}
+
+// semaphoreOf is the semaphore whose lease node cl creates.
+func semaphoreOf(cl *call) string {
+	r := cl.req
+	if i := slices.IndexFunc(r.Ops, isLeaseCreate); i >= 0 {
+		r = r.Ops[i]
 	}
-	return is(cl.req) || slices.ContainsFunc(cl.req.Ops, is)
+	return path.Dir(path.Dir(r.Path))
 }
 
 func (p *peer) acquire() {
 	p.acquisitions++
 	sem := simSemPaths[p.rng.IntN(len(simSemPaths))]
+	if p.aim != "" {
+		sem, p.aim = p.aim, ""
+	}
 	p.cur = &peerAcq{id: p.acquisitions, path: sem, n: p.w.load.semLeases[sem], started: p.w.clock.now}
 	p.w.tracef("curator: acquires %s of %d leases", sem, p.cur.n)
 	p.createGuard()
@@ -200,11 +386,18 @@ func (p *peer) createNode(prefix string) {
 func (p *peer) send(req zkmodel.Request) {
 	p.xid++
 	req.Xid = p.xid
-	p.inFlight = &req
+	p.inFlight, p.unsent = &req, true
+	p.w.tracef("curator send #%d %v %s", req.Xid, req.Op, req.Path)
+}
+
+// submit: the request sent reaches the server.
+func (p *peer) submit() {
+	req := *p.inFlight
+	p.unsent = false
 	if err := p.w.model.Submit(p.w.at(), p.session, req); err != nil {
 		panic(fmt.Sprintf("sim: the curator peer's %v %s: %v", req.Op, req.Path, err))
 	}
-	p.w.tracef("curator send #%d %v %s", req.Xid, req.Op, req.Path)
+	p.w.tracef("curator #%d reaches the server", req.Xid)
 }
 
 func (p *peer) receive() {
@@ -392,4 +585,44 @@ func (p *peer) unsettled() string {
 		return p.cur.String() + " release pending"
 	}
 	return p.cur.String() + " " + peerStageNames[p.cur.stage]
+}
+
+// waitsForCount names the peer's acquisition when it holds the guard and
+// waits for the lease count, and why: the lease nodes it waits on and
+// whose each is, what a liveness failure beside the peer names. Empty
+// otherwise.
+func (p *peer) waitsForCount() (acquisition, why string) {
+	if p == nil || p.cur == nil || p.cur.stage != peerLeaseWait {
+		return "", ""
+	}
+	a := p.cur
+	leases, _ := p.w.model.Children(a.path + "/leases")
+	slices.SortFunc(leases, func(x, y string) int {
+		nx, _ := queue.Parse(x)
+		ny, _ := queue.Parse(y)
+		return int(nx.Seq - ny.Seq)
+	})
+	owners := make([]string, len(leases))
+	for i, l := range leases {
+		owners[i] = l + " (" + p.owner(a.path+"/leases/"+l) + ")"
+	}
+	return a.String(), fmt.Sprintf("it holds the guard %s and waits for at most %d lease nodes, of %d: %s",
+		path.Base(a.guard), a.n, len(leases), strings.Join(owners, ", "))
+}
+
+// owner names whose ephemeral node at p is: the peer's, or an engine's.
+func (p *peer) owner(node string) string {
+	st, _, ok := p.w.model.Node(node)
+	switch {
+	case !ok:
+		return "gone"
+	case zkmodel.SessionID(st.EphemeralOwner) == p.session:
+		return "the curator peer's"
+	}
+	for _, c := range p.w.clients {
+		if zkmodel.SessionID(st.EphemeralOwner) == c.session {
+			return c.name + "'s"
+		}
+	}
+	return fmt.Sprintf("session %d's", st.EphemeralOwner)
 }

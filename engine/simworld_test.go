@@ -131,6 +131,7 @@ type client struct {
 
 	stalledUntil     time.Duration // the loop processes nothing before this
 	partitionedUntil time.Duration // no server answers a connect before this
+	heldUntil        time.Duration // what the server sends it arrives no sooner (latency)
 	exited           bool          // the engine shut down
 	closing          bool          // Close was called
 	cancels          []*afterDone  // context.AfterFunc registrations

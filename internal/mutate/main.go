@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,14 +194,23 @@ func (c change) apply(dir string) error {
 }
 
 // simCheck runs the simulator's seeds on every core until one fails or
-// the budget of simulation time is spent.
-type simCheck struct{}
+// the budget of simulation time is spent. With kind set, only a failure
+// of that checker catches (the failure's first word: "liveness",
+// "fencing", ...): a seed that fails otherwise is passed over, and the run
+// goes on from the next one, so that a checker that another one beats to
+// the same bug is still shown to see it.
+type simCheck struct{ kind string }
 
-func (simCheck) name() string { return "simulator" }
+func (c simCheck) name() string {
+	if c.kind != "" {
+		return "simulator (" + c.kind + ")"
+	}
+	return "simulator"
+}
 
 var seedLine = regexp.MustCompile(`seed (\d+): ([^\n]*)`)
 
-func (simCheck) run(dir string) (bool, string, time.Duration, string, error) {
+func (c simCheck) run(dir string) (bool, string, time.Duration, string, error) {
 	bin := filepath.Join(dir, "engine.test")
 	if out, err := goCmd(context.Background(), dir, "test", "-c", "-o", bin, "./engine"); err != nil {
 		return false, "", 0, "", fmt.Errorf("build: %v\n%s", err, tail(out))
@@ -209,10 +219,11 @@ func (simCheck) run(dir string) (bool, string, time.Duration, string, error) {
 	defer cancel()
 	start := time.Now()
 	var (
-		mu    sync.Mutex
-		next  = *firstSeed
-		found string
-		wg    sync.WaitGroup
+		mu         sync.Mutex
+		next       = *firstSeed
+		found      string
+		passedOver int // failures of other checkers, with kind set
+		wg         sync.WaitGroup
 	)
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
@@ -221,19 +232,38 @@ func (simCheck) run(dir string) (bool, string, time.Duration, string, error) {
 				from := next
 				next += uint64(*chunk)
 				mu.Unlock()
-				cmd := exec.CommandContext(ctx, bin, "-test.run", "TestSimulation$", "-test.count=1",
-					fmt.Sprintf("-sim.first=%d", from), fmt.Sprintf("-sim.seeds=%d", *chunk))
-				cmd.Dir = filepath.Join(dir, "engine")
-				out, err := cmd.CombinedOutput()
-				if err == nil || ctx.Err() != nil {
-					continue
+				for end := from + uint64(*chunk); from < end && ctx.Err() == nil; {
+					cmd := exec.CommandContext(ctx, bin, "-test.run", "TestSimulation$", "-test.count=1",
+						fmt.Sprintf("-sim.first=%d", from), fmt.Sprintf("-sim.seeds=%d", end-from))
+					cmd.Dir = filepath.Join(dir, "engine")
+					out, err := cmd.CombinedOutput()
+					if err == nil || ctx.Err() != nil {
+						break
+					}
+					if c.kind != "" {
+						// A failure of another checker, or one that names no
+						// seed (a crash), is passed over: the chunk goes on
+						// after its seed, or is left.
+						seed, kind, ok := failedSeed(string(out))
+						if kind != c.kind {
+							mu.Lock()
+							passedOver++
+							mu.Unlock()
+							if !ok {
+								break
+							}
+							from = seed + 1
+							continue
+						}
+					}
+					mu.Lock()
+					if found == "" {
+						found = string(out)
+						cancel()
+					}
+					mu.Unlock()
+					break
 				}
-				mu.Lock()
-				if found == "" {
-					found = string(out)
-					cancel()
-				}
-				mu.Unlock()
 			}
 		})
 	}
@@ -242,10 +272,29 @@ func (simCheck) run(dir string) (bool, string, time.Duration, string, error) {
 	if found == "" {
 		return false, "", took, "", nil
 	}
+	other := ""
+	if passedOver > 0 {
+		other = fmt.Sprintf(" (%d failing seeds of other checkers passed over)", passedOver)
+	}
 	if m := seedLine.FindStringSubmatch(found); m != nil {
-		return true, m[1], took, clip(m[2]), nil
+		return true, m[1], took, clip(m[2]) + other, nil
 	}
 	return true, "", took, clip(firstFail(found)), nil
+}
+
+// failedSeed is the seed a failing simulator run names, and the checker
+// that failed it (the failure's first word); ok is false if it names none.
+func failedSeed(out string) (seed uint64, kind string, ok bool) {
+	m := seedLine.FindStringSubmatch(out)
+	if m == nil {
+		return 0, "", false
+	}
+	seed, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	kind, _, _ = strings.Cut(m[2], ":")
+	return seed, kind, true
 }
 
 // testCheck runs named tests of one package; a failing test catches.
