@@ -46,7 +46,7 @@ func TestCohortPassAsksTheWatchdog(t *testing.T) {
 // cohortEngine is an engine never started, whose loop the test plays: its
 // commands stay in the inbox (see commands), its requests' goroutines
 // never run, and its watchdog trusts session 0x10.
-func cohortEngine(t *testing.T) *Engine {
+func cohortEngine(t testing.TB) *Engine {
 	cfg, err := Config{Servers: []string{"127.0.0.1:1"}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func commands(e *Engine) (acquires []*acquireCmd, releases []*releaseCmd) {
 
 // grantNode plays the loop granting cmd, a cohort's node, as contender
 // id: the watchdog admits its lease, and the cohort hears of the grant.
-func grantNode(t *testing.T, e *Engine, cmd *acquireCmd, id uint64) *Lease {
+func grantNode(t testing.TB, e *Engine, cmd *acquireCmd, id uint64) *Lease {
 	t.Helper()
 	if cmd.node == 0 {
 		t.Fatalf("acquisition %v is not a cohort's node", cmd.req.Path)
@@ -91,7 +91,7 @@ func grantNode(t *testing.T, e *Engine, cmd *acquireCmd, id uint64) *Lease {
 // holding is a cohort of path with its node granted to a first holder
 // (returned) and the listing with a watch answered with nobody else: the
 // next waiter that joins may be passed the lease.
-func holding(t *testing.T, e *Engine, path string, kind queue.Kind, id uint64) (carrier, holder *Lease, req Request) {
+func holding(t testing.TB, e *Engine, path string, kind queue.Kind, id uint64) (carrier, holder *Lease, req Request) {
 	t.Helper()
 	req = Request{Path: path, Kind: kind, Cohort: true,
 		Decide: func(*queue.Listing, string) queue.Decision { return queue.Decision{Holds: true} }}
@@ -102,11 +102,11 @@ func holding(t *testing.T, e *Engine, path string, kind queue.Kind, id uint64) (
 	}
 	carrier = grantNode(t, e, acquires[0], id)
 	holder = resolved(t, f)
-	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil, nil, nil)
+	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil, nil)
 	return carrier, holder, req
 }
 
-func resolved[T any](t *testing.T, f *Future[T]) T {
+func resolved[T any](t testing.TB, f *Future[T]) T {
 	t.Helper()
 	v, ok, err := f.Result()
 	if !ok || err != nil {

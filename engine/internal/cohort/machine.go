@@ -216,7 +216,7 @@ const (
 	// NotHolder: Waiter released, but does not hold (its node was lost):
 	// its release reports its lease's loss.
 	NotHolder
-	// LoseHolder: Waiter's lease is lost with its node, for Err.
+	// LoseHolder: Waiter's lease is lost with its node, Attempt's, for Err.
 	LoseHolder
 	// GiveBack: release Attempt's node; Waiter, when not 0, is the holder
 	// whose release ends with the node's deletion.
@@ -263,7 +263,15 @@ type Machine struct {
 	last     uint64                   // the last cohort or attempt id given
 	stats    Stats
 	effects  []Effect
+	// spare is waiter records popped, kept for the next joins (linked by
+	// next, at most maxSpare): a hot lock's every turn joins one and pops
+	// one, and reuses a record rather than making one.
+	spare  *waiter
+	spares int
 }
+
+// maxSpare bounds the waiter records kept for reuse.
+const maxSpare = 64
 
 // cohort is the acquisitions of one engine that pass one lock among them.
 // Between two steps it is in one of three states: idle (forgotten), an
@@ -386,7 +394,7 @@ func (m *Machine) Step(in *Input) {
 		m.dropCarrier(c)
 		c.parked = false
 		if c.holder != 0 {
-			m.emit(Effect{Kind: LoseHolder, Waiter: c.holder, Err: in.Err})
+			m.emit(Effect{Kind: LoseHolder, Waiter: c.holder, Attempt: in.Attempt, Err: in.Err})
 			c.holder = 0
 		}
 		m.afterLoss(c, in)
@@ -410,7 +418,14 @@ func (m *Machine) join(in *Input) {
 		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter, Group: in.Group})
 		return
 	}
-	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data, try: in.Try}
+	w := m.spare
+	if w != nil {
+		m.spare, m.spares = w.next, m.spares-1
+		*w = waiter{}
+	} else {
+		w = &waiter{}
+	}
+	w.id, w.group, w.data, w.try = in.Waiter, in.Group, in.Data, in.Try
 	m.push(c, w)
 	switch {
 	case c.carrier == 0 && c.pending == 0:
@@ -507,11 +522,15 @@ func (m *Machine) remove(w *waiter) {
 	}
 }
 
-// pop takes the first waiter.
+// pop takes the first waiter. Its record is kept for reuse by the next
+// join: read it before any join in the same step.
 func (m *Machine) pop(c *cohort) *waiter {
 	w := c.head
 	if w != nil {
 		m.remove(w)
+		if m.spares < maxSpare {
+			w.next, m.spare, m.spares = m.spare, w, m.spares+1
+		}
 	}
 	return w
 }
