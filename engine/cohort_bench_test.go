@@ -49,7 +49,7 @@ func BenchmarkCohortPass(b *testing.B) {
 			for _, a := range acquires {
 				l := grantNode(b, e, a, next)
 				next++
-				e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: a.node}, a.node, l, nil, nil)
+				e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: a.node}, a.node, l, nil)
 			}
 		}
 		if _, err := future.Await(released); err != nil {

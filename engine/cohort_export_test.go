@@ -67,7 +67,3 @@ func (e *Engine) LapseTrust() {
 	defer e.trust.mu.Unlock()
 	e.trust.lapse()
 }
-
-// CarrierLost reports whether l was passed in a cohort and the lease of
-// its node is lost.
-func (l *Lease) CarrierLost() bool { c := l.carrier(); return c != nil && c.Err() != nil }

@@ -102,7 +102,7 @@ func holding(t testing.TB, e *Engine, path string, kind queue.Kind, id uint64) (
 	}
 	carrier = grantNode(t, e, acquires[0], id)
 	holder = resolved(t, f)
-	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil, nil)
+	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil)
 	return carrier, holder, req
 }
 
