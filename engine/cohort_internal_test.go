@@ -219,3 +219,50 @@ func TestTrustLapseLosesLeasesInTheirOrder(t *testing.T) {
 		}
 	}
 }
+
+// A passed lease's id names its node's slot, which goes to the next node
+// granted once its node is lost: a lease lost with the old node, released
+// late, finds the new node there and the new holder in its place. It is
+// released as no holder (it reports its loss), follows no suspension of
+// the new node, and leaves the new holder's turn as it was.
+func TestCohortLostLeaseFindsItsSlotReused(t *testing.T) {
+	e := cohortEngine(t)
+	carrier, stale, req := holding(t, e, "/p", queue.KindMutex, 1)
+	next := e.Acquire(context.Background(), req)
+
+	e.trust.forget(carrier) // the loop loses the node
+	carrier.markLost(ErrLost)
+	if !errors.Is(stale.Err(), ErrLost) {
+		t.Fatalf("holder of the lost node: err %v, want ErrLost", stale.Err())
+	}
+	acquires, _ := commands(e)
+	if len(acquires) != 1 {
+		t.Fatalf("%d acquisitions after the loss, want the next waiter's node", len(acquires))
+	}
+	grantNode(t, e, acquires[0], 2)
+	held := resolved(t, next)
+	if held.id != stale.id || held.carrier() == nil {
+		t.Fatalf("the next node's holder has id %#x (carrier %v), the lost one %#x: want the slot reused, so that this test tells",
+			held.id, held.carrier(), stale.id)
+	}
+	if stale.carrier() != nil || stale.Suspended() == held.Suspended() {
+		t.Fatal("the lost holder is taken for the new node's: it has its carrier, or follows its suspensions")
+	}
+	// No holder's release ends at once: taken for the new holder's, it
+	// would wait for the node's deletion.
+	if _, ok, err := stale.ReleaseAsync().Result(); !ok || !errors.Is(err, ErrLost) {
+		t.Fatalf("the lost holder's release: resolved %v, err %v; want its loss (ErrLost) at once", ok, err)
+	}
+	if held.Err() != nil || held.carrier() == nil {
+		t.Fatalf("the new holder after the lost one's release: err %v, carrier %v; want it holding still", held.Err(), held.carrier())
+	}
+	released := held.ReleaseAsync() // nobody waits: the node goes back
+	_, releases := commands(e)
+	if len(releases) != 1 || releases[0].passed != held {
+		t.Fatalf("the new holder's release sent %d releases; want its node given back with it", len(releases))
+	}
+	e.released(releases[0], nil)
+	if _, err := future.Await(released); err != nil {
+		t.Fatalf("the new holder's release: %v", err)
+	}
+}
