@@ -45,15 +45,17 @@ type cohorts struct {
 }
 
 // node is one acquisition of a node for a cohort (attempt, of cohort),
-// then the lease that holds it (from its grant to its end, in a slot);
-// seen is noted on the loop (see cohort.Note). holder is the lease passed
-// to the waiter the machine last handed the node (holderID), nil once its
-// turn ended: one at a time, so kept here rather than in a map.
+// then the lease that holds it (from its grant to its end, in a slot;
+// gone once forgotten); seen is noted on the loop (see cohort.Note).
+// holder is the lease passed to the waiter the machine last handed the
+// node (holderID), nil once its turn ended: one at a time, so kept here
+// rather than in a map.
 type node struct {
 	attempt, cohort uint64
 	cancel          context.CancelFunc
 	lease           *Lease
 	slot            uint64
+	gone            bool
 	holder          *Lease
 	holderID        uint64
 	watch           <-chan zk.Event // the cohort's watch of the lock path
@@ -117,7 +119,7 @@ func (s *slots) clear(n *node) {
 // holds reports whether l, a passed lease, holds n, which its slot
 // named; mu is held.
 func (cs *cohorts) holds(l *Lease, n *node) bool {
-	return n != nil && cs.nodes[n.attempt] == n && n.holder == l
+	return n != nil && !n.gone && n.holder == l
 }
 
 // carrier is the lease of the node l holds, l a passed lease; nil once
@@ -136,7 +138,10 @@ func (cs *cohorts) carrier(l *Lease) *Lease {
 func (cs *cohorts) forget(attempt uint64) *node {
 	n := cs.nodes[attempt]
 	delete(cs.nodes, attempt)
-	cs.slots.clear(n)
+	if n != nil {
+		n.gone = true
+		cs.slots.clear(n)
+	}
 	return n
 }
 
@@ -247,7 +252,7 @@ func (cs *cohorts) granted(e *Engine, attempt uint64, l *Lease, err error) {
 		}
 	}
 	if in.Err != nil {
-		delete(cs.nodes, attempt)
+		cs.forget(attempt)
 	} else {
 		cs.slots.put(n)
 	}
@@ -297,7 +302,9 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, t *turn) (joined bool) {
 	cs.m.Step(in)
 	var deeds [4]deed
 	buf, joined := deeds[:0], true
-	for _, f := range cs.m.Ready() {
+	ready := cs.m.Ready()
+	for i := range ready {
+		f := &ready[i] // read in place: the slice is valid until the next step, under mu
 		d := deed{kind: f.Kind, waiter: f.Waiter, attempt: f.Attempt, after: f.After, err: f.Err}
 		switch f.Attempt {
 		case 0: // no attempt is 0
