@@ -2,7 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 )
 
@@ -51,10 +50,12 @@ func (e *Engine) CohortLeases() []*Lease {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	var leases []*Lease
-	for _, id := range slices.Sorted(maps.Keys(cs.held)) {
-		leases = append(leases, cs.held[id])
+	for _, n := range cs.nodes {
+		if n.holder != nil {
+			leases = append(leases, n.holder)
+		}
 	}
-	slices.SortStableFunc(leases, func(a, b *Lease) int { return cmp.Compare(a.path, b.path) })
+	slices.SortFunc(leases, func(a, b *Lease) int { return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.id, b.id)) })
 	return leases
 }
 
@@ -66,7 +67,3 @@ func (e *Engine) LapseTrust() {
 	defer e.trust.mu.Unlock()
 	e.trust.lapse()
 }
-
-// CarrierLost reports whether l was passed in a cohort and the lease of
-// its node is lost.
-func (l *Lease) CarrierLost() bool { c := l.carrier(); return c != nil && c.Err() != nil }

@@ -46,7 +46,7 @@ func TestCohortPassAsksTheWatchdog(t *testing.T) {
 // cohortEngine is an engine never started, whose loop the test plays: its
 // commands stay in the inbox (see commands), its requests' goroutines
 // never run, and its watchdog trusts session 0x10.
-func cohortEngine(t *testing.T) *Engine {
+func cohortEngine(t testing.TB) *Engine {
 	cfg, err := Config{Servers: []string{"127.0.0.1:1"}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func commands(e *Engine) (acquires []*acquireCmd, releases []*releaseCmd) {
 
 // grantNode plays the loop granting cmd, a cohort's node, as contender
 // id: the watchdog admits its lease, and the cohort hears of the grant.
-func grantNode(t *testing.T, e *Engine, cmd *acquireCmd, id uint64) *Lease {
+func grantNode(t testing.TB, e *Engine, cmd *acquireCmd, id uint64) *Lease {
 	t.Helper()
 	if cmd.node == 0 {
 		t.Fatalf("acquisition %v is not a cohort's node", cmd.req.Path)
@@ -91,7 +91,7 @@ func grantNode(t *testing.T, e *Engine, cmd *acquireCmd, id uint64) *Lease {
 // holding is a cohort of path with its node granted to a first holder
 // (returned) and the listing with a watch answered with nobody else: the
 // next waiter that joins may be passed the lease.
-func holding(t *testing.T, e *Engine, path string, kind queue.Kind, id uint64) (carrier, holder *Lease, req Request) {
+func holding(t testing.TB, e *Engine, path string, kind queue.Kind, id uint64) (carrier, holder *Lease, req Request) {
 	t.Helper()
 	req = Request{Path: path, Kind: kind, Cohort: true,
 		Decide: func(*queue.Listing, string) queue.Decision { return queue.Decision{Holds: true} }}
@@ -102,11 +102,11 @@ func holding(t *testing.T, e *Engine, path string, kind queue.Kind, id uint64) (
 	}
 	carrier = grantNode(t, e, acquires[0], id)
 	holder = resolved(t, f)
-	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil, nil, nil)
+	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil)
 	return carrier, holder, req
 }
 
-func resolved[T any](t *testing.T, f *Future[T]) T {
+func resolved[T any](t testing.TB, f *Future[T]) T {
 	t.Helper()
 	v, ok, err := f.Result()
 	if !ok || err != nil {
@@ -217,5 +217,52 @@ func TestTrustLapseLosesLeasesInTheirOrder(t *testing.T) {
 		if !errors.Is(h.Err(), ErrLost) {
 			t.Fatalf("holder %s not lost with its node: %v", h.Path(), h.Err())
 		}
+	}
+}
+
+// A passed lease's id names its node's slot, which goes to the next node
+// granted once its node is lost: a lease lost with the old node, released
+// late, finds the new node there and the new holder in its place. It is
+// released as no holder (it reports its loss), follows no suspension of
+// the new node, and leaves the new holder's turn as it was.
+func TestCohortLostLeaseFindsItsSlotReused(t *testing.T) {
+	e := cohortEngine(t)
+	carrier, stale, req := holding(t, e, "/p", queue.KindMutex, 1)
+	next := e.Acquire(context.Background(), req)
+
+	e.trust.forget(carrier) // the loop loses the node
+	carrier.markLost(ErrLost)
+	if !errors.Is(stale.Err(), ErrLost) {
+		t.Fatalf("holder of the lost node: err %v, want ErrLost", stale.Err())
+	}
+	acquires, _ := commands(e)
+	if len(acquires) != 1 {
+		t.Fatalf("%d acquisitions after the loss, want the next waiter's node", len(acquires))
+	}
+	grantNode(t, e, acquires[0], 2)
+	held := resolved(t, next)
+	if held.id != stale.id || held.carrier() == nil {
+		t.Fatalf("the next node's holder has id %#x (carrier %v), the lost one %#x: want the slot reused, so that this test tells",
+			held.id, held.carrier(), stale.id)
+	}
+	if stale.carrier() != nil || stale.Suspended() == held.Suspended() {
+		t.Fatal("the lost holder is taken for the new node's: it has its carrier, or follows its suspensions")
+	}
+	// No holder's release ends at once: taken for the new holder's, it
+	// would wait for the node's deletion.
+	if _, ok, err := stale.ReleaseAsync().Result(); !ok || !errors.Is(err, ErrLost) {
+		t.Fatalf("the lost holder's release: resolved %v, err %v; want its loss (ErrLost) at once", ok, err)
+	}
+	if held.Err() != nil || held.carrier() == nil {
+		t.Fatalf("the new holder after the lost one's release: err %v, carrier %v; want it holding still", held.Err(), held.carrier())
+	}
+	released := held.ReleaseAsync() // nobody waits: the node goes back
+	_, releases := commands(e)
+	if len(releases) != 1 || releases[0].passed != held {
+		t.Fatalf("the new holder's release sent %d releases; want its node given back with it", len(releases))
+	}
+	e.released(releases[0], nil)
+	if _, err := future.Await(released); err != nil {
+		t.Fatalf("the new holder's release: %v", err)
 	}
 }

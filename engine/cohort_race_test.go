@@ -29,7 +29,7 @@ func TestCohortPassesRacingLapses(t *testing.T) {
 
 	var (
 		mu       sync.Mutex
-		heldA    = map[*engine.Lease]struct{}{}
+		heldA    = map[*engine.Lease]*engine.Lease{} // a's leases held, with their carriers (nil: none)
 		heldB    *engine.Lease
 		failures []string
 	)
@@ -52,7 +52,7 @@ func TestCohortPassesRacingLapses(t *testing.T) {
 				if heldB != nil && heldB.Err() == nil {
 					fail("a's %s (token %d) granted while b holds token %d", l.Node(), l.Token(), heldB.Token())
 				}
-				heldA[l] = struct{}{}
+				heldA[l] = l.Carrier() // read while l holds its node
 				mu.Unlock()
 				time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
 				mu.Lock()
@@ -91,8 +91,8 @@ func TestCohortPassesRacingLapses(t *testing.T) {
 		time.Sleep(time.Duration(20+rng.IntN(30)) * time.Millisecond)
 		a.LapseTrust()
 		mu.Lock()
-		for la := range heldA {
-			if la.CarrierLost() {
+		for la, carrier := range heldA {
+			if carrier != nil && carrier.Err() != nil {
 				caught++
 				if la.Err() == nil {
 					fail("after a lapse, a's passed lease %s (token %d) is open on a lost node", la.Node(), la.Token())

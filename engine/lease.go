@@ -17,11 +17,6 @@ type Lease struct {
 	path  string // the lock path on the server, under Config.Root
 	node  string // the node's path on the server
 	token int64  // the fencing token; see Token
-	// passed is the cohorts' handle on a lease passed inside a cohort
-	// (cohort.go): its node's lease and its place there; its carrier is
-	// nil for a lease the loop granted. Held by value: a pass then makes
-	// one allocation, the lease.
-	passed passed
 
 	releasing atomic.Bool
 
@@ -107,7 +102,8 @@ func (l *Lease) Err() error {
 // lease is not yet lost. After a reconnect a new, open channel takes its
 // place, so call Suspended again to wait for the next suspension.
 //
-// A lease passed inside a cohort follows the node's: its carrier's.
+// A lease passed inside a cohort follows the node's (its carrier's) while
+// it holds it.
 func (l *Lease) Suspended() <-chan struct{} {
 	if c := l.carrier(); c != nil {
 		return c.Suspended()
@@ -184,22 +180,26 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return future.Resolved(struct{}{}, ErrNotHeld)
 	}
-	if l.passed.carrier != nil {
+	if passed(l) {
 		return l.eng.cohorts.release(l)
 	}
 	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
 }
 
-// passTo is a lease on l's node, and l's grant, passed locally to waiter
-// id as pass number pass (see Token), with the cohorts' handle h.
-func (l *Lease) passTo(id uint64, pass int, h passed) *Lease {
-	return &Lease{eng: l.eng, id: id, path: l.path, node: l.node, token: l.token | int64(pass), passed: h}
+// passTo is a lease on l's node, and l's grant, passed locally as pass
+// number pass (see Token), with id (see passedIDs).
+func (l *Lease) passTo(id uint64, pass int) *Lease {
+	return &Lease{eng: l.eng, id: id, path: l.path, node: l.node, token: l.token | int64(pass)}
 }
 
-// carrier is the lease that holds the node of l, a lease passed inside a
-// cohort; nil for any other lease.
+// carrier is the lease that holds the node of l, while l, a lease passed
+// inside a cohort, holds it; nil for any other lease, or once l's turn
+// ended.
 func (l *Lease) carrier() *Lease {
-	return l.passed.carrier
+	if !passed(l) || l.eng == nil {
+		return nil
+	}
+	return l.eng.cohorts.carrier(l)
 }
 
 // Revoked is closed when someone asked this holder to let go (lock.Revoke,
@@ -234,7 +234,7 @@ func (l *Lease) markLost(err error) {
 	l.endLocked(l.lostErr)
 	l.lost.fire()
 	l.mu.Unlock()
-	if l.eng != nil && l.passed.carrier == nil {
+	if l.eng != nil && !passed(l) {
 		l.eng.cohorts.lost(l, err) // a cohort's node: its holder is lost with it
 	}
 }

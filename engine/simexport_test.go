@@ -64,7 +64,7 @@ func (e *Engine) Leases() []*Lease {
 }
 
 // Carrier is the lease that holds the node of a lease passed inside a
-// cohort; nil for any other lease.
+// cohort, while that lease holds it; nil for any other lease.
 func (l *Lease) Carrier() *Lease { return l.carrier() }
 
 // ChildrenInPlace and DataInPlace are Children and Data made on the calling

@@ -113,7 +113,7 @@ var mutants = []mutant{
 	{
 		name:    "token-without-pass",
 		class:   "a token without the pass number: leases passed within a cohort share their carrier's token",
-		changes: []change{{"lease.go", "token: l.token | int64(pass), passed: h}", "token: l.token, passed: h}"}},
+		changes: []change{{"lease.go", "token: l.token | int64(pass)}", "token: l.token}"}},
 		checks:  []check{sim, test("./engine", "Cohort")},
 	},
 	{

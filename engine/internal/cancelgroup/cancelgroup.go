@@ -1,6 +1,7 @@
-// Package cancelgroup is the membership of cancel groups, for the two
-// machines that end waiters when their contexts do: the core (its
-// contenders) and the cohort machine (its local waiters). The waiters
+// Package cancelgroup is the membership of cancel groups, for the core,
+// which ends contenders when their contexts do (the cohort machine links
+// its waiters' records into groups of its own instead, so that a hot
+// lock's join and pass touch no member map). The waiters
 // whose contexts end with one Done channel form one group, which the
 // runtime names and follows once, however many wait under it: a pipeline
 // issuing thousands of acquisitions under one context pays for one

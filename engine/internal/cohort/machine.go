@@ -49,7 +49,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -227,7 +226,7 @@ const (
 	// NotHolder: Waiter released, but does not hold (its node was lost):
 	// its release reports its lease's loss.
 	NotHolder
-	// LoseHolder: Waiter's lease is lost with its node, for Err.
+	// LoseHolder: Waiter's lease is lost with its node, Attempt's, for Err.
 	LoseHolder
 	// GiveBack: release Attempt's node; Waiter, when not 0, is the holder
 	// whose release ends with the node's deletion.
@@ -268,13 +267,24 @@ type Stats struct {
 type Machine struct {
 	cfg      Config
 	byPath   map[string][]*cohort
-	cohorts  map[uint64]*cohort       // by id
-	attempts map[uint64]*cohort       // by the attempt pending or carrying its node
-	groups   cancelgroup.Set[*waiter] // the waiters queued under each cancel group
-	last     uint64                   // the last cohort or attempt id given
+	cohorts  map[uint64]*cohort // by id
+	attempts map[uint64]*cohort // by the attempt pending or carrying its node
+	groups   map[uint64]*group  // the waiters queued under each cancel group
+	last     uint64             // the last cohort or attempt id given
 	stats    Stats
 	effects  []Effect
+	// spare is waiter records popped, kept for the next joins (linked by
+	// next, at most maxSpare): a hot lock's every turn joins one and pops
+	// one, and reuses a record rather than making one.
+	spare  *waiter
+	spares int
+	// found is the cohort the last join found: a hot lock's joins find
+	// it without a lookup by path.
+	found *cohort
 }
+
+// maxSpare bounds the waiter records kept for reuse.
+const maxSpare = 64
 
 // cohort is the acquisitions of one engine that pass one lock among them.
 // Between two steps it is in one of three states: idle (forgotten), an
@@ -317,12 +327,23 @@ type waiter struct {
 	data       any // the shell's, see Join
 	c          *cohort
 	prev, next *waiter
+	// g is the waiter's cancel group while it is queued (group not 0),
+	// gprev and gnext its neighbours there.
+	g            *group
+	gprev, gnext *waiter
+}
+
+// group is the waiters queued under one cancel group, linked through
+// their records, so that a join and a pass cost no map operation beyond
+// finding the group.
+type group struct {
+	head, tail *waiter
 }
 
 // New returns a machine with no cohort; cfg has its defaults.
 func New(cfg Config) *Machine {
 	return &Machine{cfg: cfg, byPath: map[string][]*cohort{}, cohorts: map[uint64]*cohort{},
-		attempts: map[uint64]*cohort{}}
+		attempts: map[uint64]*cohort{}, groups: map[uint64]*group{}}
 }
 
 // Ask is what an acquisition asks that decides whether it may join a
@@ -397,7 +418,7 @@ func (m *Machine) Step(in *Input) {
 		m.dropCarrier(c)
 		c.parked = false
 		if c.holder != 0 {
-			m.emit(Effect{Kind: LoseHolder, Waiter: c.holder, Err: in.Err})
+			m.emit(Effect{Kind: LoseHolder, Waiter: c.holder, Attempt: in.Attempt, Err: in.Err})
 			c.holder = 0
 		}
 		m.afterLoss(c, in)
@@ -421,7 +442,14 @@ func (m *Machine) join(in *Input) {
 		m.emit(Effect{Kind: NotJoined, Waiter: in.Waiter, Group: in.Group})
 		return
 	}
-	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data, try: in.Try}
+	w := m.spare
+	if w != nil {
+		m.spare, m.spares = w.next, m.spares-1
+		*w = waiter{}
+	} else {
+		w = &waiter{}
+	}
+	w.id, w.group, w.data, w.try = in.Waiter, in.Group, in.Data, in.Try
 	m.push(c, w)
 	switch {
 	case c.carrier == 0 && c.pending == 0:
@@ -442,8 +470,12 @@ func (m *Machine) join(in *Input) {
 // find returns the cohort of k, or, when there is none, a new one if
 // create is set and nil if not.
 func (m *Machine) find(k Key, create bool, req any) *cohort {
+	if c := m.found; c != nil && c.key.Path == k.Path && c.key.same(k) {
+		return c
+	}
 	for _, c := range m.byPath[k.Path] {
-		if c.key.Kind == k.Kind && bytes.Equal(c.key.Data, k.Data) && c.key.FailOnExpiry == k.FailOnExpiry {
+		if c.key.same(k) {
+			m.found = c
 			return c
 		}
 	}
@@ -454,13 +486,22 @@ func (m *Machine) find(k Key, create bool, req any) *cohort {
 	c := &cohort{id: m.last, key: k, req: req}
 	m.byPath[k.Path] = append(m.byPath[k.Path], c)
 	m.cohorts[c.id] = c
+	m.found = c
 	return c
+}
+
+// same reports whether o asks what k asks on k's path.
+func (k *Key) same(o Key) bool {
+	return k.Kind == o.Kind && bytes.Equal(k.Data, o.Data) && k.FailOnExpiry == o.FailOnExpiry
 }
 
 // forgetIfIdle drops c once nothing of it is left.
 func (m *Machine) forgetIfIdle(c *cohort) {
 	if c.waiting > 0 || c.pending != 0 || c.carrier != 0 {
 		return
+	}
+	if m.found == c {
+		m.found = nil
 	}
 	list := m.byPath[c.key.Path]
 	for i, o := range list {
@@ -489,9 +530,19 @@ func (m *Machine) push(c *cohort, w *waiter) {
 	c.waiting++
 	m.stats.Waiting++
 	if w.group != 0 {
-		if m.groups.Join(w.group, w.id, w) {
+		g := m.groups[w.group]
+		if g == nil {
+			g = &group{}
+			m.groups[w.group] = g
 			m.emit(Effect{Kind: Follow, Group: w.group})
 		}
+		w.g, w.gprev = g, g.tail
+		if g.tail != nil {
+			g.tail.gnext = w
+		} else {
+			g.head = w
+		}
+		g.tail = w
 	}
 }
 
@@ -511,18 +562,34 @@ func (m *Machine) remove(w *waiter) {
 	w.prev, w.next, w.c = nil, nil, nil
 	c.waiting--
 	m.stats.Waiting--
-	if w.group != 0 {
-		if m.groups.Leave(w.group, w.id) {
+	if g := w.g; g != nil {
+		if w.gprev != nil {
+			w.gprev.gnext = w.gnext
+		} else {
+			g.head = w.gnext
+		}
+		if w.gnext != nil {
+			w.gnext.gprev = w.gprev
+		} else {
+			g.tail = w.gprev
+		}
+		w.g, w.gprev, w.gnext = nil, nil, nil
+		if g.head == nil {
+			delete(m.groups, w.group)
 			m.emit(Effect{Kind: Unfollow, Group: w.group})
 		}
 	}
 }
 
-// pop takes the first waiter.
+// pop takes the first waiter. Its record is kept for reuse by the next
+// join: read it before any join in the same step.
 func (m *Machine) pop(c *cohort) *waiter {
 	w := c.head
 	if w != nil {
 		m.remove(w)
+		if m.spares < maxSpare {
+			w.next, m.spare, m.spares = m.spare, w, m.spares+1
+		}
 	}
 	return w
 }
@@ -767,9 +834,24 @@ func (m *Machine) afterLoss(c *cohort, in *Input) {
 // meanwhile left the group and keeps its lease. A node pending for a
 // cohort nobody waits in any more is given up.
 func (m *Machine) cancel(in *Input) {
-	ws, ok := m.groups.End(in.Group)
-	if !ok {
+	g := m.groups[in.Group]
+	if g == nil {
 		return
+	}
+	delete(m.groups, in.Group)
+	// In the order they came: the order of their ids, where the shell
+	// counts them up (kept in that order as they join).
+	var ws []*waiter
+	for w := g.head; w != nil; w = w.gnext {
+		i := len(ws)
+		ws = append(ws, w)
+		for ; i > 0 && ws[i-1].id > w.id; i-- {
+			ws[i] = ws[i-1]
+		}
+		ws[i] = w
+	}
+	for _, w := range ws {
+		w.g, w.gprev, w.gnext = nil, nil, nil
 	}
 	m.emit(Effect{Kind: Unfollow, Group: in.Group})
 	for _, w := range ws {

@@ -52,11 +52,11 @@ func TestPure(t *testing.T) {
 	})
 }
 
-// TestCoreCode holds the code of the core, and of the contender machine it
-// steps, to what imports cannot show: no goroutine, no channel, and of
-// package time only durations. Every non-test file of the two packages is
-// read, whatever its name.
-func TestCoreCode(t *testing.T) { purity.CheckCode(t, ".", "../contender") }
+// TestCoreCode holds the code of the core, of the contender machine it
+// steps and of its cancel groups' membership, to what imports cannot show:
+// no goroutine, no channel, and of package time only durations. Every
+// non-test file of the three packages is read, whatever its name.
+func TestCoreCode(t *testing.T) { purity.CheckCode(t, ".", "../contender", "../cancelgroup") }
 
 // Every queued waiter keeps one entry; keep it within its size class.
 func TestEntryFitsItsSizeClass(t *testing.T) {
