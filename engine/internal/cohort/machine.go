@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -267,10 +268,10 @@ type Stats struct {
 type Machine struct {
 	cfg      Config
 	byPath   map[string][]*cohort
-	cohorts  map[uint64]*cohort // by id
-	attempts map[uint64]*cohort // by the attempt pending or carrying its node
-	groups   map[uint64]*group  // the waiters queued under each cancel group
-	last     uint64             // the last cohort or attempt id given
+	cohorts  map[uint64]*cohort       // by id
+	attempts map[uint64]*cohort       // by the attempt pending or carrying its node
+	groups   cancelgroup.Set[*waiter] // the waiters queued under each cancel group
+	last     uint64                   // the last cohort or attempt id given
 	stats    Stats
 	effects  []Effect
 	// spare is waiter records popped, kept for the next joins (linked by
@@ -327,23 +328,16 @@ type waiter struct {
 	data       any // the shell's, see Join
 	c          *cohort
 	prev, next *waiter
-	// g is the waiter's cancel group while it is queued (group not 0),
-	// gprev and gnext its neighbours there.
-	g            *group
-	gprev, gnext *waiter
-}
-
-// group is the waiters queued under one cancel group, linked through
-// their records, so that a join and a pass cost no map operation beyond
-// finding the group.
-type group struct {
-	head, tail *waiter
+	// cancelOn is its place in its cancel group while it is queued
+	// (group not 0): in the record, so that a join and a pass cost no
+	// allocation and no map operation beyond finding the group.
+	cancelOn cancelgroup.Member[*waiter]
 }
 
 // New returns a machine with no cohort; cfg has its defaults.
 func New(cfg Config) *Machine {
 	return &Machine{cfg: cfg, byPath: map[string][]*cohort{}, cohorts: map[uint64]*cohort{},
-		attempts: map[uint64]*cohort{}, groups: map[uint64]*group{}}
+		attempts: map[uint64]*cohort{}}
 }
 
 // Ask is what an acquisition asks that decides whether it may join a
@@ -529,20 +523,8 @@ func (m *Machine) push(c *cohort, w *waiter) {
 	c.tail = w
 	c.waiting++
 	m.stats.Waiting++
-	if w.group != 0 {
-		g := m.groups[w.group]
-		if g == nil {
-			g = &group{}
-			m.groups[w.group] = g
-			m.emit(Effect{Kind: Follow, Group: w.group})
-		}
-		w.g, w.gprev = g, g.tail
-		if g.tail != nil {
-			g.tail.gnext = w
-		} else {
-			g.head = w
-		}
-		g.tail = w
+	if m.groups.Join(w.group, w.id, w, &w.cancelOn) {
+		m.emit(Effect{Kind: Follow, Group: w.group})
 	}
 }
 
@@ -562,22 +544,8 @@ func (m *Machine) remove(w *waiter) {
 	w.prev, w.next, w.c = nil, nil, nil
 	c.waiting--
 	m.stats.Waiting--
-	if g := w.g; g != nil {
-		if w.gprev != nil {
-			w.gprev.gnext = w.gnext
-		} else {
-			g.head = w.gnext
-		}
-		if w.gnext != nil {
-			w.gnext.gprev = w.gprev
-		} else {
-			g.tail = w.gprev
-		}
-		w.g, w.gprev, w.gnext = nil, nil, nil
-		if g.head == nil {
-			delete(m.groups, w.group)
-			m.emit(Effect{Kind: Unfollow, Group: w.group})
-		}
+	if m.groups.Leave(&w.cancelOn) {
+		m.emit(Effect{Kind: Unfollow, Group: w.group})
 	}
 }
 
@@ -834,24 +802,11 @@ func (m *Machine) afterLoss(c *cohort, in *Input) {
 // meanwhile left the group and keeps its lease. A node pending for a
 // cohort nobody waits in any more is given up.
 func (m *Machine) cancel(in *Input) {
-	g := m.groups[in.Group]
-	if g == nil {
-		return
-	}
-	delete(m.groups, in.Group)
 	// In the order they came: the order of their ids, where the shell
-	// counts them up (kept in that order as they join).
-	var ws []*waiter
-	for w := g.head; w != nil; w = w.gnext {
-		i := len(ws)
-		ws = append(ws, w)
-		for ; i > 0 && ws[i-1].id > w.id; i-- {
-			ws[i] = ws[i-1]
-		}
-		ws[i] = w
-	}
-	for _, w := range ws {
-		w.g, w.gprev, w.gnext = nil, nil, nil
+	// counts them up.
+	ws, ok := m.groups.End(in.Group)
+	if !ok {
+		return
 	}
 	m.emit(Effect{Kind: Unfollow, Group: in.Group})
 	for _, w := range ws {

@@ -13,16 +13,18 @@ import (
 
 var allowedImports = map[string]bool{
 	"bytes": true, "errors": true, "fmt": true, "time": true,
-	"github.com/turnstile-go/turnstile/queue": true,
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup": true,
+	"github.com/turnstile-go/turnstile/queue":                       true,
 }
 
 var allowedModulePackages = map[string]bool{
-	"github.com/turnstile-go/turnstile/engine/internal/cohort": true,
-	"github.com/turnstile-go/turnstile/queue":                  true,
+	"github.com/turnstile-go/turnstile/engine/internal/cohort":      true,
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup": true,
+	"github.com/turnstile-go/turnstile/queue":                       true,
 }
 
 // TestPure: go list -deps of the machine names nothing outside the
-// standard library but queue, and its own
+// standard library but queue and the cancel groups' membership, and its own
 // imports are pure ones (sync, os and context among those refused).
 func TestPure(t *testing.T) {
 	purity.Check(t, purity.Rules{
@@ -32,6 +34,7 @@ func TestPure(t *testing.T) {
 	})
 }
 
-// TestCode holds the machine's code to what imports cannot show: no
-// goroutine, no channel, and of package time only durations.
-func TestCode(t *testing.T) { purity.CheckCode(t, ".") }
+// TestCode holds the machine's code, and the cancel groups', to what
+// imports cannot show: no goroutine, no channel, and of package time only
+// durations.
+func TestCode(t *testing.T) { purity.CheckCode(t, ".", "../cancelgroup") }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 )
 
@@ -23,21 +24,22 @@ func (c *Core) attach(en *entry, group uint64) {
 	if group == 0 {
 		return // never cancelled
 	}
-	if c.cancels.Join(group, en.id, en.id) {
+	en.cancelOn = new(cancelgroup.Member[uint64])
+	if c.cancels.Join(group, en.id, en.id, en.cancelOn) {
 		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: group})
 	}
-	en.cancelOn = group
 }
 
 // detach stops watching en's context: it was granted, or it ended.
 func (c *Core) detach(en *entry) {
-	if en.cancelOn == 0 {
+	if en.cancelOn == nil {
 		return
 	}
-	if c.cancels.Leave(en.cancelOn, en.id) {
-		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: en.cancelOn, Stop: true})
+	group := en.cancelOn.Group()
+	if c.cancels.Leave(en.cancelOn) {
+		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: group, Stop: true})
 	}
-	en.cancelOn = 0
+	en.cancelOn = nil
 }
 
 // cancel ends every acquisition of a cancel group whose context ended.
@@ -50,7 +52,7 @@ func (c *Core) cancel(cmd *Cancel) {
 	c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: cmd.Group, Stop: true})
 	for _, id := range ids {
 		if en := c.contenders[id]; en != nil {
-			en.cancelOn = 0
+			en.cancelOn = nil // out of the group already
 			c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: cmd.Cause})
 		}
 	}

@@ -175,12 +175,15 @@ type Grant struct {
 // Thousands of waiters each keep one, so its size is watched: 256 bytes
 // (a size class) with the contender inside.
 type entry struct {
-	id       uint64
-	c        contender.Machine
-	data     []byte // the node's data
-	node     string // the leased node's path, once granted (see leased)
-	token    int64  // the grant's token, once granted
-	cancelOn uint64 // the cancel group of the acquisition, while followed
+	id    uint64
+	c     contender.Machine
+	data  []byte // the node's data
+	node  string // the leased node's path, once granted (see leased)
+	token int64  // the grant's token, once granted
+	// cancelOn is its place in its cancel group while followed (nil:
+	// none), made only then: held inline, a member's links would take the
+	// entry past its size class, and a context that never ends needs none.
+	cancelOn *cancelgroup.Member[uint64]
 	watching string
 	attempts uint16 // consecutive parks, for backoff
 	// releasing: a release waits for its outcome.
