@@ -41,19 +41,8 @@ func (o Op) String() string {
 }
 
 const (
-	// maxBatch caps the creates and deletes in one multi request; the
-	// encoded size (maxBatchBytes) binds first for any but the smallest
-	// writes. While the server is slow to write its log, the writes
-	// decided meanwhile leave at one multi per log write: the server
-	// logs the one multi queued behind the one being written, and the
-	// next leaves only when one of the two comes back. A cap of 64 then
-	// limited the engine to 64 writes per log write, 1,280 a second at
-	// 50 ms an fsync, below the two writes a cycle of an open loop at
-	// 1,900 acquisitions a second; go-zookeeper's Lock, all its requests
-	// sent at once, has every one in the next log write. A backlog a slow
-	// fsync left then took one fsync per 64 writes to drain.
-	maxBatch  = 1024
-	maxWrites = 2 // write requests in flight at once
+	maxBatch  = 64 // creates and deletes in one multi request
+	maxWrites = 2  // write requests in flight at once
 
 	// maxBatchBytes caps the encoded size of one multi request. A count cap
 	// alone does not bound it: node data is the caller's, up to MaxDataLen
