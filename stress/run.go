@@ -429,6 +429,20 @@ func runOne(ctx context.Context, cfg *config, env *runEnv, im impl, idx int) *re
 		sc = s
 		defer sc.Close()
 	}
+	if cfg.interleave != nil && cfg.Workload == "uncontended" {
+		// An interleaved impl idles between its slices, longer than the
+		// 1-s container sweep of a suite with keys runs: lock paths made
+		// as containers would be reaped each time and every slice would
+		// start on cold paths, which is the keys workload's subject, not
+		// this one's. Its lock paths are made first, unmeasured, as
+		// persistent nodes, as a service's long-used paths are there.
+		if zs, ok := sc.(*scanner); ok {
+			if err := prepareLockPaths(zs.conn.conn, cfg.LockRoot+"/u", cfg.Workers); err != nil {
+				res.Error = err.Error()
+				return res
+			}
+		}
+	}
 	if cfg.Workload == "keys" {
 		kc := *cfg
 		kc.keysRun = keysPrefix(cfg.LockRoot, idx)
