@@ -70,6 +70,11 @@ type config struct {
 	// keysPlanned: a keys run is planned, so the embedded servers sweep
 	// empty containers often (reapEvery).
 	keysPlanned bool
+	// interleave, on an interleaved open-loop run (interleave.go), is the
+	// timeline every impl of the scenario shares, and slices this impl's
+	// spans of it; Warmup and Duration then count from its epoch.
+	interleave *interleaving
+	slices     []slice
 }
 
 var workloads = []string{"uncontended", "contended", "paths", "keys", "waiters", "rw", "semaphore", "election", "twoproc"}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,19 @@ func (s spawnSpec) driverArgs() ([]string, error) {
 	}
 	if s.keys {
 		a = append(a, "--keys")
+	}
+	if il := s.interleave; il != nil && s.rate > 0 {
+		// The driver's window then counts from the epoch, on the wall
+		// clock all the impls' processes share, and its tickets fall in
+		// its slices only (from and length in ns after the epoch).
+		spans := make([]string, len(s.slices))
+		for i, sl := range s.slices {
+			spans[i] = fmt.Sprintf("%d:%d", sl.from.Nanoseconds(), sl.length.Nanoseconds())
+		}
+		a = append(a, "--epoch-unix-ns", strconv.FormatInt(il.epoch.UnixNano(), 10), "--slices", strings.Join(spans, ","))
+		a[slices.Index(a, "--warmup-ms")+1] = strconv.FormatInt(il.windowFrom().Milliseconds(), 10)
+		a[slices.Index(a, "--duration-ms")+1] = strconv.FormatInt(il.window().Milliseconds(), 10)
+		a[slices.Index(a, "--timeout-s")+1] = strconv.FormatInt(int64((time.Until(il.epoch) + il.windowFrom() + il.window() + 2*time.Minute).Seconds()), 10)
 	}
 	return a, nil
 }

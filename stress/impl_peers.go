@@ -28,6 +28,10 @@ type spawnSpec struct {
 	workloadSpec
 	witness string // "" = no witness checks
 	env     *runEnv
+	// interleave and slices: an interleaved open loop's timeline and this
+	// impl's spans of it (config's fields of the same names).
+	interleave *interleaving
+	slices     []slice
 }
 
 // peerWorkloads are the workloads a spawned impl runs: mutex cycles on one

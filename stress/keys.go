@@ -67,6 +67,25 @@ func prepareKeys(conn *zk.Conn, prefix string, workers int) error {
 	return nil
 }
 
+// prepareLockPaths makes dir/0 .. dir/<workers-1> and their ancestors as
+// persistent nodes, those already there kept.
+func prepareLockPaths(conn *zk.Conn, dir string, workers int) error {
+	p := ""
+	for _, seg := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
+		p += "/" + seg
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("lock paths: create %s: %w", p, err)
+		}
+	}
+	for w := range workers {
+		d := fmt.Sprintf("%s/%d", dir, w)
+		if _, err := conn.Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("lock paths: create %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 // keysScanner looks for one keys run's lock nodes under its keys only (a
 // walk of the whole lock root would list every key of every run), several
 // requests in flight at once.

@@ -18,6 +18,11 @@ type schedule struct {
 	rate  float64
 	total int64 // tickets in all; 0: until finish
 	start time.Time
+	// slices, when set, are the only spans in which tickets are due (an
+	// interleaved run, interleave.go): counts[k] tickets in slices[k],
+	// one per 1/rate from its start; total is their sum.
+	slices []slice
+	counts []int64
 
 	released atomic.Int64 // tickets due so far
 	taken    atomic.Int64 // tickets a worker took
@@ -59,9 +64,60 @@ func (s *schedule) ring(n int64) {
 	}
 }
 
+// newSlicedSchedule is a schedule whose tickets fall only in slices, each
+// at rate from the slice's start: the same offered rate as an unsliced
+// schedule while a slice lasts, and none between.
+func newSlicedSchedule(rate float64, slices []slice) *schedule {
+	counts := make([]int64, len(slices))
+	var total int64
+	for k, sl := range slices {
+		counts[k] = sliceTickets(sl.length, rate)
+		total += counts[k]
+	}
+	s := newSchedule(rate, total)
+	s.slices, s.counts = slices, counts
+	return s
+}
+
+// sliceTickets is how many tickets a slice of length holds at rate: the
+// drivers (drivers/) count the same way.
+func sliceTickets(length time.Duration, rate float64) int64 {
+	return int64(math.Ceil(float64(length) * rate / float64(time.Second)))
+}
+
 // at is ticket i's intended start.
 func (s *schedule) at(i int64) time.Time {
-	return s.start.Add(offsetOf(i, s.rate))
+	return s.start.Add(s.offset(i))
+}
+
+// offset is ticket i's intended start after the schedule's start: past
+// the last slice's tickets, a time no timer reaches.
+func (s *schedule) offset(i int64) time.Duration {
+	if s.slices == nil {
+		return offsetOf(i, s.rate)
+	}
+	for k, n := range s.counts {
+		if i < n {
+			return s.slices[k].from + offsetOf(i, s.rate)
+		}
+		i -= n
+	}
+	return math.MaxInt64 / 2
+}
+
+// due is how many tickets are due elapsed after the start.
+func (s *schedule) due(elapsed time.Duration) int64 {
+	if s.slices == nil {
+		return dueBy(elapsed, s.rate, s.total)
+	}
+	var n int64
+	for k, sl := range s.slices {
+		if elapsed < sl.from {
+			break
+		}
+		n += dueBy(elapsed-sl.from, s.rate, s.counts[k])
+	}
+	return n
 }
 
 // offsetOf is ticket i's intended start after the schedule's start.
@@ -165,7 +221,7 @@ func (s *schedule) run(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		due := dueBy(time.Since(s.start), s.rate, s.total)
+		due := s.due(time.Since(s.start))
 		s.release(due)
 		if s.total > 0 && due >= s.total {
 			return

@@ -210,17 +210,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			p.cfg.Rate = rate
 			con.logf("open loop on %s: %.0f acquisitions/s offered (%s)", p.cfg.Workload, rate, why)
 		}
-		for _, im := range p.impls {
-			if ctx.Err() != nil {
-				break
+		if p.cfg.rateFrom != nil && len(p.impls) > 1 {
+			// The suite's open loops: every impl's slices interleaved on
+			// one timeline, so that they meet the machine's stalls alike.
+			for _, res := range runInterleaved(ctx, p.cfg, env, p.impls, idx) {
+				con.logf("%s", res.summary())
+				results = append(results, res)
 			}
-			res := runOne(ctx, p.cfg, env, im, idx)
-			idx++
-			con.logf("%s", res.summary())
-			results = append(results, res)
-			if c := res.companion; c != nil {
-				con.logf("%s", c.summary())
-				results = append(results, c)
+			idx += len(p.impls)
+		} else {
+			for _, im := range p.impls {
+				if ctx.Err() != nil {
+					break
+				}
+				res := runOne(ctx, p.cfg, env, im, idx)
+				idx++
+				con.logf("%s", res.summary())
+				results = append(results, res)
+				if c := res.companion; c != nil {
+					con.logf("%s", c.summary())
+					results = append(results, c)
+				}
 			}
 		}
 		results = append(results, p.skipped...)
@@ -419,6 +429,20 @@ func runOne(ctx context.Context, cfg *config, env *runEnv, im impl, idx int) *re
 		sc = s
 		defer sc.Close()
 	}
+	if cfg.interleave != nil && cfg.Workload == "uncontended" {
+		// An interleaved impl idles between its slices, longer than the
+		// 1-s container sweep of a suite with keys runs: lock paths made
+		// as containers would be reaped each time and every slice would
+		// start on cold paths, which is the keys workload's subject, not
+		// this one's. Its lock paths are made first, unmeasured, as
+		// persistent nodes, as a service's long-used paths are there.
+		if zs, ok := sc.(*scanner); ok {
+			if err := prepareLockPaths(zs.conn.conn, cfg.LockRoot+"/u", cfg.Workers); err != nil {
+				res.Error = err.Error()
+				return res
+			}
+		}
+	}
 	if cfg.Workload == "keys" {
 		kc := *cfg
 		kc.keysRun = keysPrefix(cfg.LockRoot, idx)
@@ -540,7 +564,10 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		// Each key is locked once: its checker state can go at its release.
 		r.check.oneShot = true
 	}
-	if cfg.Rate > 0 {
+	if cfg.Rate > 0 && cfg.interleave != nil {
+		r.open = newSlicedSchedule(cfg.Rate, cfg.slices)
+		r.lag = newLatencies()
+	} else if cfg.Rate > 0 {
 		r.open = newSchedule(cfg.Rate, cfg.Cycles)
 		r.lag = newLatencies()
 	} else if cfg.Cycles > 0 {
@@ -590,17 +617,40 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		if r.open != nil {
 			r.open.start = time.Now()
 		}
+		if il := cfg.interleave; il != nil {
+			r.open.start = il.epoch
+			if late := time.Since(il.epoch); late > 0 {
+				res.Notes = append(res.Notes, fmt.Sprintf("interleaved: the client was ready %v after the epoch", late.Round(time.Millisecond)))
+			}
+		}
 		workers, err = r.startWorkers()
 		if err != nil {
 			break
 		}
-		if cfg.Warmup > 0 {
+		if il := cfg.interleave; il != nil {
+			sleepCtx(r.stop, time.Until(il.epoch.Add(il.windowFrom())))
+		} else if cfg.Warmup > 0 {
 			sleepCtx(r.stop, cfg.Warmup)
 		}
 		s0 = take()
-		r.windowFrom.Store(s0.at.UnixNano())
+		if il := cfg.interleave; il != nil {
+			// Tickets count from their intended time: the window opens at
+			// the first measured slice, however late this goroutine woke.
+			r.windowFrom.Store(il.epoch.Add(il.windowFrom()).UnixNano())
+		} else {
+			r.windowFrom.Store(s0.at.UnixNano())
+		}
 		r.lat.reset()
-		if cfg.Duration > 0 {
+		if il := cfg.interleave; il != nil {
+			sleepCtx(r.stop, time.Until(il.epoch.Add(il.windowFrom()+il.window())))
+			s1 = take()
+			r.open.finish()
+			workers.wait(openLoopDrain)
+			stopInj()
+			<-injDone
+			stopNow()
+			res.Stuck = workers.finish(cfg.SessionTimeout + 10*time.Second)
+		} else if cfg.Duration > 0 {
 			sleepCtx(r.stop, cfg.Duration)
 			s1 = take()
 			if r.open != nil {
@@ -659,6 +709,7 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		}
 	}
 	res.window(s0, s1, !cfg.Faults.has("leader-kill"))
+	res.interleaved(cfg, false)
 	if comp != nil {
 		// The server served both processes: per cycle of one, its figures
 		// would mislead.
@@ -761,6 +812,28 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	res.GoroutinesPeak = sampler.Stop()
 }
 
+// interleaved corrects res's per-second and per-cycle figures for an
+// interleaved run: its cycles/s over its own slices, not the whole
+// timeline; no server figures (the server served every impl at once), nor
+// client ones for an impl in the harness's process, which the other
+// in-process impls shared (ownProcess: a spawned peer's CPU is its own).
+func (res *result) interleaved(cfg *config, ownProcess bool) {
+	il := cfg.interleave
+	if il == nil {
+		return
+	}
+	if m := il.measured(); m > 0 {
+		res.DurationS = m.Seconds()
+		res.CyclesPerS = float64(res.Cycles) / m.Seconds()
+	}
+	res.ServerCPUUsPerCycle, res.ServerRequestsPerCycle = nil, nil
+	if !ownProcess {
+		res.ClientCPUUsPerCycle = nil
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("interleaved: %d slices of %v of its own in a window of %v shared with %d impls (cycles/s over its own slices)",
+		il.rounds, il.slice, il.window(), il.n))
+}
+
 // openLoopDrain is how long an open-loop run's workers go on after the
 // window, for the acquisitions scheduled in it.
 const openLoopDrain = 5 * time.Second
@@ -769,7 +842,7 @@ const openLoopDrain = 5 * time.Second
 // measures it from outside: CPU times and the server's counters at the
 // peer's BENCH-START and BENCH-END, cycles and latencies from its report.
 func runSpawned(hard context.Context, cfg *config, env *runEnv, sp spawner, v backendView, sc nodeScanner, res *result) {
-	spec := spawnSpec{workloadSpec: cfg.spec(v.addrs), witness: cfg.WitnessFile, env: env}
+	spec := spawnSpec{workloadSpec: cfg.spec(v.addrs), witness: cfg.WitnessFile, env: env, interleave: cfg.interleave, slices: cfg.slices}
 	res.Checked = cfg.WitnessFile != "" && sp.Excludes()
 	peer, err := sp.Spawn(hard, spec)
 	if err != nil {
@@ -824,6 +897,7 @@ func runSpawned(hard context.Context, cfg *config, env *runEnv, sp spawner, v ba
 		res.Unfinished = parseUnfinished(out.Output)
 	}
 	res.window(s0, s1, true)
+	res.interleaved(cfg, true)
 	if sc != nil {
 		// The peer has exited: any lock node left under the root is its.
 		res.scanOrphans(sc, cfg.LockRoot, nil, v.settle)

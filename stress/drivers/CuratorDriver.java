@@ -40,6 +40,12 @@ public class CuratorDriver {
     double rate;
     double timeoutS = 120;
     long each;
+    // An interleaved run: the epoch every impl's process shares (wall
+    // clock, ns), and the only spans in which tickets fall, from and
+    // length in ns after it, with their tickets at the rate from each
+    // span's start.
+    long epochUnixNs;
+    long[] sliceFrom = new long[0], sliceTickets = new long[0];
 
     final Object mu = new Object();
     long start; // the schedule's start: once connected, as the workers start
@@ -49,14 +55,26 @@ public class CuratorDriver {
     final TreeMap<Long, Long> lat = new TreeMap<>();
     final Map<Long, Integer> inflight = new HashMap<>();
 
+    static void sleepUntil(long nanoTime) throws InterruptedException {
+        for (long left; (left = nanoTime - System.nanoTime()) > 0; ) {
+            Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
+        }
+    }
+
     static long bucket(long us) {
         long scale = 1;
         while (us / scale >= 1000) scale *= 10;
         return us / scale * scale;
     }
 
+    /** Ticket i's intended time; past the last slice's, Long.MAX_VALUE. */
     long intended(long i) {
-        return start + (long) (i * 1e9 / rate);
+        if (sliceFrom.length == 0) return start + (long) (i * 1e9 / rate);
+        for (int k = 0; k < sliceFrom.length; k++) {
+            if (i < sliceTickets[k]) return start + sliceFrom[k] + (long) (i * 1e9 / rate);
+            i -= sliceTickets[k];
+        }
+        return Long.MAX_VALUE;
     }
 
     /** The next open-loop ticket's intended time, or -1 when done. */
@@ -64,7 +82,7 @@ public class CuratorDriver {
         synchronized (mu) {
             if (stop) return -1;
             long at = intended(nextTicket);
-            if (winTo != null && at >= winTo) return -1;
+            if (at == Long.MAX_VALUE || (winTo != null && at >= winTo)) return -1;
             nextTicket++;
             inflight.merge(at, 1, Integer::sum);
             return at;
@@ -174,6 +192,18 @@ public class CuratorDriver {
                 case "--session-ms": d.sessionMs = Integer.parseInt(v); break;
                 case "--timeout-s": d.timeoutS = Double.parseDouble(v); break;
                 case "--each": d.each = Long.parseLong(v); break;
+                case "--epoch-unix-ns": d.epochUnixNs = Long.parseLong(v); break;
+                case "--slices": {
+                    String[] spans = v.isEmpty() ? new String[0] : v.split(",");
+                    d.sliceFrom = new long[spans.length];
+                    d.sliceTickets = new long[spans.length];
+                    for (int k = 0; k < spans.length; k++) {
+                        String[] fl = spans[k].split(":");
+                        d.sliceFrom[k] = Long.parseLong(fl[0]);
+                        d.sliceTickets[k] = (long) Math.ceil(Long.parseLong(fl[1]) * d.rate / 1e9);
+                    }
+                    break;
+                }
                 default: throw new IllegalArgumentException("unknown flag " + a);
             }
         }
@@ -203,6 +233,10 @@ public class CuratorDriver {
             Runtime.getRuntime().halt(0);
         }
         d.start = System.nanoTime();
+        if (d.epochUnixNs != 0) {
+            java.time.Instant now = java.time.Instant.now();
+            d.start += d.epochUnixNs - (now.getEpochSecond() * 1_000_000_000L + now.getNano());
+        }
         Thread[] threads = new Thread[d.workers];
         for (int w = 0; w < d.workers; w++) {
             final int id = w;
@@ -210,15 +244,30 @@ public class CuratorDriver {
             threads[w].setDaemon(true);
             threads[w].start();
         }
-        Thread.sleep(d.warmupMs);
+        long winFrom;
+        if (d.epochUnixNs != 0) {
+            // The window opens and closes at fixed times after the epoch.
+            winFrom = d.start + d.warmupMs * 1_000_000L;
+            sleepUntil(winFrom);
+        } else {
+            Thread.sleep(d.warmupMs);
+            winFrom = System.nanoTime();
+        }
         synchronized (d.mu) {
-            d.winFrom = System.nanoTime();
+            d.winFrom = winFrom;
         }
         System.out.println("BENCH-START");
         System.out.flush();
-        Thread.sleep(d.durationMs);
+        long winTo;
+        if (d.epochUnixNs != 0) {
+            winTo = winFrom + d.durationMs * 1_000_000L;
+            sleepUntil(winTo);
+        } else {
+            Thread.sleep(d.durationMs);
+            winTo = System.nanoTime();
+        }
         synchronized (d.mu) {
-            d.winTo = System.nanoTime();
+            d.winTo = winTo;
             if (d.rate <= 0) d.stop = true;
         }
         System.out.println("BENCH-END");

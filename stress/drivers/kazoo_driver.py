@@ -17,6 +17,7 @@ from that time, however late the worker came to it.
 """
 
 import argparse
+import math
 import os
 import sys
 import threading
@@ -40,6 +41,16 @@ class Run(object):
         self.o = o
         self.mu = threading.Lock()
         self.start = time.monotonic_ns()
+        if o.epoch_unix_ns:
+            # An interleaved run: the schedule starts at the epoch every
+            # impl's process shares, on the wall clock.
+            self.start += o.epoch_unix_ns - time.time_ns()
+        # (from, length, tickets) in ns after the start: the only spans in
+        # which tickets fall when set, each at the rate from its start.
+        self.slices = []
+        for span in filter(None, o.slices.split(",")):
+            f, n = (int(x) for x in span.split(":"))
+            self.slices.append((f, n, int(math.ceil(n * o.rate / 1e9))))
         self.win_from = None  # ns; set when the window opens
         self.win_to = None
         self.stop = False  # no further acquisition starts
@@ -51,7 +62,14 @@ class Run(object):
         self.closed = False  # the result is being written: record nothing more
 
     def intended(self, i):
-        return self.start + int(i * 1e9 / self.o.rate)
+        """Ticket i's intended time, or None past the last slice's."""
+        if not self.slices:
+            return self.start + int(i * 1e9 / self.o.rate)
+        for f, _, k in self.slices:
+            if i < k:
+                return self.start + f + int(i * 1e9 / self.o.rate)
+            i -= k
+        return None
 
     def take(self):
         """The next open-loop ticket's intended time, or None when done."""
@@ -59,6 +77,8 @@ class Run(object):
             if self.stop:
                 return None
             at = self.intended(self.next_ticket)
+            if at is None:
+                return None
             if self.win_to is not None and at >= self.win_to:
                 return None  # the schedule ended with the window
             self.next_ticket += 1
@@ -143,6 +163,8 @@ def main(argv):
     p.add_argument("--rate", type=float, default=0)
     p.add_argument("--session-ms", type=int, default=15000)
     p.add_argument("--timeout-s", type=float, default=120)
+    p.add_argument("--epoch-unix-ns", type=int, default=0)
+    p.add_argument("--slices", default="")
     o = p.parse_args(argv)
 
     watchdog = threading.Timer(o.timeout_s, lambda: (sys.stderr.write("TIMEOUT\n"), sys.stderr.flush(), os._exit(3)))
@@ -155,14 +177,25 @@ def main(argv):
     threads = [threading.Thread(target=worker, args=(run, client, w), daemon=True) for w in range(o.workers)]
     for t in threads:
         t.start()
-    time.sleep(o.warmup_ms / 1000.0)
+    if o.epoch_unix_ns:
+        # The window opens and closes at fixed times after the epoch.
+        win_from = run.start + o.warmup_ms * 1000000
+        time.sleep(max(0.0, (win_from - time.monotonic_ns()) / 1e9))
+    else:
+        time.sleep(o.warmup_ms / 1000.0)
+        win_from = time.monotonic_ns()
     with run.mu:
-        run.win_from = time.monotonic_ns()
+        run.win_from = win_from
     sys.stdout.write("BENCH-START\n")
     sys.stdout.flush()
-    time.sleep(o.duration_ms / 1000.0)
+    if o.epoch_unix_ns:
+        win_to = win_from + o.duration_ms * 1000000
+        time.sleep(max(0.0, (win_to - time.monotonic_ns()) / 1e9))
+    else:
+        time.sleep(o.duration_ms / 1000.0)
+        win_to = time.monotonic_ns()
     with run.mu:
-        run.win_to = time.monotonic_ns()
+        run.win_to = win_to
         if o.rate <= 0:
             run.stop = True
     sys.stdout.write("BENCH-END\n")
@@ -185,7 +218,7 @@ def main(argv):
                     run.lat[b] = run.lat.get(b, 0) + k
             while True:
                 at = run.intended(run.next_ticket)
-                if at >= run.win_to:
+                if at is None or at >= run.win_to:
                     break
                 run.next_ticket += 1
                 if at >= run.win_from:
