@@ -23,17 +23,7 @@ import (
 //	go test -run '^$' -bench LingerArrival -benchtime 100x ./stress
 func BenchmarkLingerArrival(b *testing.B) {
 	ctx := context.Background()
-	srv, err := zkserver.Start(ctx, zkserver.Options{ForceSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	eng, err := engine.Start(ctx, engine.Config{Servers: []string{srv.Addr()},
-		Cohort: engine.CohortConfig{Linger: time.Hour, MaxHold: time.Hour}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer eng.Close()
+	srv, eng := lingeringEngine(b, ctx)
 	peer, err := engine.Start(ctx, engine.Config{Servers: []string{srv.Addr()}, Cohort: engine.CohortConfig{StrictFIFO: true}})
 	if err != nil {
 		b.Fatal(err)
@@ -78,4 +68,23 @@ func BenchmarkLingerArrival(b *testing.B) {
 		b.ReportMetric(float64(w[len(w)*99/100].Microseconds())/1000, name+"-p99-ms")
 		b.ReportMetric(float64(w[len(w)-1].Microseconds())/1000, name+"-max-ms")
 	}
+}
+
+// lingeringEngine starts a server of its own with forceSync on, as the
+// harness runs (jvmFlags added), and an engine on it whose nodes linger
+// (for an hour: the benchmark decides when another client arrives); both
+// end with b.
+func lingeringEngine(b *testing.B, ctx context.Context, jvmFlags ...string) (*zkserver.Server, *engine.Engine) {
+	srv, err := zkserver.Start(ctx, zkserver.Options{ForceSync: true, JVMFlags: jvmFlags})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	eng, err := engine.Start(ctx, engine.Config{Servers: []string{srv.Addr()},
+		Cohort: engine.CohortConfig{Linger: time.Hour, MaxHold: time.Hour}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	return srv, eng
 }

@@ -16,9 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/interop"
-	"github.com/turnstile-go/turnstile/internal/zkserver"
 	"github.com/turnstile-go/turnstile/lock"
 )
 
@@ -57,17 +55,7 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 	if err := os.WriteFile(src, curatorDriverSource, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := zkserver.Start(ctx, zkserver.Options{ForceSync: true, JVMFlags: []string{"-XX:TieredStopAtLevel=4"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	eng, err := engine.Start(ctx, engine.Config{Servers: []string{srv.Addr()},
-		Cohort: engine.CohortConfig{Linger: time.Hour, MaxHold: time.Hour}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer eng.Close()
+	srv, eng := lingeringEngine(b, ctx, "-XX:TieredStopAtLevel=4")
 	watcher, err := dialZK(ctx, []string{srv.Addr()}, 10*time.Second)
 	if err != nil {
 		b.Fatal(err)

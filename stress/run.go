@@ -41,27 +41,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	con := newConsole(stderr)
 	started := time.Now()
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
+	for _, rec := range []struct {
+		flag, path string
+		start      func(io.Writer) error
+		stop       func()
+	}{
+		{"-cpuprofile", cfg.CPUProfile, pprof.StartCPUProfile, pprof.StopCPUProfile},
+		{"-trace", cfg.Trace, trace.Start, trace.Stop},
+	} {
+		if rec.path == "" {
+			continue
+		}
+		f, err := os.Create(rec.path)
 		if err == nil {
-			err = pprof.StartCPUProfile(f)
+			err = rec.start(f)
 		}
 		if err != nil {
-			fmt.Fprintln(stderr, "stress: -cpuprofile:", err)
+			fmt.Fprintf(stderr, "stress: %s: %v\n", rec.flag, err)
 			return exitUsage
 		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
-	}
-	if cfg.Trace != "" {
-		f, err := os.Create(cfg.Trace)
-		if err == nil {
-			err = trace.Start(f)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "stress: -trace:", err)
-			return exitUsage
-		}
-		defer func() { trace.Stop(); f.Close() }()
+		defer func() { rec.stop(); f.Close() }()
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()>>1 + 1
