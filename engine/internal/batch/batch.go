@@ -167,7 +167,10 @@ func (s *Sender) Send(conn Conn, batch []core.Op) []input.OpDone {
 // applied. It sends again only under session, the one the first was sent
 // under (see Send).
 func (s *Sender) multi(conn Conn, ops []sentOp, session int64) (dones []input.OpDone, err error) {
-	var lost error // the multi's fate is unknown, or it was not sent
+	var (
+		lost error   // the multi's fate is unknown, or it was not sent
+		g    guesses // lock paths guessed after a refusal (see guesses)
+	)
 	for try := 0; lost == nil; try++ {
 		if try > 0 && conn.SessionID() != session {
 			lost = errSessionChanged
@@ -203,6 +206,7 @@ func (s *Sender) multi(conn Conn, ops []sentOp, session int64) (dones []input.Op
 			return applied(ops, at, res, zxid), nil
 		case err != nil && zkerr.Classify(err) != input.ConnLoss && zkerr.Classify(err) != input.Closing:
 			if try < maxFixes && s.fix(ops, at, res) {
+				g.update(ops, at, res)
 				continue
 			}
 			return nil, err
@@ -355,19 +359,137 @@ func applied(ops []sentOp, at []reqRef, res []zk.MultiResponse, zxid int64) []in
 // errUnreadName: a multi made a node whose name its reply did not give.
 var errUnreadName = errors.New("turnstile: multi applied, created node's name not in the reply")
 
+// guesses spreads the lesson of one refusal over the whole multi. The
+// server answers a refused multi with its first failure only, so fix mends
+// one op a round trip: n creates whose lock paths the core guessed wrong
+// would cost n round trips of an n-op multi, a cost group commit's cap on
+// a batch would bound. Wrong guesses come in bursts of one kind: the
+// server reaps every empty container in one pass, so warm creates (on
+// paths the core saw lately) find their paths gone together; and creates
+// the core guessed cold because its memory of paths (warmPaths) ran out
+// find their paths there together. So on the first refusal of a kind,
+// every create of that kind not proven yet is guessed the same way, and
+// such a burst costs one round trip more, not one per path: a warm create
+// refused for a missing lock path makes every other warm create's path
+// with it (the first create of each path the multi does not prove), and a
+// cold create whose path exists drops the container create of every other
+// cold create. A guess never grants wrongly: the server still judges each
+// request of the transaction (DESIGN.md, "Cold keys"). A guess found wrong
+// (a guessed path refused the other way) is taken back for every op the
+// refusal did not reach, and the multi goes on one op a round trip as
+// before: a wrong guess costs one round trip. Once per kind and multi.
+//
+// No guessing bounds the round trips for every mix of missing and live
+// paths: a refusal tells of one op past those it proves, and sending ops
+// apart at once would pass the in-flight slot the batch holds.
+type guesses struct {
+	spread  [3]bool // by guess kind: spread once already
+	guessed []guess // by op: the guess standing on it, if any
+}
+
+type guess int8
+
+const (
+	noGuess guess = iota
+	reaped        // a warm create's path guessed missing: levels 0 to 1
+	live          // a cold create's path guessed existing: levels 1 to 0
+)
+
+// update learns from the refusal fix answered, res of the multi at.
+func (g *guesses) update(ops []sentOp, at []reqRef, res []zk.MultiResponse) {
+	k := refused(res)
+	if k < 0 || k >= len(at) {
+		return
+	}
+	ref, err := at[k], res[k].Error
+	o := &ops[ref.op]
+	var was guess
+	if g.guessed != nil {
+		was = g.guessed[ref.op]
+	}
+	// What the refusal showed of the lock path, when fix mended the op
+	// for its own lock path (not an ancestor's).
+	var found guess
+	switch {
+	case ref.level == levelOp && errors.Is(err, zk.ErrNoNode) && o.levels == 1:
+		found = reaped
+	case ref.level >= 0 && errors.Is(err, zk.ErrNodeExists) && o.levels == 0:
+		found = live
+	default:
+		return
+	}
+	reached := reachedOps(len(ops), at, k)
+	switch {
+	case was != noGuess && was != found:
+		// Wrong: take back every guess of that kind the refusal did not
+		// reach. Those it reached were right: their requests passed.
+		for i := range ops {
+			if g.guessed[i] == was && !reached[i] {
+				ops[i].levels = 1 - ops[i].levels
+				g.guessed[i] = noGuess
+			}
+		}
+		g.guessed[ref.op] = noGuess // fix mended it
+	case was == noGuess && !g.spread[found]:
+		g.spread[found] = true
+		made := make(map[string]bool) // reaped: lock paths proven, made, or with another op on them
+		for i := range ops {
+			q := &ops[i]
+			if reached[i] || q.levels > 0 || q.Kind != input.OpCreate || q.Fixed {
+				made[q.lockPath()] = true
+			}
+		}
+		for i := range ops {
+			q := &ops[i]
+			if reached[i] || q.Kind != input.OpCreate || q.Fixed {
+				continue
+			}
+			switch {
+			case found == reaped && q.levels == 0 && !made[q.lockPath()]:
+				made[q.lockPath()] = true // its later creates follow it in the multi
+				q.levels = 1
+			case found == live && q.levels == 1:
+				q.levels = 0
+			default:
+				continue
+			}
+			if g.guessed == nil {
+				g.guessed = make([]guess, len(ops))
+			}
+			g.guessed[i] = found
+		}
+	}
+}
+
+// reachedOps marks the ops with a request at or before the k-th of a
+// multi: the server checked them before it refused the k-th.
+func reachedOps(n int, at []reqRef, k int) []bool {
+	reached := make([]bool, n)
+	for _, r := range at[:k+1] {
+		reached[r.op] = true
+	}
+	return reached
+}
+
+// refused is the index of the request a refused multi failed at: the
+// first whose result carries an error (those before it report OK, those
+// after it a runtime inconsistency); -1 if none does.
+func refused(res []zk.MultiResponse) int {
+	for i := range res {
+		if res[i].Error != nil {
+			return i
+		}
+	}
+	return -1
+}
+
 // fix changes the one op of a refused multi that the refusal names, when
 // making its lock path (or one level more or fewer of it) answers the
 // refusal, and reports whether it did. The failed request is the first
 // whose result carries an error: those before it report OK, those after
 // it a runtime inconsistency.
 func (s *Sender) fix(ops []sentOp, at []reqRef, res []zk.MultiResponse) bool {
-	k := -1
-	for i := range res {
-		if res[i].Error != nil {
-			k = i
-			break
-		}
-	}
+	k := refused(res)
 	if k < 0 || k >= len(at) {
 		return false
 	}

@@ -2,6 +2,9 @@ package batch
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 )
 
 // errLater is what the server answers the requests of a refused multi
@@ -158,5 +162,178 @@ func testConfig(exec func(core.Op) input.OpDone) Config {
 		ACL:  func(string) []zk.ACL { return zk.WorldACL(zk.PermAll) },
 		Zxid: new(atomic.Int64), Ops: new([input.NumOpKinds]atomic.Uint64),
 		Containers: new(atomic.Uint64), Multis: new(atomic.Uint64), Batched: new(atomic.Uint64),
+	}
+}
+
+// serverConn applies a multi as the server does: in order, all or nothing,
+// a refusal answered with the first failure (those before it OK, those
+// after it a runtime inconsistency), and a multi with a container create
+// read by go-zookeeper only up to that create (ErrAPIError).
+type serverConn struct {
+	nodes map[string]bool  // the znodes that exist
+	seq   map[string]int64 // children ever made, by parent
+}
+
+func newServerConn(paths map[string]int64) *serverConn {
+	c := &serverConn{nodes: map[string]bool{"/": true}, seq: map[string]int64{}}
+	for p, n := range paths {
+		c.nodes[p], c.seq[p] = true, n
+	}
+	return c
+}
+
+func (c *serverConn) SessionID() int64 { return 1 }
+
+func (c *serverConn) CreateContainer(string, []byte, int32, []zk.ACL) (string, error) {
+	panic("not sent in this test")
+}
+
+func (c *serverConn) Multi(reqs ...any) ([]zk.MultiResponse, error) {
+	nodes, seq := maps.Clone(c.nodes), maps.Clone(c.seq)
+	res := make([]zk.MultiResponse, len(reqs))
+	unread := len(reqs)
+	for i, r := range reqs {
+		var err error
+		switch r := r.(type) {
+		case *zk.CreateRequest:
+			parent, p := path.Dir(r.Path), r.Path
+			if r.Flags == zk.FlagEphemeralSequential {
+				p += nodename.FormatSeq(seq[parent])
+			}
+			switch {
+			case !nodes[parent]:
+				err = zk.ErrNoNode
+			case nodes[p]:
+				err = zk.ErrNodeExists
+			default:
+				nodes[p] = true
+				seq[parent]++
+				res[i].String = p
+				if r.Flags == zk.FlagContainer {
+					unread = min(unread, i)
+				}
+			}
+		default:
+			panic("a create only in this test")
+		}
+		if err != nil {
+			for j := range res {
+				res[j] = zk.MultiResponse{}
+				if j > i {
+					res[j].Error = errLater
+				}
+			}
+			res[i].Error = err
+			return res, err
+		}
+	}
+	c.nodes, c.seq = nodes, seq
+	if unread < len(reqs) {
+		return res[:unread], zk.ErrAPIError
+	}
+	return res, nil
+}
+
+// A batch of warm creates (lock paths the engine used lately) whose paths
+// the server reaped since costs one multi more, whatever their number: the
+// first refusal for a missing path makes every unproven path with its
+// create. Two creates on each path: only the first makes it.
+func TestSendRemakesReapedPathsInOneMoreMulti(t *testing.T) {
+	const k = 16
+	conn := newServerConn(nil)
+	cfg := testConfig(func(core.Op) input.OpDone { panic("sent alone") })
+	var batch []core.Op
+	for i := range k {
+		p := fmt.Sprintf("/r%d", i)
+		batch = append(batch, create(uint64(2*i), p, false), create(uint64(2*i+1), p, false))
+	}
+	dones := New(cfg).Send(conn, batch)
+	if got := cfg.Multis.Load(); got > 2 {
+		t.Errorf("%d multis for %d reaped lock paths, want at most 2", got, k)
+	}
+	for i, d := range dones {
+		name := nodename.FormatSeq(int64(i % 2))
+		if d.Outcome != input.OK || d.Name != "x-"+name || d.Fresh != (i%2 == 0) {
+			t.Errorf("op %d: %+v, want OK x-%s fresh %v", i, d, name, i%2 == 0)
+		}
+	}
+}
+
+// A guess that paths were reaped, wrong for some (live paths between
+// reaped ones), costs at most one multi more than mending one op a round
+// trip, and grants nothing wrongly: a create on a live path is not Fresh.
+func TestSendWrongReapGuessCostsOneMulti(t *testing.T) {
+	const k = 8 // even ones reaped, odd ones live with 5 children made
+	live := map[string]int64{}
+	var batch []core.Op
+	for i := range k {
+		p := fmt.Sprintf("/m%d", i)
+		if i%2 == 1 {
+			live[p] = 5
+		}
+		batch = append(batch, create(uint64(i), p, false))
+	}
+	conn := newServerConn(live)
+	cfg := testConfig(func(core.Op) input.OpDone { panic("sent alone") })
+	dones := New(cfg).Send(conn, batch)
+	if got, most := cfg.Multis.Load(), uint64(1+k/2+1); got > most {
+		t.Errorf("%d multis for %d reaped of %d lock paths, want at most %d", got, k/2, k, most)
+	}
+	for i, d := range dones {
+		name, fresh := "x-"+nodename.FormatSeq(0), true
+		if i%2 == 1 {
+			name, fresh = "x-"+nodename.FormatSeq(5), false
+		}
+		if d.Outcome != input.OK || d.Name != name || d.Fresh != fresh {
+			t.Errorf("op %d: %+v, want OK %s fresh %v", i, d, name, fresh)
+		}
+	}
+	for p := range live {
+		if conn.seq[p] != 6 {
+			t.Errorf("%s: %d children ever, want 6", p, conn.seq[p])
+		}
+	}
+}
+
+// The other kind: cold creates (paths the engine has no memory of) whose
+// paths exist cost one multi more, whatever their number; mixed with new
+// keys, a wrong guess costs one multi more than mending one op a round
+// trip.
+func TestSendFindsLivePathsInOneMoreMulti(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		live func(i int) bool
+		most func(k int) uint64
+	}{
+		{"all live", func(int) bool { return true }, func(int) uint64 { return 2 }},
+		{"every other", func(i int) bool { return i%2 == 1 }, func(k int) uint64 { return uint64(1 + k/2 + 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const k = 16
+			live := map[string]int64{}
+			var batch []core.Op
+			for i := range k {
+				p := fmt.Sprintf("/c%d", i)
+				if tc.live(i) {
+					live[p] = 5
+				}
+				batch = append(batch, create(uint64(i), p, true))
+			}
+			conn := newServerConn(live)
+			cfg := testConfig(func(core.Op) input.OpDone { panic("sent alone") })
+			dones := New(cfg).Send(conn, batch)
+			if got, most := cfg.Multis.Load(), tc.most(k); got > most {
+				t.Errorf("%d multis, want at most %d", got, most)
+			}
+			for i, d := range dones {
+				name, fresh := "x-"+nodename.FormatSeq(0), true
+				if tc.live(i) {
+					name, fresh = "x-"+nodename.FormatSeq(5), false
+				}
+				if d.Outcome != input.OK || d.Name != name || d.Fresh != fresh {
+					t.Errorf("op %d: %+v, want OK %s fresh %v", i, d, name, fresh)
+				}
+			}
+		})
 	}
 }
