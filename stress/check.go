@@ -41,7 +41,7 @@ type checker struct {
 	// holder leaves, and the map does not grow with the run.
 	oneShot bool
 	leases  int
-	witness *witness
+	witness crossWitness
 	logf    func(format string, a ...any)
 
 	paths sync.Map // lock path → *pathState
@@ -79,9 +79,19 @@ type holding struct {
 	token       int64
 	hasToken    bool
 	wfile       string // the witness file this holder created, to remove
+	wslot       int    // shm witness: the word this holder entered
+	wid         uint64 // shm witness: its id in that word (0: none)
 }
 
-func newChecker(enabled bool, leases int, w *witness, logf func(string, ...any)) *checker {
+// crossWitness is a protocol that sees the holders of other processes:
+// the witness files (witness.go) or the shared-memory words
+// (witness_shm.go). enter and leave return a failed check.
+type crossWitness interface {
+	enter(h *holding, leases int) error
+	leave(h *holding) error
+}
+
+func newChecker(enabled bool, leases int, w crossWitness, logf func(string, ...any)) *checker {
 	return &checker{enabled: enabled, leases: leases, witness: w, logf: logf}
 }
 
@@ -179,7 +189,9 @@ func (c *checker) leave(hd *holding) {
 	}
 	s.mu.Unlock()
 	if c.witness != nil {
-		c.witness.leave(hd)
+		if err := c.witness.leave(hd); err != nil {
+			c.violation(&c.witnessFails, "%s: worker %d (%s): witness %v", hd.path, hd.worker, hd.kind, err)
+		}
 	}
 }
 

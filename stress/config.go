@@ -43,6 +43,7 @@ type config struct {
 	LockPath       string
 	WitnessFile    string // "" = no cross-process witness (the in-process checks always run)
 	WitnessOnDisk  bool
+	WitnessMode    string // "file", "shm", or "" (resolved: shm for twoproc, file otherwise)
 	WriteRatio     float64
 	Leases         int
 	Seed           uint64
@@ -141,6 +142,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.LockRoot, "lock-root", "/stress", "ZooKeeper path under which every lock node goes")
 	fs.StringVar(&c.LockPath, "lock-path", "", "the one lock path of contended, rw, semaphore and election (default <lock-root>/one)")
 	fs.StringVar(&c.WitnessFile, "witness-file", "", "cross-process witness file shared with peer processes, for interop and fault runs (default: none; the in-process checks run always); a name without a directory goes under "+memoryDir+", a path on a disk filesystem is refused; multi-path workloads use `PATH`-<i>")
+	fs.StringVar(&c.WitnessMode, "witness-mode", "", "file (the witness files every peer follows) | shm (a word per lock path in a file both processes map, entered and left by compare-and-swap: twoproc only, whose two processes are both this binary); default: shm for twoproc, file otherwise")
 	fs.BoolVar(&c.WitnessOnDisk, "witness-on-disk", false, "allow -witness-file on a disk filesystem (its per-cycle create and remove are then measured as part of every cycle)")
 	fs.Float64Var(&c.WriteRatio, "write-ratio", 0.2, "rw: share of acquisitions that are writes")
 	fs.IntVar(&c.Leases, "leases", 3, "semaphore: leases N")
@@ -267,6 +269,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if b2i(c.Bench)+b2i(c.BenchLatency)+b2i(c.BenchTwoproc) > 1 {
 		return nil, bad("-bench, -bench-latency and -bench-twoproc are suites of their own: run one at a time")
 	}
+	switch c.WitnessMode {
+	case "", "file":
+	case "shm":
+		if c.Workload != "twoproc" && !c.Bench && !c.BenchTwoproc {
+			return nil, bad("-witness-mode shm checks the one path of -workload twoproc, whose two processes are both this binary; the peers follow the file protocol")
+		}
+	default:
+		return nil, bad("-witness-mode %q: file or shm", c.WitnessMode)
+	}
 	if c.RedisTTL == 0 {
 		c.RedisTTL = c.SessionTimeout
 	}
@@ -315,6 +326,16 @@ func (c *config) spec(servers []string) workloadSpec {
 		s.iterations = int((c.Cycles + int64(c.Workers) - 1) / int64(c.Workers))
 	}
 	return s
+}
+
+// witnessMode is the witness's protocol for this run: shm for twoproc
+// unless -witness-mode file asked otherwise; file for every other workload,
+// whose peers (Curator, kazoo) follow only the files.
+func (c *config) witnessMode() string {
+	if c.Workload == "twoproc" && c.WitnessMode != "file" {
+		return "shm"
+	}
+	return "file"
 }
 
 // serversLabel is the servers field of a result.

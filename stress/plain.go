@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,30 +118,57 @@ func openPlain(ctx context.Context, o workloadSpec, violations *atomic.Int64, re
 		}
 		*report = func() string { return cohortNote(eng.CohortStats()) }
 		var wit *interop.Witness
-		if o.witness != "" {
-			if wit, err = interop.NewWitness(o.witness); err != nil {
-				eng.Close()
-				return nil, nil, err
+		var words *wordWitness
+		switch {
+		case o.witness == "":
+		case o.witnessMode == "shm":
+			words, err = openShmWitness(o.witness)
+		default:
+			wit, err = interop.NewWitness(o.witness)
+		}
+		if err != nil {
+			eng.Close()
+			return nil, nil, err
+		}
+		closeAll := func() {
+			eng.Close()
+			if words != nil {
+				words.close() // the workers are done: runPlain waited for them
 			}
 		}
+		var worker atomic.Int64 // each mutex's holder id in the shm words
 		each(func(path string) func(context.Context) (func(context.Context) error, error) {
 			m := lock.NewMutex(eng, path)
+			var slot int
+			var id uint64
+			if words != nil {
+				slot, id = words.slot(path), holderID(os.Getpid(), int(worker.Add(1)))
+			}
 			return func(ctx context.Context) (func(context.Context) error, error) {
 				l, err := m.Lock(ctx)
 				if err != nil {
 					return nil, err
 				}
-				if wit == nil {
+				var enter, leave func() error
+				switch {
+				case words != nil:
+					enter, leave = func() error { return words.take(slot, id) }, func() error { return words.give(slot, id) }
+				case wit != nil:
+					enter, leave = wit.AcquireMutex, wit.ReleaseMutex
+				default:
 					return l.Release, nil
 				}
-				entered := witnessed(wit.AcquireMutex(), violations)
+				entered := enter()
 				return func(ctx context.Context) error {
-					left := witnessed(wit.ReleaseMutex(), violations)
-					return errors.Join(entered, left, l.Release(ctx))
+					var left error
+					if entered == nil {
+						left = leave() // a hold not entered leaves nothing
+					}
+					return errors.Join(witnessed(entered, violations), witnessed(left, violations), l.Release(ctx))
 				}, nil
 			}
 		})
-		return cycles, func() { eng.Close() }, nil
+		return cycles, closeAll, nil
 	case "gozk", "rawzk":
 		conn, err := dialZK(ctx, o.servers, o.sessionTimeout)
 		if err != nil {

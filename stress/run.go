@@ -548,9 +548,20 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		defer comp.peer.Kill()
 	}
 
-	w := (*witness)(nil)
+	var w crossWitness // nil: no cross-process witness
 	if im.Excludes() && cfg.WitnessFile != "" {
-		w = newWitness()
+		if cfg.witnessMode() == "shm" {
+			// Never unmapped: a worker left stuck at the run's end may still
+			// leave its hold; the page is the process's for its lifetime.
+			sw, err := openShmWitness(cfg.WitnessFile)
+			if err != nil {
+				res.Error = err.Error()
+				return
+			}
+			w = sw
+		} else {
+			w = newWitness()
+		}
 	}
 	stop, stopNow := context.WithCancel(hard)
 	defer stopNow()

@@ -36,6 +36,8 @@ type workloadSpec struct {
 	// program (the twoproc workload's second process), which counts its
 	// violations.
 	witness string
+	// witnessMode is the witness's protocol: "file", or "shm" (witness_shm.go).
+	witnessMode string
 }
 
 // args is the command line that asks a child for s.
@@ -45,7 +47,7 @@ func (s workloadSpec) args() []string {
 		"-paths", fmt.Sprint(s.paths), "-workers", fmt.Sprint(s.workers), "-iterations", fmt.Sprint(s.iterations),
 		"-duration", s.duration.String(), "-warmup", s.warmup.String(), "-hold", s.hold.String(),
 		"-session-timeout", s.sessionTimeout.String(), "-max-in-flight", fmt.Sprint(s.maxInFlight),
-		"-redis-ttl", s.redisTTL.String(), "-redis-retry", s.redisRetry.String(), "-witness", s.witness,
+		"-redis-ttl", s.redisTTL.String(), "-redis-retry", s.redisRetry.String(), "-witness", s.witness, "-witness-mode", s.witnessMode,
 		"-keys=" + fmt.Sprint(s.keys), "-rate", fmt.Sprint(s.rate),
 	}
 }
@@ -68,6 +70,7 @@ func (s *workloadSpec) register(fs *flag.FlagSet, servers *string) {
 	fs.DurationVar(&s.redisRetry, "redis-retry", time.Millisecond, "")
 	fs.BoolVar(&s.keys, "keys", false, "worker w's cycle n on -path-<w>/<n>, a lock path never used before")
 	fs.Float64Var(&s.rate, "rate", 0, "open loop: acquisitions started per second across the workers (0: closed loop)")
+	fs.StringVar(&s.witnessMode, "witness-mode", "file", "file | shm: the witness's protocol (shm: a plain turnstile program only)")
 	fs.StringVar(&s.witness, "witness", "", "the witness file to follow (a plain program: turnstile only, the mutex protocol; a failed check is a violation)")
 }
 

@@ -13,8 +13,10 @@ import (
 // The twoproc workload: one lock path shared by two processes, each with
 // an engine of its own (a session each) and -workers workers: the
 // harness's, checked as in every run, and a plain turnstile program in a
-// process of its own (plain.go) following the witness file's protocol. It
-// shows what lock cohorting gives a lock contended across clients: each
+// process of its own (plain.go), both following the witness: by default
+// its shared-memory mode (witness_shm.go), as the file protocol's cost per
+// cycle would bound the rate measured. It shows what lock cohorting gives
+// a lock contended across clients: each
 // process must keep progressing, and no acquisition may wait for long
 // while the other process passes the lock among its own workers.
 //
@@ -39,7 +41,7 @@ type companion struct {
 // servers, following the witness file of cfg.
 func startCompanion(ctx context.Context, cfg *config, impl string, servers []string) (*companion, error) {
 	spec := cfg.spec(servers)
-	spec.impl, spec.witness = impl, cfg.WitnessFile
+	spec.impl, spec.witness, spec.witnessMode = impl, cfg.WitnessFile, cfg.witnessMode()
 	peer, err := startChild(ctx, "plain", spec.args())
 	if err != nil {
 		return nil, err
