@@ -239,6 +239,11 @@ func (w *world) advance(d time.Duration) {
 		w.model.Tick(w.at())
 		t.armed = false
 		t.f()
+		// Judged at the timer's time, as after a move: what its callback
+		// did (a release, a pass) is seen when it was done, not at the
+		// end of the advance (seed 24016613: a pass made 30 ms after its
+		// node's grant was judged 111 ms after it).
+		w.check.all()
 	}
 	w.clock.now = until
 	w.model.Tick(w.at())
