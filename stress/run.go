@@ -651,17 +651,12 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 			r.windowFrom.Store(s0.at.UnixNano())
 		}
 		r.lat.reset()
-		if il := cfg.interleave; il != nil {
-			sleepCtx(r.stop, time.Until(il.epoch.Add(il.windowFrom()+il.window())))
-			s1 = take()
-			r.open.finish()
-			workers.wait(openLoopDrain)
-			stopInj()
-			<-injDone
-			stopNow()
-			res.Stuck = workers.finish(cfg.SessionTimeout + 10*time.Second)
-		} else if cfg.Duration > 0 {
-			sleepCtx(r.stop, cfg.Duration)
+		if il := cfg.interleave; il != nil || cfg.Duration > 0 {
+			if il != nil { // the window ends with the impl's last slice
+				sleepCtx(r.stop, time.Until(il.epoch.Add(il.windowFrom()+il.window())))
+			} else {
+				sleepCtx(r.stop, cfg.Duration)
+			}
 			s1 = take()
 			if r.open != nil {
 				// No more starts; what is queued or under way still counts,
