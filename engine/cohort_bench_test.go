@@ -47,9 +47,9 @@ func BenchmarkCohortPass(b *testing.B) {
 				e.released(r, nil)
 			}
 			for _, a := range acquires {
-				l := grantNode(b, e, a, next)
+				grantNode(b, e, a, next)
 				next++
-				e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: a.node}, a.node, l, nil)
+				e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: a.node}, e.cohortNode(a.node), nil, nil)
 			}
 		}
 		if _, err := future.Await(released); err != nil {

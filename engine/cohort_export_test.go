@@ -18,7 +18,7 @@ func (e *Engine) CohortSeesOthers(path string) bool {
 	if _, others := cs.m.Known(path); others {
 		return true
 	}
-	for _, n := range cs.nodes {
+	for n := range cs.nodes.All() {
 		if n.lease == nil || n.watch == nil || e.namespacePath(n.lease.path) != path {
 			continue
 		}
@@ -50,13 +50,20 @@ func (e *Engine) CohortLeases() []*Lease {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	var leases []*Lease
-	for _, n := range cs.nodes {
+	for n := range cs.nodes.All() {
 		if n.holder != nil {
 			leases = append(leases, n.holder)
 		}
 	}
 	slices.SortFunc(leases, func(a, b *Lease) int { return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.id, b.id)) })
 	return leases
+}
+
+// cohortNode is the record of attempt, a cohort's node.
+func (e *Engine) cohortNode(attempt uint64) *node {
+	e.cohorts.mu.Lock()
+	defer e.cohorts.mu.Unlock()
+	return e.cohorts.nodes.Get(attempt)
 }
 
 // LapseTrust ends the watchdog's trust now, as its timer does at the

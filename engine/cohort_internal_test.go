@@ -73,14 +73,14 @@ func commands(e *Engine) (acquires []*acquireCmd, releases []*releaseCmd) {
 	return acquires, releases
 }
 
-// grantNode plays the loop granting cmd, a cohort's node, as contender
-// id: the watchdog admits its lease, and the cohort hears of the grant.
+// grantNode plays the loop granting cmd, a cohort's node, its node's
+// name and token numbered id: the watchdog admits its lease, and the cohort hears of the grant.
 func grantNode(t testing.TB, e *Engine, cmd *acquireCmd, id uint64) *Lease {
 	t.Helper()
 	if cmd.node == 0 {
 		t.Fatalf("acquisition %v is not a cohort's node", cmd.req.Path)
 	}
-	l := &Lease{eng: e, id: id, path: cmd.req.Path, node: fmt.Sprintf("%s/_c_x-lock-%010d", cmd.req.Path, id), token: int64(id) << cohort.PassBits}
+	l := &Lease{eng: e, id: carrierIDs | cmd.node, path: cmd.req.Path, node: fmt.Sprintf("%s/_c_x-lock-%010d", cmd.req.Path, id), token: int64(id) << cohort.PassBits}
 	if !e.trust.admit(l, 0x10) {
 		t.Fatal("the node's lease was not admitted")
 	}
@@ -102,7 +102,7 @@ func holding(t testing.TB, e *Engine, path string, kind queue.Kind, id uint64) (
 	}
 	carrier = grantNode(t, e, acquires[0], id)
 	holder = resolved(t, f)
-	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, acquires[0].node, carrier, nil)
+	e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: acquires[0].node}, e.cohortNode(acquires[0].node), nil, nil)
 	return carrier, holder, req
 }
 

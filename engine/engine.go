@@ -222,7 +222,7 @@ func newEngine(cfg Config) *Engine {
 	e.rt.newID = nodename.NewID
 	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
 		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
-	e.cohorts.init(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
+	e.cohorts.last, e.cohorts.m = passedIDs, cohort.New(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
 		MaxHold: cfg.Cohort.MaxHold, Linger: cfg.Cohort.Linger, YieldToOthers: cfg.Cohort.YieldToOthers, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired,
 		WouldBlock: ErrWouldBlock})
 	e.core = core.New(core.Config{
@@ -337,6 +337,12 @@ func (e *Engine) release(r *releaseCmd) *Future[struct{}] {
 func (e *Engine) released(r *releaseCmd, err error) {
 	if r.passed != nil {
 		r.passed.endWith(err)
+	}
+	if r.fut == nil { // a cohort's node given back with no holder's release waiting on it
+		if err != nil {
+			e.log.Warn("lock cohort: giving back the node", "node", e.namespacePath(r.lease.node), "err", err)
+		}
+		return
 	}
 	future.Resolve(r.fut, struct{}{}, err)
 }

@@ -186,6 +186,20 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
 }
 
+// passedIDs marks the ids of the leases passed inside cohorts, and
+// numbers the waiters: above every contender id the loop gives, so that
+// the two never meet. A passed lease's id is passedIDs and the slot of
+// its node, so that a Lease holds no handle of the cohorts'.
+const passedIDs = 1 << 63
+
+// carrierIDs marks the ids of the leases on cohorts' nodes: carrierIDs
+// and the machine's attempt id, in place of a contender id (see
+// Engine.step), so that a carrier's loss finds its node by its id.
+const carrierIDs = 1 << 62
+
+// passed reports whether l was passed inside a cohort.
+func passed(l *Lease) bool { return l.id&passedIDs != 0 }
+
 // passTo is a lease on l's node, and l's grant, passed locally as pass
 // number pass (see Token), with id (see passedIDs).
 func (l *Lease) passTo(id uint64, pass int) *Lease {
@@ -234,7 +248,7 @@ func (l *Lease) markLost(err error) {
 	l.endLocked(l.lostErr)
 	l.lost.fire()
 	l.mu.Unlock()
-	if l.eng != nil && !passed(l) {
+	if l.eng != nil && l.id&carrierIDs != 0 {
 		l.eng.cohorts.lost(l, err) // a cohort's node: its holder is lost with it
 	}
 }

@@ -131,8 +131,10 @@ func (e *Engine) step(ev input.Event) {
 	if cmd, ok := ev.(input.Command); ok {
 		switch cmd := cmd.Payload.(type) {
 		case *acquireCmd:
-			e.nextID++
-			cmd.req.ID = e.nextID
+			if cmd.req.ID = carrierIDs | cmd.node; cmd.node == 0 {
+				e.nextID++
+				cmd.req.ID = e.nextID
+			}
 			cmd.req.Cancel = e.cancels.group(cmd.ctx)
 			e.acquiring[cmd.req.ID] = cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
