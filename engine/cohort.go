@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
+	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
 	"github.com/turnstile-go/turnstile/engine/internal/slots"
 	"github.com/turnstile-go/turnstile/internal/future"
 )
@@ -26,7 +27,7 @@ type cohorts struct {
 	mu     sync.Mutex
 	m      *cohort.Machine
 	nodes  slots.Table[node] // node acquisitions by attempt id, seated once granted
-	groups contextGroups     // the waiters' cancel groups
+	groups ctxgroups.Groups  // the waiters' cancel groups
 	last   uint64            // the last waiter id
 }
 
@@ -71,7 +72,7 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Requ
 	}
 	cs.mu.Lock()
 	cs.last++
-	in.Waiter, in.Group = cs.last, cs.groups.group(ctx)
+	in.Waiter, in.Group = cs.last, cs.groups.Group(ctx)
 	if _, joined := cs.step(e, &in, nil, nil); joined {
 		return fut
 	}
@@ -188,7 +189,7 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 		}
 		switch f.Kind {
 		case cohort.NotJoined:
-			cs.groups.forgetIdle(f.Group)
+			cs.groups.ForgetIdle(f.Group)
 			joined = false
 			continue
 		case cohort.Hand:
@@ -213,13 +214,13 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			cs.nodes.Add(f.Attempt, started)
 			d.cmd = &acquireCmd{ctx: ctx, node: f.Attempt, req: coreAcquire(req)}
 		case cohort.Follow:
-			cs.groups.follow(f.Group, e.rt.afterDone, func(g uint64, cause error) {
+			cs.groups.Follow(f.Group, e.rt.afterDone, func(g uint64, cause error) {
 				cs.mu.Lock()
 				cs.step(e, &cohort.Input{Kind: cohort.Cancel, Group: g, Err: cause}, nil, nil)
 			})
 			continue
 		case cohort.Unfollow:
-			cs.groups.drop(f.Group)
+			cs.groups.Drop(f.Group)
 			continue
 		}
 		buf = append(buf, d)

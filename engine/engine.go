@@ -22,6 +22,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
+	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
 	"github.com/turnstile-go/turnstile/internal/future"
@@ -120,8 +121,8 @@ type Engine struct {
 	leases    map[uint64]*Lease
 	releasing map[uint64]*releaseCmd
 	// cancels names the acquisitions' cancel groups by their contexts,
-	// and follows those the core follows (see cancel.go).
-	cancels contextGroups
+	// and follows those the core follows.
+	cancels ctxgroups.Groups
 }
 
 // acquireCmd and releaseCmd are the users' commands as posted to the

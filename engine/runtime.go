@@ -135,7 +135,7 @@ func (e *Engine) step(ev input.Event) {
 				e.nextID++
 				cmd.req.ID = e.nextID
 			}
-			cmd.req.Cancel = e.cancels.group(cmd.ctx)
+			cmd.req.Cancel = e.cancels.Group(cmd.ctx)
 			e.acquiring[cmd.req.ID] = cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
 			return
@@ -171,10 +171,10 @@ func (e *Engine) carryOut(rd core.Ready) {
 	}
 	for _, a := range rd.Contexts {
 		if a.Stop {
-			e.cancels.drop(a.Group)
+			e.cancels.Drop(a.Group)
 			continue
 		}
-		e.cancels.follow(a.Group, e.rt.afterDone, func(group uint64, cause error) {
+		e.cancels.Follow(a.Group, e.rt.afterDone, func(group uint64, cause error) {
 			e.post(&core.Cancel{Group: group, Cause: cause})
 		})
 	}
@@ -287,7 +287,7 @@ func (e *Engine) shutdown() {
 		t.Stop()
 		delete(e.timers, id)
 	}
-	e.cancels.dropAll()
+	e.cancels.DropAll()
 	e.rt.closeConn()
 	e.states.set(StateClosed)
 	// Commands posted before closed was set still wait in the inbox.
