@@ -3,7 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
-	"strings"
+	"path"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -14,15 +14,14 @@ import (
 	"github.com/turnstile-go/turnstile/internal/future"
 )
 
-// cohorts is lock cohorting's shell: the cohort machine decides; this
-// carries its effects out on the goroutine of whoever steps it (an
-// Acquire's caller, a holder's release, the loop as a node is granted or
-// lost, the watchdog as trust lapses), under mu, so that a pass costs the
-// releasing goroutine a few memory operations and no trip through the
-// loop. mu comes after the watchdog's lock and before any lease's: the
-// watchdog is asked (vouches) before mu is taken, and a holder's Lost
-// closes under it (LoseHolder), so that a release racing the loss finds
-// its lease lost.
+// cohorts is lock cohorting's shell: the machine decides; this carries
+// its effects out on the goroutine that steps it (an Acquire's caller, a
+// holder's release, the loop at a node's grant or loss, the watchdog as
+// trust lapses), under mu, so that a pass costs a few memory operations
+// and no trip through the loop. mu comes after the watchdog's lock, which
+// is asked (vouches) before mu is taken, and before any lease's: a
+// holder's Lost closes under it (LoseHolder), and a release racing the
+// loss finds its lease lost.
 type cohorts struct {
 	mu     sync.Mutex
 	m      *cohort.Machine
@@ -31,11 +30,10 @@ type cohorts struct {
 	last   uint64            // the last waiter id
 }
 
-// node is one acquisition of a node for a cohort (attempt, of cohort),
-// then the lease that holds it, seated in slot from its grant until it
-// goes; seen is noted on the loop (see cohort.Note). holder is the lease
-// passed to the waiter the machine last handed the node (holderID), nil
-// once its turn ended or the node went: one at a time, so kept here.
+// node is a cohort's node: its acquisition (attempt), then the lease
+// that holds it, seated in slot from its grant until it goes; seen is
+// noted on the loop (see cohort.Note). holder is the lease passed to the
+// waiter the machine last handed it (holderID), nil once its turn ended.
 type node struct {
 	attempt, cohort uint64
 	cancel          context.CancelFunc
@@ -47,8 +45,8 @@ type node struct {
 	seen            cohort.Seen
 }
 
-// carrier is the lease of the node l holds, l a passed lease; nil once
-// l's turn ended.
+// carrier is the lease of the node l, a passed lease, holds; nil once
+// its turn ended.
 func (cs *cohorts) carrier(l *Lease) *Lease {
 	n := cs.nodes.Seated(l.id &^ passedIDs)
 	cs.mu.Lock()
@@ -79,32 +77,28 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Requ
 	return nil
 }
 
-// release ends the turn of l, a lease passed in a cohort: a step about
-// the node its slot names, if l still holds it; else (it was lost with
-// its node, and the slot may name another) about none, and the machine
-// says NotHolder.
+// release ends the turn of l, a lease passed in a cohort, on the node its
+// slot names (see stepNode).
 func (cs *cohorts) release(l *Lease) *Future[struct{}] {
 	return cs.stepNode(l.eng, &cohort.Input{Kind: cohort.Release}, cs.nodes.Seated(l.id&^passedIDs), l, nil)
 }
 
-// stepNode steps in about n, a granted node read without mu (nil: none),
-// with whether the watchdog vouches for its lease (asked before mu: it may
-// lose leases), whether the lease is lost, whether the watch (ch, if new)
-// fired. For a Release, holder is the passed lease released, which must
-// hold n; its outcome is returned. An input about a node that went is
-// stale and the machine ignores it.
+// stepNode steps in about n, a granted node read without mu (nil: none;
+// gone: the machine ignores it), with whether the watchdog vouches for
+// its lease (asked before mu: it may lose leases), whether that is lost,
+// whether the watch (ch, if new) fired. For a Release, holder is the lease
+// released, whose outcome is returned: as no holder's if it no longer
+// holds n (lost with it, the slot reused).
 func (cs *cohorts) stepNode(e *Engine, in *cohort.Input, n *node, holder *Lease, ch <-chan zk.Event) *Future[struct{}] {
 	if n != nil {
 		in.Trusted, in.Now = e.trust.vouches(n.lease)
 		in.CarrierLost = n.lease.Err() != nil
 	}
 	cs.mu.Lock()
-	if holder != nil && n != nil {
-		if n.holder != holder {
-			n = nil
-		} else {
-			in.Cohort, in.Waiter = n.cohort, n.holderID
-		}
+	if n != nil && holder != nil && n.holder != holder {
+		n = nil
+	} else if n != nil && holder != nil {
+		in.Cohort, in.Waiter = n.cohort, n.holderID
 	}
 	if n != nil {
 		n.watch = cmp.Or(ch, n.watch)
@@ -127,7 +121,7 @@ func (cs *cohorts) granted(e *Engine, attempt uint64, l *Lease, err error) {
 	in.Seen = n.seen
 	if err == nil {
 		in.Kind, n.lease = cohort.Granted, l
-		if cause, lost := lossCause(l.Err()); lost { // lost before lost could follow it
+		if cause, lost := lossCause(l.Err()); lost { // before lost could follow it
 			in.Lost, in.Err = true, cause
 		}
 	}
@@ -140,10 +134,9 @@ func (cs *cohorts) granted(e *Engine, attempt uint64, l *Lease, err error) {
 }
 
 // lost: l, the lease of a cohort's node, was lost, for cause; the cohort
-// hears of it now, where the loss is marked (on the loop, or on the
-// watchdog's goroutine under its lock), unless the node went back or is
-// not granted yet (granted then finds it lost). Its holder, if any, is
-// lost in the step (LoseHolder).
+// hears of it where the loss is marked (the loop, or the watchdog under
+// its lock), unless the node went back or is not granted yet (granted
+// then finds it lost). Its holder, if any, is lost with it (LoseHolder).
 func (cs *cohorts) lost(l *Lease, cause error) {
 	attempt := l.id &^ carrierIDs
 	cs.mu.Lock()
@@ -160,9 +153,8 @@ func (cs *cohorts) seal(e *Engine, path string) {
 	cs.step(e, &cohort.Input{Kind: cohort.Seal, Path: path}, nil, nil)
 }
 
-// deed is an effect as the shell carries it out once mu is released, with
-// what it took for it under mu: its node, the lease a Hand passes, the
-// command a Start sends.
+// deed is an effect to carry out once mu is released, with what it took
+// under mu: its node, the lease a Hand passes, the command a Start sends.
 type deed struct {
 	cohort.Effect
 	node  *node
@@ -171,19 +163,14 @@ type deed struct {
 }
 
 // step steps the machine with in (mu is held) and does what it decided:
-// the node records and the holders' losses under mu, the rest (futures,
-// requests) once mu is released. n is the node the caller found for the
-// step, if any (the others are looked up), and holder the lease a Release
-// is about, whose outcome step returns; joined is false if a Join found
-// no cohort.
+// the records and the holders' losses under mu, the rest once mu is
+// released. n is the node the caller found, if any, holder a Release's
+// lease, whose outcome is returned; joined is false if a Join found none.
 func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (released *Future[struct{}], joined bool) {
 	cs.m.Step(in)
-	var deeds [4]deed
-	buf, joined := deeds[:0], true
-	ready := cs.m.Ready()
-	for i := range ready {
-		f := &ready[i] // read in place: the slice is valid until the next step, under mu
-		d := deed{Effect: *f}
+	buf, joined := make([]deed, 0, 4), true
+	for _, f := range cs.m.Ready() {
+		d := deed{Effect: f}
 		if d.node = n; f.Attempt != 0 && (n == nil || n.attempt != f.Attempt) {
 			d.node = cs.nodes.Get(f.Attempt)
 		}
@@ -199,18 +186,15 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			d.node.holder.markLost(f.Err)
 			d.node.holder = nil
 			continue
-		case cohort.Ended:
-			if n != nil && n.holder == holder {
-				n.holder = nil
-			}
+		case cohort.Ended: // of holder, whose node is n
+			n.holder = nil
 		case cohort.GiveBack:
 			cs.nodes.Take(f.Attempt)
 			d.node.holder = nil
 		case cohort.Start:
-			req, started := *f.Req.(*Request), &node{attempt: f.Attempt, cohort: f.Cohort}
+			ctx, cancel := context.WithCancel(context.Background())
+			req, started := *f.Req.(*Request), &node{attempt: f.Attempt, cohort: f.Cohort, cancel: cancel}
 			req.Decide = cohort.Note(req.Decide, &started.seen)
-			var ctx context.Context
-			ctx, started.cancel = context.WithCancel(context.Background())
 			cs.nodes.Add(f.Attempt, started)
 			d.cmd = &acquireCmd{ctx: ctx, node: f.Attempt, req: coreAcquire(req)}
 		case cohort.Follow:
@@ -226,8 +210,7 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 		buf = append(buf, d)
 	}
 	cs.mu.Unlock()
-	for i := range buf {
-		d := &buf[i]
+	for _, d := range buf {
 		switch d.Kind {
 		case cohort.Hand, cohort.Fail:
 			future.Resolve(d.Data.(*Future[*Lease]), d.lease, d.Err)
@@ -240,15 +223,22 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			back := &releaseCmd{lease: d.node.lease}
 			if d.Waiter != 0 {
 				back.passed, back.fut = holder, future.Make[struct{}]()
-				released = back.fut
 			}
-			e.release(back)
+			released = cmp.Or(e.release(back), released)
 		case cohort.Start:
 			e.acquire(d.cmd)
 		case cohort.Abandon:
 			d.node.cancel() // the loop removes its node
-		case cohort.AskWatch:
-			cs.watch(e, d.node)
+		case cohort.AskWatch: // a lingering node goes back once another client shows
+			n, l := d.node, d.node.lease
+			e.watchChildren(l.path, func(children []string, ch <-chan zk.Event, err error) {
+				in := cohort.Input{Kind: cohort.Watched, Attempt: n.attempt, Self: path.Base(l.node), Children: children, Failed: err != nil}
+				cs.stepNode(e, &in, n, nil, ch)
+				if ch != nil && e.cfg.Cohort.Linger > 0 {
+					<-ch // fired, or closed with the session
+					cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt}, n, nil, nil)
+				}
+			})
 		case cohort.Linger: // its wake, after a timer
 			in, n := &cohort.Input{Kind: cohort.Wake, Attempt: d.Attempt, Timer: true}, d.node
 			e.rt.afterFunc(d.After, func() { cs.stepNode(e, in, n, nil, nil) })
@@ -257,18 +247,4 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 		}
 	}
 	return released, joined
-}
-
-// watch lists the path of n, a granted node, with a watch, for the
-// machine (Watched); a lingering node goes back once another client shows.
-func (cs *cohorts) watch(e *Engine, n *node) {
-	l := n.lease
-	e.watchChildren(l.path, func(children []string, ch <-chan zk.Event, err error) {
-		in := cohort.Input{Kind: cohort.Watched, Attempt: n.attempt, Self: l.node[strings.LastIndexByte(l.node, '/')+1:], Children: children, Failed: err != nil}
-		cs.stepNode(e, &in, n, nil, ch)
-		if ch != nil && e.cfg.Cohort.Linger > 0 {
-			<-ch // fired, or closed with the session
-			cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt}, n, nil, nil)
-		}
-	})
 }
