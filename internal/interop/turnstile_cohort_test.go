@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +32,14 @@ import (
 // but its own that it sees: any of them waits behind it). The peer's
 // waits, the most turnstile holds one peer node waited through, and the
 // turnstile side's figures are logged, for the default policy and for
-// YieldToOthers: the times are figures, not assertions.
+// YieldToOthers: the times are figures, not assertions. So is where the
+// peer's longest wait can go on the turnstile side while the peer runs:
+// the longest term of a grant of its node (from its first holder's grant
+// to its last holder's release), the longest hold, and the longest
+// give-back (the last holder's release, which returns with the node's
+// deletion): the peer's wait is a term and a give-back, plus the peer's
+// own listing after the deletion and, before the term, the handoff into
+// the node.
 func TestCohortPeerWaitsWithinTheBound(t *testing.T) {
 	for _, peer := range []struct {
 		name  string
@@ -75,6 +83,11 @@ func cohortBeside(t *testing.T, start starter, yield bool) {
 		holds   int
 		errs    []error
 		workers sync.WaitGroup
+		// terms are the grants of the turnstile node while the peer ran,
+		// by node (each grant queues a node of its own, which its
+		// passes share); timing tells whether a hold counts.
+		terms  = map[string]*cohortTerm{}
+		timing atomic.Bool
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -95,6 +108,7 @@ func cohortBeside(t *testing.T, start starter, yield bool) {
 					fail(err)
 					return
 				}
+				start, timed := time.Now(), timing.Load()
 				if err := w.AcquireMutex(); err != nil {
 					fail(err)
 				}
@@ -114,14 +128,21 @@ func cohortBeside(t *testing.T, start starter, yield bool) {
 				if err := w.ReleaseMutex(); err != nil {
 					fail(err)
 				}
+				end := time.Now()
 				if err := l.Release(ctx); err != nil {
 					fail(err)
 					return
+				}
+				if timed {
+					mu.Lock()
+					terms[self] = terms[self].add(start, end, time.Since(end))
+					mu.Unlock()
 				}
 			}
 		})
 	}
 	eventually(t, ctx, "turnstile passing", func() bool { return eng.CohortStats().Passes > before.Passes })
+	timing.Store(true)
 
 	pr, err := start(ctx, interop.PeerConfig{Connect: zookeeper(t), Path: p, Recipe: "mutex", Workers: 1,
 		Iterations: iterations, Hold: time.Millisecond, Witness: witness, Timeout: peerTimeout, Bench: true})
@@ -131,6 +152,7 @@ func cohortBeside(t *testing.T, start starter, yield bool) {
 		t.Fatal(err)
 	}
 	res := waitAll(t, pr)
+	timing.Store(false)
 	close(peerDone)
 	workers.Wait()
 	for _, err := range errs {
@@ -163,4 +185,39 @@ func cohortBeside(t *testing.T, start starter, yield bool) {
 			yield, len(waits), ms(waits[len(waits)/2]), ms(waits[len(waits)-1]), engine.DefaultCohortHold, most, cohortMaxPasses,
 			holds, s.Carriers-before.Carriers, s.Passes-before.Passes, s.Yielded-before.Yielded, s.Bounded-before.Bounded)
 	}
+	mu.Lock()
+	var term, hold, giveBack time.Duration
+	for _, tm := range terms {
+		term, hold, giveBack = max(term, tm.last.Sub(tm.first)), max(hold, tm.hold), max(giveBack, tm.giveBack)
+	}
+	mu.Unlock()
+	t.Logf("yield=%v: turnstile side while the peer ran: %d grants of its node; longest term (first holder's grant to last holder's release) %.1f ms, longest hold %.1f ms, longest give-back (a release that waits for the node's deletion) %.1f ms",
+		yield, len(terms), msOf(term), msOf(hold), msOf(giveBack))
 }
+
+// cohortTerm is one grant of a cohort's node as its holders saw it: the
+// first holder's grant, the last holder's release, the longest hold, and
+// the longest release (a pass returns at once; the last holder's waits
+// for the node's deletion).
+type cohortTerm struct {
+	first, last    time.Time
+	hold, giveBack time.Duration
+}
+
+// add takes one hold of the grant (nil: none yet), from start to end, its
+// release taking release.
+func (c *cohortTerm) add(start, end time.Time, release time.Duration) *cohortTerm {
+	if c == nil {
+		c = &cohortTerm{first: start, last: end}
+	}
+	if start.Before(c.first) {
+		c.first = start
+	}
+	if end.After(c.last) {
+		c.last = end
+	}
+	c.hold, c.giveBack = max(c.hold, end.Sub(start)), max(c.giveBack, release)
+	return c
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
