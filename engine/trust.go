@@ -244,8 +244,10 @@ func (t *sessionTrust) check() {
 // lapse ends trust: every held lease is lost at once, then the loop is
 // told. mu is held.
 //
-// The leases are lost in the order of their ids, the order they were
-// granted in, not the held map's (random on each run): a lost cohort's
+// The leases are lost in the order of their ids (a contender's in the
+// order its acquisition reached the loop, then a cohort node's, in the
+// order the cohorts asked for them: carrierIDs), not the held map's
+// (random on each run): a lost cohort's
 // carrier sends the acquisition of its next node to the loop from its
 // markLost, and those acquisitions must queue in an order that follows
 // from what happened, or the simulator's runs would not follow from

@@ -299,7 +299,9 @@ func (c *Core) EachContender(f func(id uint64, m *contender.Machine)) {
 	}
 }
 
-// byID returns the contenders in the order they were made. Steps that
+// byID returns the contenders in the order of their ids, which the
+// runtime gives in the order acquisitions reach the loop (a cohort's
+// node in a range of its own, after every other contender). Steps that
 // visit every contender go in this order, not the map's random one, so
 // that the requests they send, and so a whole run, follow from the events
 // alone (the simulator replays a run from its seed). It costs a sort on
