@@ -118,7 +118,11 @@ func (e *Engine) run(o core.Op) {
 	for _, d := range dones {
 		e.inbox.Put(d)
 	}
-	e.inbox.Put(input.RequestDone{Write: o.Write})
+	done := input.RequestDone{Write: o.Write}
+	if o.Write {
+		done.Ops = max(len(o.Batch), 1)
+	}
+	e.inbox.Put(done)
 }
 
 // exec sends one request and waits for its reply.

@@ -237,7 +237,7 @@ func (c *Core) Step(ev input.Event) {
 	case input.OpDone:
 		c.handleOpDone(ev)
 	case input.RequestDone:
-		c.commit.done(ev.Write)
+		c.commit.done(ev.Write, ev.Ops)
 	case input.WatchFired:
 		c.watchFired(ev)
 	case input.SessionChanged:

@@ -81,8 +81,9 @@ type coreScript struct {
 }
 
 type sentRequest struct {
-	ops   []Op
-	write bool
+	ops    []Op
+	write  bool
+	writes int // the creates and deletes a write request carried
 }
 
 // coreScriptTrust is the watchdog as a script tells it.
@@ -239,7 +240,7 @@ func (s *coreScript) answer(d input.OpDone) (input.RequestDone, bool) {
 					return input.RequestDone{}, false
 				}
 				s.sent = slices.Delete(s.sent, i, i+1)
-				return input.RequestDone{Write: r.write}, true
+				return input.RequestDone{Write: r.write, Ops: r.writes}, true
 			}
 		}
 	}
@@ -418,7 +419,11 @@ func (s *coreScript) print(rd Ready) string {
 		if o.Batch != nil {
 			ops = slices.Clone(o.Batch)
 		}
-		s.sent = append(s.sent, sentRequest{ops: ops, write: o.Write})
+		r := sentRequest{ops: ops, write: o.Write}
+		if o.Write {
+			r.writes = len(ops)
+		}
+		s.sent = append(s.sent, r)
 	}
 	for _, t := range rd.Timers {
 		line("%v", t)

@@ -201,9 +201,10 @@ type OpDone struct {
 // RequestDone reports that a request the core sent (one multi request
 // counts once) came back, after the OpDone of each of its ops: the core
 // counts requests in flight with it. Write: the request carried creates
-// or deletes.
+// or deletes; Ops of them (group commit weighs the writes in flight by it).
 type RequestDone struct {
 	Write bool
+	Ops   int
 }
 
 // TrustChanged reports the session watchdog's verdict: Lapsed, the server
