@@ -235,8 +235,8 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 				in := cohort.Input{Kind: cohort.Watched, Attempt: n.attempt, Self: path.Base(l.node), Children: children, Failed: err != nil}
 				cs.stepNode(e, &in, n, nil, ch)
 				if ch != nil && e.cfg.Cohort.Linger > 0 {
-					<-ch // fired, or closed with the session
-					cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt}, n, nil, nil)
+					<-ch // fired, or ended with the session: a poll may yet find ch open and empty
+					cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt, Fired: true}, n, nil, nil)
 				}
 			})
 		case cohort.Linger: // its wake, after a timer
