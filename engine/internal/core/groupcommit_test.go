@@ -38,17 +38,24 @@ func (g *groupCommit) sent() []int {
 
 func sameSizes(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 
+// fillSlots sends maxWrites requests of ops deletes each, every one at
+// once, as an engine with its write slots free does.
+func (g *groupCommit) fillSlots(t *testing.T, ops int) {
+	t.Helper()
+	for range maxWrites {
+		g.queueDeletes(t, ops)
+		if got := g.sent(); !sameSizes(got, []int{ops}) {
+			t.Fatalf("an engine with a slot free sent %v, want one request of %d", got, ops)
+		}
+	}
+}
+
 // Under a load (two write requests in flight carrying lightOps or more),
 // a few writes wait for a slot and then go as one multi; a batch of
 // extraBatch goes at once, past the two.
 func TestGroupCommitUnderLoad(t *testing.T) {
 	g := newTestCommit(256)
-	for range maxWrites {
-		g.queueDeletes(t, 10)
-		if got := g.sent(); !sameSizes(got, []int{10}) {
-			t.Fatalf("an engine with a slot free sent %v, want one request of 10", got)
-		}
-	}
+	g.fillSlots(t, 10)
 	if g.writing != 2 || g.writeOps != 20 {
 		t.Fatalf("in flight: %d requests of %d ops, want 2 of 20", g.writing, g.writeOps)
 	}
@@ -80,12 +87,7 @@ func TestGroupCommitUnderLoad(t *testing.T) {
 // already in flight, and save the server little.
 func TestGroupCommitLightLoad(t *testing.T) {
 	g := newTestCommit(256)
-	for range maxWrites {
-		g.queueDeletes(t, 1)
-		if got := g.sent(); !sameSizes(got, []int{1}) {
-			t.Fatalf("an engine with a slot free sent %v, want one request of 1", got)
-		}
-	}
+	g.fillSlots(t, 1)
 	g.queueDeletes(t, 1)
 	if got := g.sent(); !sameSizes(got, []int{1}) {
 		t.Fatalf("a write beside two requests of one op in flight: sent %v, want it at once", got)
@@ -101,12 +103,7 @@ func TestGroupCommitLightLoad(t *testing.T) {
 // rest, fewer than extraBatch, waits for a slot.
 func TestGroupCommitBacklog(t *testing.T) {
 	g := newTestCommit(256)
-	for range maxWrites {
-		g.queueDeletes(t, maxBatch)
-		if got := g.sent(); !sameSizes(got, []int{maxBatch}) {
-			t.Fatalf("an engine with a slot free sent %v, want one full request", got)
-		}
-	}
+	g.fillSlots(t, maxBatch)
 	g.queueDeletes(t, 3*maxBatch+extraBatch-1)
 	if got := g.sent(); !sameSizes(got, []int{maxBatch, maxBatch, maxBatch}) {
 		t.Fatalf("a backlog of %d beside two full requests in flight: sent %v, want three full requests", 3*maxBatch+extraBatch-1, got)
