@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/turnstile-go/turnstile/internal/interop"
 	"github.com/turnstile-go/turnstile/lock"
@@ -23,19 +24,23 @@ import (
 // BenchmarkLingerArrivalCurator: how long a Curator InterProcessMutex takes
 // to acquire a lock path whose node a turnstile engine keeps after its
 // release (Cohort.Linger), against a free path (the path there, no node on
-// it); and, on the same server, one delete and the notification it fires
-// (a second session's exists watch on the node), the cost the linger may
-// add. One Curator worker (the harness's driver, --each) takes keys
-// <root>-0/0, 1, 2, ... one after the other: even keys held and released
-// once by the engine beforehand, so that its node lingers; odd keys made
-// empty beforehand. The free and lingering arrivals alternate, so that a
-// noisy machine's drift falls on both alike; the first warm keys of each
-// kind (the JVM's JIT) are not counted. b.N is the arrivals of each kind;
-// half the delete-and-notify samples are taken before the driver runs,
-// half after. forceSync on, as the harness runs. Needs the Curator jars and
-// a JDK (the interop peer's); skipped without them.
-//
-//	go test -run '^$' -bench LingerArrivalCurator -benchtime 300x ./stress
+// it), and against the same linger done by hand: a plain go-zookeeper
+// session whose node waits under a children watch and is deleted as soon
+// as the watch fires. The by-hand arrival is what the goal calls "one
+// notification and one delete" longer than free, done with nothing in
+// between; the engine's arrival may cost no more. On the same server it
+// also times one delete and the notification it fires (a second session's
+// exists watch on the node). One Curator worker (the harness's driver,
+// --each) takes keys <root>-0/0, 1, 2, ... one after the other, in threes:
+// one held and released once by the engine beforehand, so that its node
+// lingers; one made empty; one with the plain session's node. The three
+// kinds alternate, so that a noisy machine's drift falls on all alike, and
+// each extra is the median of the differences within a three (a lingering
+// arrival's time less the free one's next to it); the first warm keys of
+// each kind (the JVM's JIT) are not counted. b.N is the arrivals of each
+// kind; half the delete-and-notify samples are taken before the driver
+// runs, half after. forceSync on, as the harness runs. Needs the Curator
+// jars and a JDK (the interop peer's); skipped without them.
 func BenchmarkLingerArrivalCurator(b *testing.B) {
 	const warm = 50
 	ctx := context.Background()
@@ -94,14 +99,43 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 		}
 	}
 
-	keys := 2 * (b.N + warm)
+	// The linger by hand: deleter's node on each such key, deleted by a
+	// goroutine of its own the moment the key's children watch fires.
+	const (
+		engineKind = iota // the engine's lingering node
+		freeKind          // no node
+		handKind          // the plain session's node
+		kinds
+	)
+	var byHand errgroup.Group
+	lingerByHand := func(p string) {
+		node, err := deleter.conn.Create(p+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _, ch, err := deleter.conn.ChildrenW(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		byHand.Go(func() error {
+			<-ch
+			return deleter.conn.Delete(node, -1)
+		})
+	}
+
+	keys := kinds * (b.N + warm)
 	const root = "/linger-curator/k"
 	base := root + "-0"
 	mustCreate(b, watcher.conn, base)
 	for n := range keys {
 		p := base + "/" + strconv.Itoa(n)
-		if n%2 == 1 {
+		switch n % kinds {
+		case freeKind:
 			mustCreate(b, watcher.conn, p)
+			continue
+		case handKind:
+			mustCreate(b, watcher.conn, p)
+			lingerByHand(p)
 			continue
 		}
 		l, err := lock.NewMutex(eng, p).Acquire(ctx).Wait(ctx)
@@ -126,7 +160,7 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 	if err != nil {
 		b.Fatalf("Curator driver: %v", err)
 	}
-	var waits [2][]time.Duration // free, lingering
+	var waits [kinds][]time.Duration
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	got := 0
 	for sc.Scan() {
@@ -136,29 +170,40 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 			continue
 		}
 		got++
-		if n >= 2*warm {
-			kind := 0
-			if n%2 == 0 {
-				kind = 1
-			}
-			waits[kind] = append(waits[kind], time.Duration(us)*time.Microsecond)
+		if n >= kinds*warm {
+			waits[n%kinds] = append(waits[n%kinds], time.Duration(us)*time.Microsecond)
 		}
 	}
 	if got != keys {
 		b.Fatalf("the driver timed %d acquisitions, want %d:\n%s", got, keys, out)
 	}
+	if err := byHand.Wait(); err != nil {
+		b.Fatalf("the linger by hand: %v", err)
+	}
 	deleteAndNotify(b.N - b.N/2)
 	if s := eng.CohortStats(); s.Yielded < uint64(b.N) {
 		b.Fatalf("cohort stats %+v: fewer lingering nodes given back than Curator arrivals (%d)", s, b.N)
 	}
+	// The extras, before report sorts the waits.
+	extra := func(kind int) (d []time.Duration) {
+		for i, w := range waits[kind] {
+			d = append(d, w-waits[freeKind][i])
+		}
+		slices.Sort(d)
+		return d
+	}
+	engineExtra, handExtra := extra(engineKind), extra(handKind)
 	report := func(name string, w []time.Duration) {
 		slices.Sort(w)
 		b.ReportMetric(float64(w[len(w)/2].Microseconds())/1000, name+"-p50-ms")
 		b.ReportMetric(float64(w[len(w)*99/100].Microseconds())/1000, name+"-p99-ms")
 	}
-	report("free", waits[0])
-	report("lingering", waits[1])
+	report("free", waits[freeKind])
+	report("lingering", waits[engineKind])
+	report("by-hand", waits[handKind])
 	report("delete+notify", notify)
+	b.ReportMetric(float64(engineExtra[len(engineExtra)/2].Microseconds())/1000, "extra-p50-ms")
+	b.ReportMetric(float64(handExtra[len(handExtra)/2].Microseconds())/1000, "by-hand-extra-p50-ms")
 }
 
 // mustCreate makes a persistent node with no data.
