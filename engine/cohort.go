@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
+	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
 	"github.com/turnstile-go/turnstile/engine/internal/slots"
 	"github.com/turnstile-go/turnstile/internal/future"
@@ -45,8 +46,7 @@ type node struct {
 	seen            cohort.Seen
 }
 
-// carrier is the lease of the node l, a passed lease, holds; nil once
-// its turn ended.
+// carrier is the lease of the node l, a passed lease, holds; nil once its turn ended.
 func (cs *cohorts) carrier(l *Lease) *Lease {
 	n := cs.nodes.Seated(l.id &^ passedIDs)
 	cs.mu.Lock()
@@ -220,7 +220,7 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 		case cohort.NotHolder: // its node was lost, and it with it
 			released = future.Resolved(struct{}{}, cmp.Or(holder.Err(), ErrNotHeld))
 		case cohort.GiveBack: // Waiter, if any, is whose release ends with the deletion
-			back := &releaseCmd{lease: d.node.lease}
+			back := &releaseCmd{lease: d.node.lease, req: core.Release{Sent: d.Yield, Node: d.node.lease.node}}
 			if d.Waiter != 0 {
 				back.passed, back.fut = holder, future.Make[struct{}]()
 			}
@@ -234,9 +234,8 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			e.watchChildren(l.path, func(children []string, ch <-chan zk.Event, err error) {
 				in := cohort.Input{Kind: cohort.Watched, Attempt: n.attempt, Self: path.Base(l.node), Children: children, Failed: err != nil}
 				cs.stepNode(e, &in, n, nil, ch)
-				if ch != nil && e.cfg.Cohort.Linger > 0 {
-					<-ch // fired, or ended with the session: a poll may yet find ch open and empty
-					cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt, Fired: true}, n, nil, nil)
+				if ch != nil && e.cfg.Cohort.Linger > 0 { // fired, or ended with the session: a poll may find ch open and empty
+					e.rt.afterEvent(ch, func() { cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt, Fired: true}, n, nil, nil) })
 				}
 			})
 		case cohort.Linger: // its wake, after a timer

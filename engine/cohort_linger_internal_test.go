@@ -2,27 +2,43 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
 // watchConn answers the cohort's listing with a watch: the node's own name
-// and a channel the test fires. Nothing else of the client is reached.
+// and a channel the test fires, and takes the node's delete. Nothing else
+// of the client is reached.
 type watchConn struct {
 	zkConn
 	self string
 	ch   chan zk.Event
+
+	mu      sync.Mutex
+	deleted []string
 }
 
 func (c *watchConn) ChildrenW(string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	return []string{c.self}, &zk.Stat{}, c.ch, nil
+}
+
+// Delete notes the paths deleted, for the node given back at once.
+func (c *watchConn) Delete(p string, _ int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deleted = append(c.deleted, p)
+	return nil
 }
 
 // noTimer is the linger's timer, never fired: the test decides the wake.
@@ -31,18 +47,15 @@ type noTimer struct{}
 func (noTimer) Stop() bool               { return true }
 func (noTimer) Reset(time.Duration) bool { return true }
 
-// A lingering node goes back once the cohort's watch fires, even when
-// the wake runs between go-zookeeper's send of the event and its close of
-// the channel (notifyWatches sends, then closes): the goroutine that took
-// the event steps the wake, and a poll of the channel there finds it
-// empty and open. The node must go back all the same, or another client
-// waits for it until the linger's end (an hour here).
-func TestCohortLingerWakesOnTheEventBeforeTheClose(t *testing.T) {
-	e := cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
-	conn := &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)}
+// lingeringOnAWatch is an engine with no loop whose cohort on /p lingers
+// on its node, granted and released once, with the listing answered on a
+// watch of conn's that the test fires; wg counts the engine's goroutines.
+func lingeringOnAWatch(t *testing.T) (e *Engine, conn *watchConn, l *Lease, wg *sync.WaitGroup) {
+	e = cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
+	conn = &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)}
 	e.conn = conn
 	e.rt.afterFunc = func(time.Duration, func()) timer { return noTimer{} }
-	var wg sync.WaitGroup
+	wg = new(sync.WaitGroup)
 	e.rt.goroutine = func(f func()) { wg.Go(f) }
 
 	f := e.Acquire(context.Background(), Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways})
@@ -50,7 +63,7 @@ func TestCohortLingerWakesOnTheEventBeforeTheClose(t *testing.T) {
 	if len(acquires) != 1 {
 		t.Fatalf("%d acquisitions, want 1", len(acquires))
 	}
-	if l := grantNode(t, e, acquires[0], 1); path.Base(l.node) != conn.self {
+	if l = grantNode(t, e, acquires[0], 1); path.Base(l.node) != conn.self {
 		t.Fatalf("node %s, want %s", l.node, conn.self)
 	}
 	if err := resolved(t, f).Release(context.Background()); err != nil {
@@ -59,9 +72,20 @@ func TestCohortLingerWakesOnTheEventBeforeTheClose(t *testing.T) {
 	if _, releases := commands(e); len(releases) != 0 {
 		t.Fatalf("%d releases at the last local release, want the node lingering", len(releases))
 	}
+	wait.Until(t, "the listing answered", func() bool { return e.CohortListed("/p") })
+	return e, conn, l, wg
+}
+
+// A lingering node goes back once the cohort's watch fires, even when
+// the wake runs between go-zookeeper's send of the event and its close of
+// the channel (notifyWatches sends, then closes): the goroutine that took
+// the event steps the wake, and a poll of the channel there finds it
+// empty and open. The node must go back all the same, or another client
+// waits for it until the linger's end (an hour here).
+func TestCohortLingerWakesOnTheEventBeforeTheClose(t *testing.T) {
+	e, conn, _, wg := lingeringOnAWatch(t)
 	// The listing answered (the goroutine then waits on the channel), then
 	// another client's node: go-zookeeper's send, its close not yet done.
-	wait.Until(t, "the listing answered", func() bool { return e.CohortListed("/p") })
 	conn.ch <- zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"}
 	wg.Wait() // the watch's goroutine took the event and stepped the wake
 	_, releases := commands(e)
@@ -71,5 +95,39 @@ func TestCohortLingerWakesOnTheEventBeforeTheClose(t *testing.T) {
 	}
 	if s := e.CohortStats(); s.Yielded != 1 {
 		t.Fatalf("cohort stats %+v, want one node yielded", s)
+	}
+}
+
+// A lingering node that another client's arrival sends back has its delete
+// sent by the goroutine that saw the watch fire, after its release is
+// queued for the loop, and not by the loop: here no loop runs at all, yet
+// the delete leaves. The client waiting on the node waits for the delete
+// and nothing else of the engine's (see core.Release's Sent); the release
+// reaches the loop before the delete's reply, which says it was sent.
+func TestCohortLingerSendsTheDeleteAtOnce(t *testing.T) {
+	e, conn, l, wg := lingeringOnAWatch(t)
+	conn.ch <- zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"}
+	close(conn.ch)
+	wg.Wait()
+
+	if len(conn.deleted) != 1 || conn.deleted[0] != l.node {
+		t.Fatalf("deleted %q with no loop running, want the lingering node %s", conn.deleted, l.node)
+	}
+	var got []string
+	for _, ev := range e.inbox.Drain(nil) {
+		switch ev := ev.(type) {
+		case input.Command:
+			if r, ok := ev.Payload.(*releaseCmd); ok {
+				got = append(got, fmt.Sprintf("release sent=%v node=%s", r.req.Sent, r.req.Node))
+			}
+		case input.OpDone:
+			got = append(got, fmt.Sprintf("%v %s", ev.Op, ev.Path))
+		case input.RequestDone:
+			got = append(got, fmt.Sprintf("request done write=%v ops=%d", ev.Write, ev.Ops))
+		}
+	}
+	want := []string{"release sent=true node=" + l.node, "delete " + l.node, "request done write=true ops=1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the loop's inbox holds\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

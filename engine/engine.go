@@ -167,10 +167,11 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.conn = conn
 	e.rt = runtime{
-		newID:     nodename.NewID,
-		goroutine: func(f func()) { e.wg.Add(1); go func() { defer e.wg.Done(); f() }() },
-		afterFunc: realAfterFunc,
-		afterDone: context.AfterFunc,
+		newID:      nodename.NewID,
+		goroutine:  func(f func()) { e.wg.Add(1); go func() { defer e.wg.Done(); f() }() },
+		afterFunc:  realAfterFunc,
+		afterDone:  context.AfterFunc,
+		afterEvent: awaitEvent,
 		closeConn: func() {
 			conn.Close()
 			// The client's goroutines have exited once its event channel closes.
@@ -220,7 +221,7 @@ func newEngine(cfg Config) *Engine {
 	})
 	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,
 		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})
-	e.rt.newID = nodename.NewID
+	e.rt.newID, e.rt.afterEvent = nodename.NewID, awaitEvent
 	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
 		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
 	e.cohorts.last, e.cohorts.m = passedIDs, cohort.New(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
@@ -349,11 +350,25 @@ func (e *Engine) released(r *releaseCmd, err error) {
 }
 
 // post hands a command to the loop; false once the engine is closed.
+//
+// A release whose delete goes at once (core.Release.Sent: a cohort's
+// lingering node that another client waits for) has it sent from here,
+// so that the waiting client waits for the delete and not also for the
+// loop's wake-up, its turn and the executor's hop. The release is queued
+// first, which keeps the core's view whole (see core.Release), but
+// unsignalled: the delete's reply wakes the loop, if nothing did before.
+// Both under mu, which counts the delete's goroutine before Close waits.
 func (e *Engine) post(cmd any) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return false
+	}
+	if r, ok := cmd.(*releaseCmd); ok && r.req.Sent {
+		e.inbox.PutUnsignalled(input.Command{Payload: cmd})
+		e.count.atOnce.Add(1)
+		e.start(core.Op{Kind: input.OpDelete, ID: r.lease.id, Path: r.lease.node, Write: true})
+		return true
 	}
 	e.inbox.Put(input.Command{Payload: cmd})
 	return true

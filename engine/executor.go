@@ -64,6 +64,7 @@ type counters struct {
 	batched      atomic.Uint64 // creates and deletes sent inside them
 	ownerChecks  atomic.Uint64 // exists requests of recovery reads
 	predicted    atomic.Uint64 // listings answered from a create's own number
+	atOnce       atomic.Uint64 // deletes sent at once, not by the loop (see Engine.post)
 }
 
 func (c *counters) snapshot() Stats {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
@@ -27,7 +29,9 @@ type SimWorld struct {
 	Goroutine func(f func())
 	AfterFunc func(d time.Duration, f func()) SimTimer
 	AfterDone func(ctx context.Context, f func()) (stop func() bool)
-	CloseConn func()
+	// AfterEvent runs f once a watch's channel delivers its event or closes.
+	AfterEvent func(ch <-chan zk.Event, f func())
+	CloseConn  func()
 	// Clock is the watchdog's monotonic clock.
 	Clock func() time.Duration
 }
@@ -41,7 +45,7 @@ func NewSimEngine(cfg Config, w SimWorld) (*Engine, error) {
 	}
 	e := newEngine(cfg)
 	e.conn = w.Conn
-	e.rt = runtime{newID: w.NewID, goroutine: w.Goroutine,
+	e.rt = runtime{newID: w.NewID, goroutine: w.Goroutine, afterEvent: w.AfterEvent,
 		afterFunc: w.AfterFunc, afterDone: w.AfterDone, closeConn: w.CloseConn}
 	e.trust.clock, e.trust.afterFunc = w.Clock, w.AfterFunc
 	return e, nil
@@ -101,3 +105,7 @@ const (
 // known to be the leader (or standalone), whose every answer moves the
 // trust deadline.
 func (e *Engine) OnLeader() bool { return e.servers.OnLeader() }
+
+// DeletesAtOnce counts the deletes sent at once rather than by the loop:
+// lingering cohort nodes that another client waits for (see post).
+func (e *Engine) DeletesAtOnce() uint64 { return e.count.atOnce.Load() }

@@ -32,6 +32,15 @@ func (in *inbox) Put(e input.Event) {
 	}
 }
 
+// PutUnsignalled appends e without signalling the loop, which takes it
+// with the next Put's events: for an event whose sender has more to do
+// at once than the loop's wake-up costs it (see Engine.post).
+func (in *inbox) PutUnsignalled(e input.Event) {
+	in.mu.Lock()
+	in.events = append(in.events, e)
+	in.mu.Unlock()
+}
+
 // Ready is signalled after Put; the signal may cover several events.
 func (in *inbox) Ready() <-chan struct{} { return in.ready }
 

@@ -57,9 +57,20 @@ type runtime struct {
 	afterFunc func(d time.Duration, f func()) timer
 	// afterDone runs f once ctx is done, unless stop is called first.
 	afterDone func(ctx context.Context, f func()) (stop func() bool)
+	// afterEvent runs f once a watch's channel delivers its event or
+	// closes; it is called on a goroutine that may wait for it
+	// (awaitEvent, in production).
+	afterEvent func(ch <-chan zk.Event, f func())
 	// closeConn closes the session and returns once the client's own
 	// goroutines have exited.
 	closeConn func()
+}
+
+// awaitEvent waits on the calling goroutine for ch's event, or its close,
+// then runs f.
+func awaitEvent(ch <-chan zk.Event, f func()) {
+	<-ch
+	f()
 }
 
 // realAfterFunc is time.AfterFunc as a timer.

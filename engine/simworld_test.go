@@ -122,12 +122,16 @@ type client struct {
 	// an expiry or the close sends EventNotWatching. A cohort polls its
 	// channel to learn that another client queued.
 	childWatches map[string][]chan zk.Event
-	unsent       []*call         // sent by the client, not yet at the server
-	waiting      map[int64]*call // at the server, reply not yet taken
-	pings        []time.Duration // send times of pings at the server
-	nextXid      int64
-	coros        map[*coro]struct{} // live coroutines
-	parked       []*coro            // coroutines waiting to be scheduled (see park)
+	// afterEvents are what to run once a channel of childWatches fires
+	// (engine.SimWorld.AfterEvent: a lingering cohort's wake), each as a
+	// coroutine of its own, as the goroutine that waits on it would.
+	afterEvents map[<-chan zk.Event]func()
+	unsent      []*call         // sent by the client, not yet at the server
+	waiting     map[int64]*call // at the server, reply not yet taken
+	pings       []time.Duration // send times of pings at the server
+	nextXid     int64
+	coros       map[*coro]struct{} // live coroutines
+	parked      []*coro            // coroutines waiting to be scheduled (see park)
 
 	stalledUntil     time.Duration // the loop processes nothing before this
 	partitionedUntil time.Duration // no server answers a connect before this
@@ -265,13 +269,33 @@ func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.E
 	return rep.Children, stat(rep.Stat), ch, nil
 }
 
-// fireChildWatches delivers ev to the channels watching path's children.
+// fireChildWatches delivers ev to the channels watching path's children,
+// and runs what waits on each.
 func (c *client) fireChildWatches(path string, ev zk.Event) {
 	for _, ch := range c.childWatches[path] {
 		ch <- ev
 		close(ch)
+		if f := c.afterEvents[ch]; f != nil {
+			delete(c.afterEvents, ch)
+			c.goroutine(f)
+		}
 	}
 	delete(c.childWatches, path)
+}
+
+// afterEvent runs f once ch, a channel ChildrenW handed out, fires: at
+// once if it has.
+func (c *client) afterEvent(ch <-chan zk.Event, f func()) {
+	select {
+	case <-ch:
+		c.goroutine(f)
+		return
+	default:
+	}
+	if c.afterEvents == nil {
+		c.afterEvents = map[<-chan zk.Event]func(){}
+	}
+	c.afterEvents[ch] = f
 }
 
 // dropChildWatches ends every channel watch: the session is gone.

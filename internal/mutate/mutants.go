@@ -103,12 +103,24 @@ var mutants = []mutant{
 	},
 	{
 		name:  "linger-ignores-others",
-		class: "a lingering node kept while another client is seen waiting (linger is not simulated: the scripts and the real-server tests judge it)",
+		class: "a lingering node kept while another client is seen waiting (the scripts and the real-server tests judge it; to the simulator it is a wait to the linger's end)",
 		changes: []change{
 			{"machine.go", "\tif c.lingering && c.foreign {\n", "\tif false && c.lingering && c.foreign {\n"},
 			{"machine.go", "\tcase c.foreign || !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n", "\tcase !in.Trusted || in.CarrierLost || c.sealed || in.Now >= c.lingerUntil:\n"},
 		},
 		checks: []check{test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "CohortLinger")},
+	},
+	{
+		name:    "linger-delete-before-decision",
+		class:   "a lingering node deleted the moment the watch fires, before the machine decides: a waiter of this engine may have been passed it",
+		changes: []change{{"cohort.go", "e.rt.afterEvent(ch, func() { cs.stepNode(", "e.rt.afterEvent(ch, func() { e.conn.Delete(l.node, -1); cs.stepNode("}},
+		checks:  []check{sim, test("./engine", "CohortLinger")},
+	},
+	{
+		name:    "sent-delete-uncounted",
+		class:   "a delete the runtime sent at once not counted in flight: the in-flight bound and group commit's write slots drift",
+		changes: []change{{"contenders.go", "\t\t\tc.commit.sentAlready()\n", ""}},
+		checks:  []check{test("./engine/internal/core", "TestSentRelease|TestCoreInteractions")},
 	},
 	{
 		name:    "token-without-pass",

@@ -242,6 +242,9 @@ func (s *script) format(e Effect) string {
 		if e.Waiter != 0 {
 			return fmt.Sprintf("give-back a%d, then w%d's release", e.Attempt, e.Waiter)
 		}
+		if e.Yield {
+			return fmt.Sprintf("give-back a%d at once", e.Attempt)
+		}
 		return fmt.Sprintf("give-back a%d", e.Attempt)
 	case AskWatch:
 		return fmt.Sprintf("ask-watch a%d", e.Attempt)

@@ -230,7 +230,11 @@ const (
 	// LoseHolder: Waiter's lease is lost with its node, Attempt's, for Err.
 	LoseHolder
 	// GiveBack: release Attempt's node; Waiter, when not 0, is the holder
-	// whose release ends with the node's deletion.
+	// whose release ends with the node's deletion. Yield: another client
+	// waits for the node, and nothing of this engine's goes with its
+	// deletion (no holder's release, no node of the cohort's next waiter),
+	// so the deletion may leave at once, ahead of the engine's other
+	// requests.
 	GiveBack
 	// AskWatch: list the path of Attempt's node with a watch, once.
 	AskWatch
@@ -253,6 +257,7 @@ type Effect struct {
 	Waiter, Cohort, Attempt uint64
 	Group                   uint64
 	Pass                    int
+	Yield                   bool
 	After                   time.Duration
 	Err                     error
 	Req, Data               any
@@ -693,15 +698,16 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 // client) finds the next node already queued, behind its own, and gives
 // the lock back after one holder.
 func (m *Machine) giveBack(c *cohort, holder uint64) {
-	carrier := c.carrier
+	carrier, yield := c.carrier, c.foreign && holder == 0
 	m.dropCarrier(c)
 	m.failTries(c)
 	if c.waiting > 0 {
+		yield = false
 		m.attempt(c)
 	} else {
 		m.forgetIfIdle(c)
 	}
-	m.emit(Effect{Kind: GiveBack, Attempt: carrier, Waiter: holder})
+	m.emit(Effect{Kind: GiveBack, Attempt: carrier, Waiter: holder, Yield: yield})
 }
 
 // watched takes the listing AskWatch asked for: any lock node but the

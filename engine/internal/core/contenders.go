@@ -1,6 +1,7 @@
 package core
 
 import (
+	"path"
 	"slices"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
@@ -35,8 +36,16 @@ type Acquire struct {
 	Cancel uint64
 }
 
-// Release releases the lease of contender ID.
-type Release struct{ ID uint64 }
+// Release releases the lease of contender ID. Sent: the runtime sent
+// the delete of Node, the lease's node, once it had posted this (a
+// cohort's lingering node that another client waits for; see the
+// runtime's release): it is counted in flight here, whatever becomes of
+// the release, and not sent again.
+type Release struct {
+	ID   uint64
+	Sent bool
+	Node string
+}
 
 // Close closes the engine.
 type Close struct{}
@@ -48,6 +57,13 @@ func (c *Core) handleCommand(cmd any) {
 	case *Cancel:
 		c.cancel(cmd)
 	case *Release:
+		if cmd.Sent {
+			// Posted before the delete left, the release reaches the loop
+			// before any reply that could show the deletion: to the core,
+			// the delete leaves now, as if sent at this step.
+			c.commit.sentAlready()
+			c.sendingChange(path.Dir(cmd.Node))
+		}
 		en := c.contenders[cmd.ID]
 		if en == nil || !en.leased() || en.c.Phase() != contender.Held {
 			n := Notice{Kind: NoteReleaseRefused, ID: cmd.ID}
@@ -58,7 +74,11 @@ func (c *Core) handleCommand(cmd any) {
 			return
 		}
 		en.releasing = true
+		if cmd.Sent {
+			c.sentDelete = cmd.Node
+		}
 		c.stepContender(en, contender.Input{Kind: contender.Release})
+		c.sentDelete = ""
 	case *Close:
 		c.closing = true
 		c.closeTimer = c.after(c.cfg.CloseTimeout)
@@ -134,6 +154,10 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 	case contender.Watch:
 		c.watch(en, ef)
 	case contender.Delete:
+		if c.sentDelete != "" && ef.Path == c.sentDelete {
+			c.sentDelete = ""
+			return // the runtime sent it (Release.Sent)
+		}
 		prune := c.prunes(en, ef.Path)
 		c.sendingChange(en.c.LockPath())
 		o := Op{Kind: input.OpDelete, ID: en.id, Path: ef.Path, Prune: prune}

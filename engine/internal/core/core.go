@@ -50,6 +50,9 @@ type Core struct {
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
+	// sentDelete is the node whose delete the runtime sent, while the
+	// release that says so steps (Release.Sent): it is not sent again.
+	sentDelete string
 	cancels    cancelgroup.Set[uint64]
 	listings   map[string]*listing // lock path → shared listing
 	revokers   map[string]uint64   // held node path → its revocable contender

@@ -40,7 +40,8 @@ import (
 //	deleted NAME [zxid=Z] [outcome=O] [pruned]
 //	                           pruned: the lock path was deleted too
 //	revoke-read NAME [data=D] [outcome=O]
-//	release NAME | cancel ctx=G | close | timer ID
+//	release NAME [sent] | cancel ctx=G | close | timer ID
+//	                           sent: the runtime sent the node's delete (Release.Sent)
 //	contenders                 (no event) the live contenders: name, phase, node
 //
 // A reply to the last op of a request sent is followed, in the same turn,
@@ -189,7 +190,13 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		if !s.leased[name] {
 			t.Fatalf("%s: %s holds no lease", d.Pos, name)
 		}
-		ev = input.Command{Payload: &Release{ID: s.en[name]}}
+		r := &Release{ID: s.en[name]}
+		if d.HasArg("sent") {
+			// As the runtime sent it: its reply ends a write request.
+			r.Sent, r.Node = true, s.entry(t, name).node
+			s.sent = append(s.sent, sentRequest{ops: []Op{{Kind: input.OpDelete, ID: r.ID, Path: r.Node}}, write: true, writes: 1})
+		}
+		ev = input.Command{Payload: r}
 	case "cancel":
 		var g string
 		d.ScanArgs(t, "ctx", &g)
