@@ -123,6 +123,12 @@ var mutants = []mutant{
 		checks:  []check{test("./engine/internal/core", "TestSentRelease|TestCoreInteractions")},
 	},
 	{
+		name:    "lender-by-number",
+		class:   "a borrowed number granted beside any exclusive node of that number, not its own lender: another incarnation's node 0 admits a downgrade's reader",
+		changes: []change{{"machine.go", "\tif _, named := queue.Parse(c.borrowed); named {\n", "\tif _, named := queue.Parse(c.borrowed); named && false {\n"}},
+		checks:  []check{test("./engine/internal/contender", "TestFixedSequenceNeverRecreated")},
+	},
+	{
 		name:    "token-without-pass",
 		class:   "a token without the pass number: leases passed within a cohort share their carrier's token",
 		changes: []change{{"lease.go", "token: l.token | int64(pass)}", "token: l.token}"}},

@@ -36,7 +36,12 @@ type Config struct {
 	// Seq, when not empty, is a borrowed sequence number: the node is made
 	// without the sequential flag, with this ten-digit number (a
 	// downgrade's read node takes its writer's place in the queue so).
-	Seq          string
+	Seq string
+	// Lender, with Seq, is the name of the engine's own held node whose
+	// number Seq is (a downgrade's writer): a node of Seq is granted only
+	// beside that very node. "" when the engine holds none, and then beside
+	// any exclusive node of that number.
+	Lender       string
 	TryOnly      bool // give up rather than wait
 	FailOnExpiry bool // fail, rather than queue again, when the session expires
 	// Connected and Untrusted are the session as the core last heard of
@@ -58,7 +63,11 @@ type Machine struct {
 	decide   Decider       // the recipe: who holds, whom a waiter watches
 	tryOnly  bool          // TryAcquire: give up rather than wait
 	failExp  bool          // fail, rather than re-enqueue, when the session expires
-	fixedSeq string        // a non-sequential node with this number (downgrade), or ""
+	// borrowed, for a non-sequential node (a downgrade's), is the name of
+	// the node whose number it takes (Config.Lender), or that number
+	// alone (Config.Seq); "" for a sequential node. One field, not two: a
+	// waiter's record is kept small.
+	borrowed string
 
 	phase Phase
 	id    string // protected id of the node we create or created
@@ -85,12 +94,15 @@ type Machine struct {
 // New returns a machine for one acquisition, in phase Unstarted: Start
 // sets it going.
 func New(cfg Config) Machine {
+	if cfg.Lender != "" {
+		cfg.Seq = cfg.Lender
+	}
 	return Machine{
 		lockPath:  cfg.LockPath,
 		prefix:    cfg.Prefix,
 		decide:    cfg.Decide,
 		newID:     cfg.NewID,
-		fixedSeq:  cfg.Seq,
+		borrowed:  cfg.Seq,
 		tryOnly:   cfg.TryOnly,
 		failExp:   cfg.FailOnExpiry,
 		connected: cfg.Connected,
@@ -119,7 +131,15 @@ func (c *Machine) NodePath() string { return c.full }
 // protected id of its current attempt and the prefix, and the borrowed
 // number if any (the server appends one otherwise).
 func (c *Machine) CreatePath() string {
-	return c.lockPath + "/_c_" + c.id + "-" + c.prefix + c.fixedSeq
+	return c.lockPath + "/_c_" + c.id + "-" + c.prefix + c.borrowedSeq()
+}
+
+// borrowedSeq is the borrowed number, "" for a sequential node.
+func (c *Machine) borrowedSeq() string {
+	if n, ok := queue.Parse(c.borrowed); ok {
+		return fmt.Sprintf("%010d", n.Seq) // as the server wrote it in the lender's name
+	}
+	return c.borrowed
 }
 
 // Granted reports whether the machine holds, or held, the lock.
@@ -135,7 +155,7 @@ func (c *Machine) TryOnly() bool { return c.tryOnly }
 
 // Borrowed reports whether the machine's node has a borrowed sequence
 // number (Config.Seq).
-func (c *Machine) Borrowed() bool { return c.fixedSeq != "" }
+func (c *Machine) Borrowed() bool { return c.borrowed != "" }
 
 // ShareWatch hands the machine path, a string equal to the path of the
 // node it watches, to keep instead of its own copy: the core shares the
@@ -174,8 +194,14 @@ const (
 // other than ours with the same number, is listed beside it. Always true
 // for a node of our own number. Downgrades are rare, so a scan is cheap.
 func (c *Machine) lenderListed(l *queue.Listing) bool {
-	if c.fixedSeq == "" {
+	if c.borrowed == "" {
 		return true
+	}
+	if _, named := queue.Parse(c.borrowed); named {
+		// The very node we borrowed from: another node of that number is
+		// another incarnation's of the path (ours went, the path was
+		// reaped and made again), and ours would take its place.
+		return l.Has(c.borrowed)
 	}
 	self, ok := queue.Parse(c.node)
 	if !ok {
@@ -194,7 +220,7 @@ func (c *Machine) lenderListed(l *queue.Listing) bool {
 // ErrSessionExpired. One asked to fail (Config.FailOnExpiry: the engine's
 // setting, or the request's) does not, and neither does a node with a
 // borrowed sequence number, which in a new session would jump the queue.
-func (c *Machine) requeuesOnExpiry() bool { return !c.failExp && c.fixedSeq == "" }
+func (c *Machine) requeuesOnExpiry() bool { return !c.failExp && c.borrowed == "" }
 
 // setNode records our node. Its full path is kept once, and the name and
 // protected id are slices of it, so that a waiter keeps one string.
@@ -405,7 +431,7 @@ func (c *Machine) onCreated(in Input) []Effect {
 		if c.cancelled {
 			return c.finish()
 		}
-		if c.fixedSeq != "" {
+		if c.borrowed != "" {
 			// The lock path is gone, and with it the node whose place in
 			// the queue ours was to take.
 			return c.fail(errBorrowedPlaceGone)
@@ -486,7 +512,7 @@ func (c *Machine) onListed(in Input) []Effect {
 			c.setNode(in.Name)
 		case c.cancelled:
 			return c.finish() // the create never happened: nothing to clean
-		case c.fixedSeq != "":
+		case c.borrowed != "":
 			// A node with a borrowed number is made only while the node
 			// it borrows from is there, and that may be gone by now: the
 			// watchdog may have lost that lease, and the engine deleted
@@ -528,7 +554,7 @@ func (c *Machine) onListed(in Input) []Effect {
 			c.wouldBlock = true
 			return c.finish()
 		}
-		if c.fixedSeq != "" {
+		if c.borrowed != "" {
 			// A node with a borrowed number keeps its place only while it
 			// exists: it is never made again.
 			c.clearNode()

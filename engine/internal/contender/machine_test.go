@@ -776,6 +776,27 @@ func TestFixedSequenceNeverRecreated(t *testing.T) {
 		s.step(created(self), list)
 		s.step(listed(100, self, "_c_00000000-0000-4000-8000-0000000000ff-__WRIT__0000000005"), grant(100))
 	})
+	// Named by the engine (Config.Lender: its own held writer), the lender
+	// must be that very node: another of its number is another incarnation
+	// of the path's (ours went with its lease, the path was reaped and made
+	// again, and a create of ours sent before that was sent again after),
+	// and that node holds. Found by the simulator, seed 34038738: a
+	// downgrade's read node granted beside another client's mutex node 0.
+	t.Run("lender named, another of its number listed", func(t *testing.T) {
+		lender := "_c_00000000-0000-4000-8000-0000000000ff-__WRIT__0000000005"
+		s := newScript(t, func(c *Config) { c.Seq, c.Lender = "0000000005", lender })
+		self := "_c_00000000-0000-4000-8000-000000000001-lock-0000000005"
+		s.step(Input{Kind: Start}, Effect{Kind: Create, Path: "/locks/a/" + self})
+		s.step(created(self), list)
+		effs := s.c.Step(listed(100, other(5), self))
+		if len(effs) != 2 || effs[0].Kind != Fail || !errors.Is(effs[0].Err, ErrLost) || effs[1] != del(self) {
+			t.Fatalf("effects %v, want a failure with ErrLost and the node's delete", effs)
+		}
+		s = newScript(t, func(c *Config) { c.Seq, c.Lender = "0000000005", lender })
+		s.step(Input{Kind: Start}, Effect{Kind: Create, Path: "/locks/a/" + self})
+		s.step(created(self), list)
+		s.step(listed(100, self, lender), grant(100))
+	})
 	// A create whose reply was lost and that the recovery read finds was
 	// never made is not sent again: the node whose number it borrows may
 	// be gone by now (the watchdog lost that lease, and the engine deleted

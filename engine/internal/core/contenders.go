@@ -3,6 +3,7 @@ package core
 import (
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
@@ -100,6 +101,7 @@ func (c *Core) acquire(cmd *Acquire) {
 			Decide:       cmd.Decide,
 			NewID:        c.cfg.NewID,
 			Seq:          cmd.Seq,
+			Lender:       c.lender(cmd.Path, cmd.Seq),
 			TryOnly:      cmd.TryOnly,
 			FailOnExpiry: c.cfg.FailOnExpiry || cmd.FailOnExpiry,
 			Connected:    c.connected,
@@ -112,6 +114,25 @@ func (c *Core) acquire(cmd *Acquire) {
 	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.Path, NodeKind: cmd.Kind})
 	c.attach(en, cmd.Cancel)
 	c.stepContender(en, contender.Input{Kind: contender.Start})
+}
+
+// lender is the name of this engine's held exclusive node on path numbered
+// seq (a downgrade's writer), whose place a node of that borrowed number
+// takes; "" if there is none, or no seq. A downgrade is rare: a scan of
+// the engine's nodes costs it nothing worth a map of its own.
+func (c *Core) lender(path, seq string) string {
+	if seq == "" {
+		return ""
+	}
+	for node, id := range c.nodes {
+		n, ok := queue.Parse(node[strings.LastIndexByte(node, '/')+1:])
+		en := c.contenders[id]
+		if ok && n.Kind != queue.KindRead && nodename.FormatSeq(n.Seq) == seq && node[:strings.LastIndexByte(node, '/')] == path &&
+			en != nil && en.leased() && en.c.Phase() == contender.Held {
+			return n.Name
+		}
+	}
+	return ""
 }
 
 // stepContender feeds one input to a contender and carries out its effects.
