@@ -274,11 +274,21 @@ func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.E
 func (c *client) fireChildWatches(path string, ev zk.Event) {
 	for _, ch := range c.childWatches[path] {
 		ch <- ev
-		close(ch)
 		if f := c.afterEvents[ch]; f != nil {
 			delete(c.afterEvents, ch)
-			c.goroutine(f)
+			// The goroutine waiting on ch takes the event and runs before
+			// the close (go-zookeeper sends, then closes); and a lingering
+			// node must have gone back by the end of its wake.
+			<-ch
+			after := c.eng.LingerWatch(ch)
+			c.goroutine(func() {
+				f()
+				if node := after(); node != "" {
+					c.w.fail("linger: %s keeps %s, held by no one, after its watch fired", c.name, node)
+				}
+			})
 		}
+		close(ch)
 	}
 	delete(c.childWatches, path)
 }

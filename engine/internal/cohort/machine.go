@@ -770,6 +770,11 @@ func (m *Machine) wake(in *Input) {
 	if in.Timer {
 		c.armed = false
 	}
+	// Every wake carries a verdict read just before it, so it answers a
+	// Vouch asked: one whose waiter left meanwhile (its context ended)
+	// finds nobody here, and the next join must ask again, or it would
+	// wait for the linger's end.
+	c.vouching = false
 	c.foreign = c.foreign || in.Fired
 	switch {
 	case !c.lingering:
