@@ -793,14 +793,18 @@ func (m *Machine) wake(in *Input) {
 }
 
 // afterLoss decides what becomes of the waiters once the node is lost:
-// they fail with the loss when the engine closes, or when the session
-// expired and expiries fail waiters; else the next one queues a node.
+// they fail with the loss when the engine closes (a try too: it would not
+// block, the engine is gone), or when the session expired and expiries
+// fail waiters; else a try fails (it waits for no node) and the next
+// waiter queues a node.
 func (m *Machine) afterLoss(c *cohort, in *Input) {
-	m.failTries(c)
+	closed := m.cfg.Closed != nil && errors.Is(in.Err, m.cfg.Closed)
+	if !closed {
+		m.failTries(c)
+	}
 	switch {
 	case c.waiting == 0:
-	case m.cfg.Closed != nil && errors.Is(in.Err, m.cfg.Closed),
-		m.cfg.Expired != nil && errors.Is(in.Err, m.cfg.Expired) && (c.key.FailOnExpiry || m.cfg.FailOnExpiry):
+	case closed, m.cfg.Expired != nil && errors.Is(in.Err, m.cfg.Expired) && (c.key.FailOnExpiry || m.cfg.FailOnExpiry):
 		m.failAll(c, in.Err)
 	default:
 		m.attempt(c)
