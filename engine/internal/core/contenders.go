@@ -116,19 +116,22 @@ func (c *Core) acquire(cmd *Acquire) {
 	c.stepContender(en, contender.Input{Kind: contender.Start})
 }
 
-// lender is the name of this engine's held exclusive node on path numbered
-// seq (a downgrade's writer), whose place a node of that borrowed number
+// lender is the name of this engine's held exclusive node on lockPath
+// numbered seq (a downgrade's writer), whose place a node of that borrowed number
 // takes; "" if there is none, or no seq. A downgrade is rare: a scan of
 // the engine's nodes costs it nothing worth a map of its own.
-func (c *Core) lender(path, seq string) string {
+func (c *Core) lender(lockPath, seq string) string {
 	if seq == "" {
 		return ""
 	}
 	for node, id := range c.nodes {
-		n, ok := queue.Parse(node[strings.LastIndexByte(node, '/')+1:])
+		i := strings.LastIndexByte(node, '/')
+		if node[:i] != lockPath {
+			continue
+		}
+		n, ok := queue.Parse(node[i+1:])
 		en := c.contenders[id]
-		if ok && n.Kind != queue.KindRead && nodename.FormatSeq(n.Seq) == seq && node[:strings.LastIndexByte(node, '/')] == path &&
-			en != nil && en.leased() && en.c.Phase() == contender.Held {
+		if ok && n.Kind != queue.KindRead && nodename.FormatSeq(n.Seq) == seq && en != nil && en.leased() && en.c.Phase() == contender.Held {
 			return n.Name
 		}
 	}
