@@ -190,9 +190,10 @@ const (
 )
 
 // lenderListed reports whether a node with a borrowed number may be
-// granted on listing l: the node whose number it took, an exclusive node
-// other than ours with the same number, is listed beside it. Always true
-// for a node of our own number. Downgrades are rare, so a scan is cheap.
+// granted on listing l: the node whose number it took is listed beside it,
+// that very node when the engine named it (Config.Lender), else any
+// exclusive node other than ours with the same number. Always true for a
+// node of our own number. Downgrades are rare, so a scan is cheap.
 func (c *Machine) lenderListed(l *queue.Listing) bool {
 	if c.borrowed == "" {
 		return true
