@@ -220,7 +220,7 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 		case cohort.NotHolder: // its node was lost, and it with it
 			released = future.Resolved(struct{}{}, cmp.Or(holder.Err(), ErrNotHeld))
 		case cohort.GiveBack: // Waiter, if any, is whose release ends with the deletion
-			back := &releaseCmd{lease: d.node.lease, req: core.Release{Sent: d.Yield, Node: d.node.lease.node}}
+			back := &releaseCmd{lease: d.node.lease, req: core.Release{Sent: d.Yield}}
 			if d.Waiter != 0 {
 				back.passed, back.fut = holder, future.Make[struct{}]()
 			}

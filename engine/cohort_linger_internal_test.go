@@ -118,7 +118,7 @@ func TestCohortLingerSendsTheDeleteAtOnce(t *testing.T) {
 		switch ev := ev.(type) {
 		case input.Command:
 			if r, ok := ev.Payload.(*releaseCmd); ok {
-				got = append(got, fmt.Sprintf("release sent=%v node=%s", r.req.Sent, r.req.Node))
+				got = append(got, fmt.Sprintf("release sent=%v node=%s", r.req.Sent, r.lease.node))
 			}
 		case input.OpDone:
 			got = append(got, fmt.Sprintf("%v %s", ev.Op, ev.Path))

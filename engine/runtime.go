@@ -151,7 +151,7 @@ func (e *Engine) step(ev input.Event) {
 			e.core.Step(input.Command{Payload: &cmd.req})
 			return
 		case *releaseCmd:
-			cmd.req.ID = cmd.lease.id
+			cmd.req.ID, cmd.req.Node = cmd.lease.id, cmd.lease.node
 			e.releasing[cmd.req.ID] = cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
 			return

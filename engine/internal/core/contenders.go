@@ -37,8 +37,8 @@ type Acquire struct {
 	Cancel uint64
 }
 
-// Release releases the lease of contender ID. Sent: the runtime sent
-// the delete of Node, the lease's node, once it had posted this (a
+// Release releases the lease of contender ID, whose node is Node. Sent:
+// the runtime sent the delete of Node once it had posted this (a
 // cohort's lingering node that another client waits for; see the
 // runtime's release): it is counted in flight here, whatever becomes of
 // the release, and not sent again.
