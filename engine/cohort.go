@@ -231,12 +231,13 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			d.node.cancel() // the loop removes its node
 		case cohort.AskWatch: // a lingering node goes back once another client shows
 			n, l := d.node, d.node.lease
-			e.watchChildren(l.path, func(children []string, ch <-chan zk.Event, err error) {
+			e.watchChildren(l.path, n.attempt, func(children []string, ch <-chan zk.Event, err error) func() {
 				in := cohort.Input{Kind: cohort.Watched, Attempt: n.attempt, Self: path.Base(l.node), Children: children, Failed: err != nil}
 				cs.stepNode(e, &in, n, nil, ch)
-				if ch != nil && e.cfg.Cohort.Linger > 0 { // fired, or ended with the session: a poll may find ch open and empty
-					e.rt.afterEvent(ch, func() { cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt, Fired: true}, n, nil, nil) })
+				if e.cfg.Cohort.Linger == 0 {
+					return nil
 				}
+				return func() { cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt, Fired: true}, n, nil, nil) }
 			})
 		case cohort.Linger: // its wake, after a timer
 			in, n := &cohort.Input{Kind: cohort.Wake, Attempt: d.Attempt, Timer: true}, d.node

@@ -76,25 +76,79 @@ func lingeringOnAWatch(t *testing.T) (e *Engine, conn *watchConn, l *Lease, wg *
 	return e, conn, l, wg
 }
 
-// A lingering node goes back once the cohort's watch fires, even when
-// the wake runs between go-zookeeper's send of the event and its close of
-// the channel (notifyWatches sends, then closes): the goroutine that took
-// the event steps the wake, and a poll of the channel there finds it
-// empty and open. The node must go back all the same, or another client
-// waits for it until the linger's end (an hour here).
-func TestCohortLingerWakesOnTheEventBeforeTheClose(t *testing.T) {
-	e, conn, _, wg := lingeringOnAWatch(t)
-	// The listing answered (the goroutine then waits on the channel), then
-	// another client's node: go-zookeeper's send, its close not yet done.
-	conn.ch <- zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"}
-	wg.Wait() // the watch's goroutine took the event and stepped the wake
-	_, releases := commands(e)
-	close(conn.ch)
-	if len(releases) != 1 {
+// notify hands e a notification as go-zookeeper does: the event callback
+// first, on the receive goroutine, then the send to ch and its close.
+func notify(e *Engine, ch chan zk.Event, ev zk.Event) {
+	e.onZKEvent(ev)
+	ch <- ev
+	close(ch)
+}
+
+// A lingering node goes back from the client's event callback, as the
+// notification is read: before the client hands it to the watch's
+// channel, and with no goroutine waiting on that channel. The node must go
+// back, or another client waits for it until the linger's end (an hour).
+func TestCohortLingerWakesFromTheEventCallback(t *testing.T) {
+	e, _, _, wg := lingeringOnAWatch(t)
+	e.onZKEvent(zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"})
+	wg.Wait()
+	if _, releases := commands(e); len(releases) != 1 {
 		t.Fatalf("%d releases after the watch fired, want the lingering node given back", len(releases))
 	}
 	if s := e.CohortStats(); s.Yielded != 1 {
 		t.Fatalf("cohort stats %+v, want one node yielded", s)
+	}
+}
+
+// gatedConn holds the cohort's listing until the test opens the gate.
+type gatedConn struct {
+	*watchConn
+	asked chan struct{} // closed once the listing is asked
+	gate  chan struct{}
+}
+
+func (c *gatedConn) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	close(c.asked)
+	<-c.gate
+	return c.watchConn.ChildrenW(p)
+}
+
+// A notification for the lock path that the client reads while the
+// listing is in flight may be the one of its watch (the client adds the
+// channel as it reads the reply, before the caller has it, and hands the
+// notification to the callback before the channel): the wake, armed once
+// the listing is taken, runs at once. Here the listing shows no other
+// client and the channel is still empty when the listing is taken, so
+// nothing else would send the node back before the linger's end.
+func TestCohortLingerNotifiedWhileItsListingIsInFlight(t *testing.T) {
+	e := cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
+	conn := &gatedConn{watchConn: &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)},
+		asked: make(chan struct{}), gate: make(chan struct{})}
+	e.conn = conn
+	e.rt.afterFunc = func(time.Duration, func()) timer { return noTimer{} }
+	var wg sync.WaitGroup
+	e.rt.goroutine = func(f func()) { wg.Go(f) }
+
+	f := e.Acquire(context.Background(), Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways})
+	acquires, _ := commands(e)
+	if len(acquires) != 1 {
+		t.Fatalf("%d acquisitions, want 1", len(acquires))
+	}
+	grantNode(t, e, acquires[0], 1)
+	if err := resolved(t, f).Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The callback runs; the listing's goroutine takes the reply and polls
+	// the channel before the client sends to it.
+	<-conn.asked
+	ev := zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"}
+	e.onZKEvent(ev)
+	close(conn.gate)
+	wg.Wait()
+	conn.ch <- ev
+	close(conn.ch)
+	if _, releases := commands(e); len(releases) != 1 {
+		t.Fatalf("%d releases once the listing was taken, want the lingering node given back", len(releases))
 	}
 }
 
@@ -106,8 +160,7 @@ func TestCohortLingerWakesOnTheEventBeforeTheClose(t *testing.T) {
 // reaches the loop before the delete's reply, which says it was sent.
 func TestCohortLingerSendsTheDeleteAtOnce(t *testing.T) {
 	e, conn, l, wg := lingeringOnAWatch(t)
-	conn.ch <- zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"}
-	close(conn.ch)
+	notify(e, conn.ch, zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"})
 	wg.Wait()
 
 	if len(conn.deleted) != 1 || conn.deleted[0] != l.node {

@@ -59,17 +59,24 @@ func (e *Engine) dataW(ctx context.Context, path string) ([]byte, <-chan zk.Even
 // watchChildren lists path, a server path, with a watch, on the engine's
 // request seam (a goroutine the engine counts, in production), unless the
 // engine is closed, and hands the reply to then: one request, counted as a
-// children watch. A cohort asks it once per grant of a node (cohort.go).
-func (e *Engine) watchChildren(path string, then func(children []string, ch <-chan zk.Event, err error)) {
+// children watch. The wake then returns, if any, runs once the watch
+// fires (childWakes); id is whose it is. A cohort asks it once per grant
+// of a node (cohort.go).
+func (e *Engine) watchChildren(path string, id uint64, then func(children []string, ch <-chan zk.Event, err error) (wake func())) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return
 	}
 	e.count.n[input.OpWatchChildren].Add(1)
+	w := e.wakes.ask(path, id)
 	e.rt.goroutine(func() {
 		children, _, ch, err := e.conn.ChildrenW(path)
-		then(children, ch, err)
+		if wake := then(children, ch, err); wake != nil && ch != nil {
+			e.wakes.arm(w, wake)
+		} else {
+			e.wakes.drop(w)
+		}
 	})
 }
 

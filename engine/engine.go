@@ -88,6 +88,9 @@ type Engine struct {
 	// cohorts are the acquisitions that pass leases among themselves
 	// (cohort.go), stepped on their callers' goroutines.
 	cohorts cohorts
+	// wakes are the cohorts' lingering nodes waiting for another client
+	// to show, run from the client's event callback (childwakes.go).
+	wakes childWakes
 
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
@@ -167,11 +170,10 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.conn = conn
 	e.rt = runtime{
-		newID:      nodename.NewID,
-		goroutine:  func(f func()) { e.wg.Add(1); go func() { defer e.wg.Done(); f() }() },
-		afterFunc:  realAfterFunc,
-		afterDone:  context.AfterFunc,
-		afterEvent: awaitEvent,
+		newID:     nodename.NewID,
+		goroutine: func(f func()) { e.wg.Add(1); go func() { defer e.wg.Done(); f() }() },
+		afterFunc: realAfterFunc,
+		afterDone: context.AfterFunc,
 		closeConn: func() {
 			conn.Close()
 			// The client's goroutines have exited once its event channel closes.
@@ -221,7 +223,7 @@ func newEngine(cfg Config) *Engine {
 	})
 	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,
 		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})
-	e.rt.newID, e.rt.afterEvent = nodename.NewID, awaitEvent
+	e.rt.newID = nodename.NewID
 	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
 		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
 	e.cohorts.last, e.cohorts.m = passedIDs, cohort.New(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,

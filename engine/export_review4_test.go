@@ -1,31 +1,29 @@
 package engine
 
-import "github.com/go-zookeeper/zk"
-
-// LingerWatch is for the simulator's check of linger: for the cohort node
-// whose watch of its lock path is ch, it returns what to call once the
-// wake that ch's firing stepped is done, which names the node if it is
-// still there with no holder (lingering: it should have gone back, since
-// the watch fired) and is "" otherwise. A node whose watch a poll already
-// took (then the wake is stepped at once) is not found: "" always.
-func (e *Engine) LingerWatch(ch <-chan zk.Event) (after func() string) {
-	cs := &e.cohorts
-	var n *node
-	cs.mu.Lock()
-	for m := range cs.nodes.All() {
-		if m.watch == ch {
-			n = m
+// LingerWatch is for the simulator's check of linger: for the cohort
+// nodes whose wake is armed on path's children watch, it returns what to
+// call once a notification for path has run their wakes, which names one
+// that is still there with no holder (lingering: it should have gone
+// back, since its watch fired) and is "" otherwise. A node whose
+// listing's reply has not been taken yet is not looked at: its wake runs
+// once it is.
+func (e *Engine) LingerWatch(path string) (after func() string) {
+	var armed []uint64
+	e.wakes.mu.Lock()
+	for _, w := range e.wakes.byPath[path] {
+		if w.wake != nil {
+			armed = append(armed, w.id)
 		}
 	}
-	cs.mu.Unlock()
+	e.wakes.mu.Unlock()
 	return func() string {
-		if n == nil {
-			return ""
-		}
+		cs := &e.cohorts
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
-		if cs.nodes.Get(n.attempt) == n && n.holder == nil {
-			return n.lease.node
+		for _, a := range armed {
+			if n := cs.nodes.Get(a); n != nil && n.holder == nil {
+				return n.lease.node
+			}
 		}
 		return ""
 	}

@@ -29,9 +29,7 @@ type SimWorld struct {
 	Goroutine func(f func())
 	AfterFunc func(d time.Duration, f func()) SimTimer
 	AfterDone func(ctx context.Context, f func()) (stop func() bool)
-	// AfterEvent runs f once a watch's channel delivers its event or closes.
-	AfterEvent func(ch <-chan zk.Event, f func())
-	CloseConn  func()
+	CloseConn func()
 	// Clock is the watchdog's monotonic clock.
 	Clock func() time.Duration
 }
@@ -45,7 +43,7 @@ func NewSimEngine(cfg Config, w SimWorld) (*Engine, error) {
 	}
 	e := newEngine(cfg)
 	e.conn = w.Conn
-	e.rt = runtime{newID: w.NewID, goroutine: w.Goroutine, afterEvent: w.AfterEvent,
+	e.rt = runtime{newID: w.NewID, goroutine: w.Goroutine,
 		afterFunc: w.AfterFunc, afterDone: w.AfterDone, closeConn: w.CloseConn}
 	e.trust.clock, e.trust.afterFunc = w.Clock, w.AfterFunc
 	return e, nil
@@ -60,6 +58,10 @@ func (e *Engine) Turn() (events int, exited bool) {
 
 // Queued is the number of events waiting for the loop.
 func (e *Engine) Queued() int { return e.inbox.Len() }
+
+// Notify is the client's event callback: the simulated client calls it
+// with each notification it reads, before it fires the channels.
+func (e *Engine) Notify(ev zk.Event) { e.onZKEvent(ev) }
 
 // Post queues an event for the loop, as the client's callbacks do.
 func (e *Engine) Post(ev input.Event) { e.inbox.Put(ev) }

@@ -57,26 +57,19 @@ type runtime struct {
 	afterFunc func(d time.Duration, f func()) timer
 	// afterDone runs f once ctx is done, unless stop is called first.
 	afterDone func(ctx context.Context, f func()) (stop func() bool)
-	// afterEvent runs f once a watch's channel delivers its event or
-	// closes; it is called on a goroutine that may wait for it
-	// (awaitEvent, in production).
-	afterEvent func(ch <-chan zk.Event, f func())
 	// closeConn closes the session and returns once the client's own
 	// goroutines have exited.
 	closeConn func()
 }
 
-// awaitEvent waits on the calling goroutine for ch's event, or its close,
-// then runs f.
-func awaitEvent(ch <-chan zk.Event, f func()) {
-	<-ch
-	f()
-}
-
 // realAfterFunc is time.AfterFunc as a timer.
 func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
-// onZKEvent runs on the client's receive goroutine: it must never block.
+// onZKEvent runs on the client's receive goroutine, before the client
+// hands a notification to the channels it fires: it must never wait for
+// the client. What it runs (the loop's inbox, and the wakes of lingering
+// cohort nodes: childWakes) takes only locks that no one holds across a
+// request.
 func (e *Engine) onZKEvent(ev zk.Event) {
 	now := time.Now()
 	switch ev.Type {
@@ -100,6 +93,7 @@ func (e *Engine) onZKEvent(ev zk.Event) {
 	case zk.EventNotWatching:
 		e.inbox.Put(input.WatchFired{Type: input.NotWatching, Path: ev.Path})
 	}
+	e.wakes.notified(ev)
 }
 
 // loop is the one goroutine that steps the core.

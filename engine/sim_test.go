@@ -182,14 +182,13 @@ func newWorld(seed uint64, nClients int) *world {
 		}
 		w.cfg = cfg
 		eng, err := engine.NewSimEngine(cfg, engine.SimWorld{
-			Conn:       c,
-			NewID:      w.newID,
-			Goroutine:  c.goroutine,
-			AfterFunc:  w.clock.afterFunc,
-			AfterDone:  c.afterDone,
-			AfterEvent: c.afterEvent,
-			CloseConn:  c.closeConn,
-			Clock:      func() time.Duration { return w.clock.now },
+			Conn:      c,
+			NewID:     w.newID,
+			Goroutine: c.goroutine,
+			AfterFunc: w.clock.afterFunc,
+			AfterDone: c.afterDone,
+			CloseConn: c.closeConn,
+			Clock:     func() time.Duration { return w.clock.now },
 		})
 		if err != nil {
 			panic(err)

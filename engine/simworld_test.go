@@ -122,16 +122,12 @@ type client struct {
 	// an expiry or the close sends EventNotWatching. A cohort polls its
 	// channel to learn that another client queued.
 	childWatches map[string][]chan zk.Event
-	// afterEvents are what to run once a channel of childWatches fires
-	// (engine.SimWorld.AfterEvent: a lingering cohort's wake), each as a
-	// coroutine of its own, as the goroutine that waits on it would.
-	afterEvents map[<-chan zk.Event]func()
-	unsent      []*call         // sent by the client, not yet at the server
-	waiting     map[int64]*call // at the server, reply not yet taken
-	pings       []time.Duration // send times of pings at the server
-	nextXid     int64
-	coros       map[*coro]struct{} // live coroutines
-	parked      []*coro            // coroutines waiting to be scheduled (see park)
+	unsent       []*call         // sent by the client, not yet at the server
+	waiting      map[int64]*call // at the server, reply not yet taken
+	pings        []time.Duration // send times of pings at the server
+	nextXid      int64
+	coros        map[*coro]struct{} // live coroutines
+	parked       []*coro            // coroutines waiting to be scheduled (see park)
 
 	stalledUntil     time.Duration // the loop processes nothing before this
 	partitionedUntil time.Duration // no server answers a connect before this
@@ -269,49 +265,30 @@ func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.E
 	return rep.Children, stat(rep.Stat), ch, nil
 }
 
-// fireChildWatches delivers ev to the channels watching path's children,
-// and runs what waits on each.
-func (c *client) fireChildWatches(path string, ev zk.Event) {
-	for _, ch := range c.childWatches[path] {
-		ch <- ev
-		if f := c.afterEvents[ch]; f != nil {
-			delete(c.afterEvents, ch)
-			// The goroutine waiting on ch takes the event and runs before
-			// the close (go-zookeeper sends, then closes); and a lingering
-			// node must have gone back by the end of its wake.
-			<-ch
-			after := c.eng.LingerWatch(ch)
-			c.goroutine(func() {
-				f()
-				if node := after(); node != "" {
-					c.w.fail("linger: %s keeps %s, held by no one, after its watch fired", c.name, node)
-				}
-			})
+// notify hands the engine a notification as go-zookeeper does: its
+// event callback first, on the receive goroutine (which runs the wakes of
+// lingering nodes watching the path: a lingering node must have gone back
+// by the end of them), then the channels watching path's children, each
+// sent the event and closed.
+func (c *client) notify(ev zk.Event) {
+	after := c.eng.LingerWatch(ev.Path)
+	c.eng.Notify(ev)
+	if node := after(); node != "" {
+		c.w.fail("linger: %s keeps %s, held by no one, after its watch fired", c.name, node)
+	}
+	if ev.Type == zk.EventNodeChildrenChanged || ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNotWatching {
+		for _, ch := range c.childWatches[ev.Path] {
+			ch <- ev
+			close(ch)
 		}
-		close(ch)
+		delete(c.childWatches, ev.Path)
 	}
-	delete(c.childWatches, path)
-}
-
-// afterEvent runs f once ch, a channel ChildrenW handed out, fires: at
-// once if it has.
-func (c *client) afterEvent(ch <-chan zk.Event, f func()) {
-	select {
-	case <-ch:
-		c.goroutine(f)
-		return
-	default:
-	}
-	if c.afterEvents == nil {
-		c.afterEvents = map[<-chan zk.Event]func(){}
-	}
-	c.afterEvents[ch] = f
 }
 
 // dropChildWatches ends every channel watch: the session is gone.
 func (c *client) dropChildWatches() {
 	for _, path := range slices.Sorted(maps.Keys(c.childWatches)) {
-		c.fireChildWatches(path, zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: path, Err: zk.ErrSessionExpired})
+		c.notify(zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: path, Err: zk.ErrSessionExpired})
 	}
 }
 
@@ -469,13 +446,7 @@ func (c *client) receive() {
 		c.wire.Replied(engine.NotificationXid, -1, 0)
 		c.watches.Fired(msg.Event)
 		c.w.tracef("%s event %v %s", c.name, msg.Event.Type, msg.Event.Path)
-		switch msg.Event.Type {
-		case zkmodel.EventNodeChildrenChanged:
-			c.fireChildWatches(msg.Event.Path, zk.Event{Type: zk.EventNodeChildrenChanged, Path: msg.Event.Path})
-		case zkmodel.EventNodeDeleted:
-			c.fireChildWatches(msg.Event.Path, zk.Event{Type: zk.EventNodeDeleted, Path: msg.Event.Path})
-		}
-		c.eng.Post(input.WatchFired{Type: watchType(msg.Event.Type), Path: msg.Event.Path})
+		c.notify(zk.Event{Type: eventType(msg.Event.Type), Path: msg.Event.Path})
 	case zkmodel.MsgPing:
 		c.wire.Replied(engine.PingXid, msg.Reply.Zxid, 0)
 		c.pings = c.pings[1:]
@@ -485,16 +456,16 @@ func (c *client) receive() {
 	}
 }
 
-func watchType(t zkmodel.EventType) input.WatchType {
+func eventType(t zkmodel.EventType) zk.EventType {
 	switch t {
 	case zkmodel.EventNodeCreated:
-		return input.NodeCreated
+		return zk.EventNodeCreated
 	case zkmodel.EventNodeDeleted:
-		return input.NodeDeleted
+		return zk.EventNodeDeleted
 	case zkmodel.EventNodeDataChanged:
-		return input.NodeDataChanged
+		return zk.EventNodeDataChanged
 	}
-	return input.NodeChildrenChanged
+	return zk.EventNodeChildrenChanged
 }
 
 // lose is the connection failing: every request in flight or unsent fails

@@ -113,7 +113,13 @@ var mutants = []mutant{
 	{
 		name:    "linger-delete-before-decision",
 		class:   "a lingering node deleted the moment the watch fires, before the machine decides: a waiter of this engine may have been passed it",
-		changes: []change{{"cohort.go", "e.rt.afterEvent(ch, func() { cs.stepNode(", "e.rt.afterEvent(ch, func() { e.conn.Delete(l.node, -1); cs.stepNode("}},
+		changes: []change{{"cohort.go", "return func() { cs.stepNode(", "return func() { e.rt.goroutine(func() { e.conn.Delete(l.node, -1) }); cs.stepNode("}},
+		checks:  []check{sim, test("./engine", "CohortLinger")},
+	},
+	{
+		name:    "linger-notified-while-listing-missed",
+		class:   "a notification read while a lingering node's listing is in flight is dropped: another client waits for the node until the linger's end",
+		changes: []change{{"childwakes.go", "\tif !w.fired {\n", "\tif true {\n"}},
 		checks:  []check{sim, test("./engine", "CohortLinger")},
 	},
 	{
