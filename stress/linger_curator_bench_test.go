@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,17 +32,21 @@ import (
 // notification and one delete" longer than free, done with nothing in
 // between; the engine's arrival may cost no more. On the same server it
 // also times one delete and the notification it fires (a second session's
-// exists watch on the node). One Curator worker (the harness's driver,
-// --each) takes keys <root>-0/0, 1, 2, ... one after the other, in threes:
-// one held and released once by the engine beforehand, so that its node
-// lingers; one made empty; one with the plain session's node. The three
-// kinds alternate, so that a noisy machine's drift falls on all alike, and
-// each extra is the median of the differences within a three (a lingering
-// arrival's time less the free one's next to it); the first warm keys of
-// each kind (the JVM's JIT) are not counted. b.N is the arrivals of each
-// kind; half the delete-and-notify samples are taken before the driver
-// runs, half after. forceSync on, as the harness runs. Needs the Curator
-// jars and a JDK (the interop peer's); skipped without them.
+// exists watch on the node): the goal's yardstick. One Curator worker (the
+// harness's driver, --each) takes keys <root>-0/0, 1, 2, ... one after the
+// other, in fours: one held and released once by the engine beforehand,
+// so that its node lingers; one made empty; one with the plain session's
+// node; one made empty under a children watch whose firing starts one
+// delete-and-notify, so that the yardstick is timed where an engine's
+// delete would be, while the JVM and the server work as they do for an
+// arrival. The kinds alternate, so that a noisy machine's drift falls on
+// all alike, and each extra is the median of the differences within a four
+// (a lingering arrival's time less the free one's next to it); the first
+// warm keys of each kind (the JVM's JIT) are not counted. b.N is the
+// arrivals of each kind. The same yardstick timed with nothing else on the
+// server, half before the driver runs and half after, is reported too
+// (delete+notify-idle). forceSync on, as the harness runs. Needs the
+// Curator jars and a JDK (the interop peer's); skipped without them.
 func BenchmarkLingerArrivalCurator(b *testing.B) {
 	const warm = 50
 	ctx := context.Background()
@@ -105,6 +111,7 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 		engineKind = iota // the engine's lingering node
 		freeKind          // no node
 		handKind          // the plain session's node
+		yardKind          // no node; its watch starts a delete-and-notify
 		kinds
 	)
 	var byHand errgroup.Group
@@ -123,6 +130,43 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 		})
 	}
 
+	// The yardstick beside the arrivals: the watcher's children watch on
+	// the key fires as Curator's node lands, and a goroutine then times the
+	// deleter's delete of a node of its own until the watcher's exists
+	// watch on it fires.
+	var (
+		yardMu sync.Mutex
+		yard   []time.Duration
+	)
+	yardstick := func(p string, counted bool) {
+		x := ndRoot + "/y" + path.Base(p)
+		mustCreate(b, deleter.conn, x)
+		ok, _, xch, err := watcher.conn.ExistsW(x)
+		if err != nil || !ok {
+			b.Fatalf("exists watch on %s: %v %v", x, ok, err)
+		}
+		_, _, ch, err := watcher.conn.ChildrenW(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		byHand.Go(func() error {
+			<-ch
+			start := time.Now()
+			if err := deleter.conn.Delete(x, -1); err != nil {
+				return err
+			}
+			if ev := <-xch; ev.Type != zk.EventNodeDeleted {
+				return fmt.Errorf("watch on %s: %v", x, ev)
+			}
+			if counted {
+				yardMu.Lock()
+				yard = append(yard, time.Since(start))
+				yardMu.Unlock()
+			}
+			return nil
+		})
+	}
+
 	keys := kinds * (b.N + warm)
 	const root = "/linger-curator/k"
 	base := root + "-0"
@@ -136,6 +180,10 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 		case handKind:
 			mustCreate(b, watcher.conn, p)
 			lingerByHand(p)
+			continue
+		case yardKind:
+			mustCreate(b, watcher.conn, p)
+			yardstick(p, n >= kinds*warm)
 			continue
 		}
 		l, err := lock.NewMutex(eng, p).Acquire(ctx).Wait(ctx)
@@ -201,7 +249,8 @@ func BenchmarkLingerArrivalCurator(b *testing.B) {
 	report("free", waits[freeKind])
 	report("lingering", waits[engineKind])
 	report("by-hand", waits[handKind])
-	report("delete+notify", notify)
+	report("delete+notify", yard)
+	report("delete+notify-idle", notify)
 	b.ReportMetric(float64(engineExtra[len(engineExtra)/2].Microseconds())/1000, "extra-p50-ms")
 	b.ReportMetric(float64(handExtra[len(handExtra)/2].Microseconds())/1000, "by-hand-extra-p50-ms")
 }
