@@ -184,3 +184,64 @@ func TestCohortLingerSendsTheDeleteAtOnce(t *testing.T) {
 		t.Fatalf("the loop's inbox holds\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// heldDeleteConn holds the lingering node's delete until the test lets it
+// go.
+type heldDeleteConn struct {
+	*watchConn
+	gate chan struct{}
+}
+
+func (c *heldDeleteConn) Delete(p string, v int32) error {
+	<-c.gate
+	return c.watchConn.Delete(p, v)
+}
+
+// The notification that sent a lingering node's delete at once is queued
+// for the loop without waking it (the delete's reply does, and a turn now
+// would take a CPU from the server and the waiting client); one that sent
+// no delete wakes the loop as any other.
+func TestCohortLingerNotificationLeavesTheWakeToTheDelete(t *testing.T) {
+	e, conn, l, wg := lingeringOnAWatch(t)
+	held := &heldDeleteConn{watchConn: conn, gate: make(chan struct{})}
+	e.conn = held
+	signalled := func() bool {
+		select {
+		case <-e.inbox.Ready():
+			return true
+		default:
+			return false
+		}
+	}
+	signalled() // whatever the set-up left
+
+	e.onZKEvent(zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"})
+	if signalled() {
+		t.Fatal("the loop was woken with the lingering node's delete in flight")
+	}
+	var got []string
+	for _, ev := range e.inbox.Drain(nil) {
+		switch ev := ev.(type) {
+		case input.Command:
+			if r, ok := ev.Payload.(*releaseCmd); ok {
+				got = append(got, fmt.Sprintf("release sent=%v node=%s", r.req.Sent, r.lease.node))
+			}
+		case input.WatchFired:
+			got = append(got, fmt.Sprintf("watch fired %v %s", ev.Type, ev.Path))
+		}
+	}
+	want := []string{"release sent=true node=" + l.node, fmt.Sprintf("watch fired %v /p", input.NodeChildrenChanged)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the loop's inbox holds\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	close(held.gate)
+	wg.Wait()
+	if !signalled() {
+		t.Fatal("the delete's reply did not wake the loop")
+	}
+
+	e.onZKEvent(zk.Event{Type: zk.EventNodeChildrenChanged, State: zk.StateSyncConnected, Path: "/p"})
+	if !signalled() {
+		t.Fatal("a notification that sent no delete did not wake the loop")
+	}
+}

@@ -67,33 +67,45 @@ func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f
 
 // onZKEvent runs on the client's receive goroutine, before the client
 // hands a notification to the channels it fires: it must never wait for
-// the client. What it runs (the loop's inbox, and the wakes of lingering
-// cohort nodes: childWakes) takes only locks that no one holds across a
-// request.
+// the client. What it runs (the wakes of lingering cohort nodes,
+// childWakes, and the loop's inbox) takes only locks that no one holds
+// across a request.
+//
+// A wake that sends a lingering node back starts its delete at once (see
+// post). The notification is then queued for the loop without waking it:
+// the delete's reply will, a round trip later, and waking it now would
+// give the loop's turn a CPU at the moment the server and the client
+// waiting for that delete need one. Only this engine's children watchers
+// of the path (a Decider's) hear of it that much later.
 func (e *Engine) onZKEvent(ev zk.Event) {
+	sent := e.count.atOnce.Load()
+	e.wakes.notified(ev)
+	put := e.inbox.Put
+	if e.count.atOnce.Load() != sent {
+		put = e.inbox.PutUnsignalled
+	}
 	now := time.Now()
 	switch ev.Type {
 	case zk.EventSession:
 		switch ev.State {
 		case zk.StateHasSession:
-			e.inbox.Put(input.SessionChanged{State: input.Connected, SessionID: e.trust.sessionID(), At: now})
+			put(input.SessionChanged{State: input.Connected, SessionID: e.trust.sessionID(), At: now})
 		case zk.StateDisconnected:
-			e.inbox.Put(input.SessionChanged{State: input.Disconnected, At: now})
+			put(input.SessionChanged{State: input.Disconnected, At: now})
 		case zk.StateExpired:
-			e.inbox.Put(input.SessionChanged{State: input.Expired, At: now})
+			put(input.SessionChanged{State: input.Expired, At: now})
 		}
 	case zk.EventNodeDeleted:
-		e.inbox.Put(input.WatchFired{Type: input.NodeDeleted, Path: ev.Path})
+		put(input.WatchFired{Type: input.NodeDeleted, Path: ev.Path})
 	case zk.EventNodeDataChanged:
-		e.inbox.Put(input.WatchFired{Type: input.NodeDataChanged, Path: ev.Path})
+		put(input.WatchFired{Type: input.NodeDataChanged, Path: ev.Path})
 	case zk.EventNodeCreated:
-		e.inbox.Put(input.WatchFired{Type: input.NodeCreated, Path: ev.Path})
+		put(input.WatchFired{Type: input.NodeCreated, Path: ev.Path})
 	case zk.EventNodeChildrenChanged:
-		e.inbox.Put(input.WatchFired{Type: input.NodeChildrenChanged, Path: ev.Path})
+		put(input.WatchFired{Type: input.NodeChildrenChanged, Path: ev.Path})
 	case zk.EventNotWatching:
-		e.inbox.Put(input.WatchFired{Type: input.NotWatching, Path: ev.Path})
+		put(input.WatchFired{Type: input.NotWatching, Path: ev.Path})
 	}
-	e.wakes.notified(ev)
 }
 
 // loop is the one goroutine that steps the core.
