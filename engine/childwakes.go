@@ -85,12 +85,13 @@ func (ws *childWakes) remove(w *childWake) {
 // notified takes a notification the client read: one that fires a
 // children watch (the path's children changed, the path was deleted, or
 // the watch ended with the session) runs the wakes armed on its path, on
-// the calling goroutine, and marks the pending ones fired.
-func (ws *childWakes) notified(ev zk.Event) {
+// the calling goroutine, and marks the pending ones fired. ran is how
+// many wakes it ran.
+func (ws *childWakes) notified(ev zk.Event) (ran int) {
 	switch ev.Type {
 	case zk.EventNodeChildrenChanged, zk.EventNodeDeleted, zk.EventNotWatching:
 	default:
-		return
+		return 0
 	}
 	var run []func()
 	ws.mu.Lock()
@@ -114,4 +115,5 @@ func (ws *childWakes) notified(ev zk.Event) {
 	for _, wake := range run {
 		wake()
 	}
+	return len(run)
 }

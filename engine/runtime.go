@@ -77,11 +77,18 @@ func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f
 // give the loop's turn a CPU at the moment the server and the client
 // waiting for that delete need one. Only this engine's children watchers
 // of the path (a Decider's) hear of it that much later.
+//
+// The count of deletes sent at once is the engine's, and other goroutines
+// add to it too (a cohort's listing that finds another client at a
+// lingering node sends its delete from the listing's goroutine): a
+// notification that ran no wake is always queued signalled, or one read
+// meanwhile (a session change, a contender's predecessor deleted) would
+// wait for that other delete's reply, and for however long the connection
+// holds it, before the loop heard of it.
 func (e *Engine) onZKEvent(ev zk.Event) {
 	sent := e.count.atOnce.Load()
-	e.wakes.notified(ev)
 	put := e.inbox.Put
-	if e.count.atOnce.Load() != sent {
+	if e.wakes.notified(ev) > 0 && e.count.atOnce.Load() != sent {
 		put = e.inbox.PutUnsignalled
 	}
 	now := time.Now()

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/turnstile-go/turnstile/internal/wait"
+	"github.com/turnstile-go/turnstile/queue"
+)
+
+// yieldingConn answers the cohort's listing, once the test opens listed,
+// with another client's node beside the cohort's own (so the lingering
+// node goes back at once, its delete sent from the listing's goroutine),
+// and holds that delete until the test opens deleted.
+type yieldingConn struct {
+	*watchConn
+	listed, deleted chan struct{}
+}
+
+func (c *yieldingConn) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	<-c.listed
+	return []string{c.self, "lock-0000000002"}, &zk.Stat{}, c.watchConn.ch, nil
+}
+
+func (c *yieldingConn) Delete(p string, v int32) error {
+	<-c.deleted
+	return c.watchConn.Delete(p, v)
+}
+
+// inNotified reports whether a goroutine is inside childWakes.notified.
+func inNotified() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:goruntime.Stack(buf, true)]), "(*childWakes).notified")
+}
+
+// A notification that runs no lingering node's wake (here a contender's
+// predecessor deleted, on another lock path) wakes the loop, even when a
+// delete is sent at once on another goroutine while the callback runs:
+// that goroutine's listing found another client at a lingering node. The
+// callback may leave the loop unwoken only for a delete its own wakes
+// sent; a delete of another goroutine's says nothing of whether this
+// notification's reply will come, and the loop would hear of the
+// predecessor's deletion only once some other event woke it.
+func TestCohortLingerOtherNotificationWakesTheLoopWhileADeleteLeaves(t *testing.T) {
+	e := cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
+	conn := &yieldingConn{watchConn: &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)},
+		listed: make(chan struct{}), deleted: make(chan struct{})}
+	e.conn = conn
+	e.rt.afterFunc = func(time.Duration, func()) timer { return noTimer{} }
+	var wg sync.WaitGroup
+	e.rt.goroutine = func(f func()) { wg.Go(f) }
+	defer wg.Wait()
+	defer close(conn.deleted)
+
+	f := e.Acquire(context.Background(), Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways})
+	acquires, _ := commands(e)
+	if len(acquires) != 1 {
+		t.Fatalf("%d acquisitions, want 1", len(acquires))
+	}
+	grantNode(t, e, acquires[0], 1)
+	if err := resolved(t, f).Release(context.Background()); err != nil { // lingers; its listing is asked
+		t.Fatal(err)
+	}
+	commands(e)
+	select { // whatever the set-up signalled
+	case <-e.inbox.Ready():
+	default:
+	}
+
+	// The callback runs for the predecessor's deletion and is held in
+	// notified, after it read the count of deletes sent at once.
+	e.wakes.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			e.wakes.mu.Unlock()
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.onZKEvent(zk.Event{Type: zk.EventNodeDeleted, State: zk.StateSyncConnected, Path: "/q/_c_z-lock-0000000007"})
+	}()
+	wait.Until(t, "the callback in notified", inNotified)
+	// Meanwhile the lingering node's listing shows another client: its
+	// delete leaves at once, from the listing's goroutine.
+	close(conn.listed)
+	wait.Until(t, "the lingering node's delete sent at once", func() bool { return e.count.atOnce.Load() == 1 })
+	locked = false
+	e.wakes.mu.Unlock()
+	<-done
+
+	select {
+	case <-e.inbox.Ready():
+	default:
+		t.Fatal("the predecessor's deletion was queued without waking the loop: another goroutine's delete sent at once meanwhile")
+	}
+}
