@@ -62,13 +62,13 @@ var mutants = []mutant{
 	{
 		name:    "downgrade-recreated",
 		class:   "a downgrade's read node created again after its writer is gone (a lost create reply's recovery found it not made)",
-		changes: []change{{"machine.go", "\t\tcase c.fixedSeq != \"\":\n\t\t\t// A node with a borrowed number is made only while the node", "\t\tcase false:\n\t\t\t// A node with a borrowed number is made only while the node"}},
+		changes: []change{{"machine.go", "\t\tcase c.borrowed != \"\":\n\t\t\t// A node with a borrowed number is made only while the node", "\t\tcase false:\n\t\t\t// A node with a borrowed number is made only while the node"}},
 		checks:  []check{sim, test("./lock", "TestDowngradeNotMadeAfterItsWriterIsGone|Downgrade"), test("./engine/internal/contender", ".")},
 	},
 	{
 		name:    "borrowed-without-lender",
 		class:   "a borrowed number granted without its lender listed beside it",
-		changes: []change{{"machine.go", "\tif c.fixedSeq == \"\" {\n\t\treturn true\n\t}\n\tself, ok := queue.Parse(c.node)", "\tif true {\n\t\treturn true\n\t}\n\tself, ok := queue.Parse(c.node)"}},
+		changes: []change{{"machine.go", "\tif c.borrowed == \"\" {\n\t\treturn true\n\t}\n\tif _, named := queue.Parse(c.borrowed)", "\tif true {\n\t\treturn true\n\t}\n\tif _, named := queue.Parse(c.borrowed)"}},
 		checks:  []check{sim, test("./lock", "Downgrade|Borrow"), test("./engine/internal/contender", ".")},
 	},
 	{
