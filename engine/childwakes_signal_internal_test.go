@@ -1,17 +1,13 @@
 package engine
 
 import (
-	"context"
 	goruntime "runtime"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/internal/wait"
-	"github.com/turnstile-go/turnstile/queue"
 )
 
 // yieldingConn answers the cohort's listing, once the test opens listed,
@@ -48,26 +44,12 @@ func inNotified() bool {
 // notification's reply will come, and the loop would hear of the
 // predecessor's deletion only once some other event woke it.
 func TestCohortLingerOtherNotificationWakesTheLoopWhileADeleteLeaves(t *testing.T) {
-	e := cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
 	conn := &yieldingConn{watchConn: &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)},
 		listed: make(chan struct{}), deleted: make(chan struct{})}
-	e.conn = conn
-	e.rt.afterFunc = func(time.Duration, func()) timer { return noTimer{} }
-	var wg sync.WaitGroup
-	e.rt.goroutine = func(f func()) { wg.Go(f) }
+	e, _, wg := releasedToLinger(t, conn) // lingers; its listing is asked
 	defer wg.Wait()
 	defer close(conn.deleted)
 
-	f := e.Acquire(context.Background(), Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways})
-	acquires, _ := commands(e)
-	if len(acquires) != 1 {
-		t.Fatalf("%d acquisitions, want 1", len(acquires))
-	}
-	grantNode(t, e, acquires[0], 1)
-	if err := resolved(t, f).Release(context.Background()); err != nil { // lingers; its listing is asked
-		t.Fatal(err)
-	}
-	commands(e)
 	select { // whatever the set-up signalled
 	case <-e.inbox.Ready():
 	default:

@@ -47,12 +47,13 @@ type noTimer struct{}
 func (noTimer) Stop() bool               { return true }
 func (noTimer) Reset(time.Duration) bool { return true }
 
-// lingeringOnAWatch is an engine with no loop whose cohort on /p lingers
-// on its node, granted and released once, with the listing answered on a
-// watch of conn's that the test fires; wg counts the engine's goroutines.
-func lingeringOnAWatch(t *testing.T) (e *Engine, conn *watchConn, l *Lease, wg *sync.WaitGroup) {
+// releasedToLinger is an engine with no loop, on conn, whose cohort on /p
+// was granted a node (numbered 1) and released it once, so that the node
+// lingers and its listing is asked; its timer never fires, and wg counts
+// the engine's goroutines.
+func releasedToLinger(t *testing.T, conn zkConn) (e *Engine, l *Lease, wg *sync.WaitGroup) {
+	t.Helper()
 	e = cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
-	conn = &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)}
 	e.conn = conn
 	e.rt.afterFunc = func(time.Duration, func()) timer { return noTimer{} }
 	wg = new(sync.WaitGroup)
@@ -63,14 +64,22 @@ func lingeringOnAWatch(t *testing.T) (e *Engine, conn *watchConn, l *Lease, wg *
 	if len(acquires) != 1 {
 		t.Fatalf("%d acquisitions, want 1", len(acquires))
 	}
-	if l = grantNode(t, e, acquires[0], 1); path.Base(l.node) != conn.self {
-		t.Fatalf("node %s, want %s", l.node, conn.self)
-	}
+	l = grantNode(t, e, acquires[0], 1)
 	if err := resolved(t, f).Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, releases := commands(e); len(releases) != 0 {
 		t.Fatalf("%d releases at the last local release, want the node lingering", len(releases))
+	}
+	return e, l, wg
+}
+
+// lingeringOnAWatch is releasedToLinger on a watchConn, once the listing
+// is answered on the watch of conn's that the test fires.
+func lingeringOnAWatch(t *testing.T) (e *Engine, conn *watchConn, l *Lease, wg *sync.WaitGroup) {
+	conn = &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)}
+	if e, l, wg = releasedToLinger(t, conn); path.Base(l.node) != conn.self {
+		t.Fatalf("node %s, want %s", l.node, conn.self)
 	}
 	wait.Until(t, "the listing answered", func() bool { return e.CohortListed("/p") })
 	return e, conn, l, wg
@@ -121,23 +130,9 @@ func (c *gatedConn) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, er
 // client and the channel is still empty when the listing is taken, so
 // nothing else would send the node back before the linger's end.
 func TestCohortLingerNotifiedWhileItsListingIsInFlight(t *testing.T) {
-	e := cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
 	conn := &gatedConn{watchConn: &watchConn{self: "_c_x-lock-0000000001", ch: make(chan zk.Event, 1)},
 		asked: make(chan struct{}), gate: make(chan struct{})}
-	e.conn = conn
-	e.rt.afterFunc = func(time.Duration, func()) timer { return noTimer{} }
-	var wg sync.WaitGroup
-	e.rt.goroutine = func(f func()) { wg.Go(f) }
-
-	f := e.Acquire(context.Background(), Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways})
-	acquires, _ := commands(e)
-	if len(acquires) != 1 {
-		t.Fatalf("%d acquisitions, want 1", len(acquires))
-	}
-	grantNode(t, e, acquires[0], 1)
-	if err := resolved(t, f).Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e, _, wg := releasedToLinger(t, conn)
 	// The callback runs; the listing's goroutine takes the reply and polls
 	// the channel before the client sends to it.
 	<-conn.asked
