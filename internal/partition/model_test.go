@@ -239,10 +239,7 @@ func (l *lab) realRun(t *testing.T, i int, cut time.Duration) seen {
 	if _, err := holder.Create(path, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	ok, _, watch, err := watcher.ExistsW(path)
-	if err != nil || !ok {
-		t.Fatalf("the watcher does not see %s: %v %v", path, ok, err)
-	}
+	watch := watchExisting(t, watcher, path)
 	time.Sleep(time.Second) // the holder's client pings meanwhile
 
 	sides := [][]*netns.Host{{l.servers[follower], host}, {l.servers[leader], l.servers[other]}}
@@ -296,6 +293,29 @@ func (l *lab) realRun(t *testing.T, i int, cut time.Duration) seen {
 	}
 	s.lastPing = pings.last(start)
 	return s
+}
+
+// watchExisting sets a watch on path, a node another client has just made.
+// ZooKeeper orders what one client sees, not what two see: the holder's
+// follower answered the create once the leader had committed it, but the
+// leader may apply it a moment after, so a read on the leader can still
+// miss it. The watcher asks again until it sees the node.
+func watchExisting(t *testing.T, watcher *zk.Conn, path string) <-chan zk.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for reads := 1; ; reads++ {
+		ok, _, watch, err := watcher.ExistsW(path)
+		if err == nil && ok {
+			if reads > 1 {
+				t.Logf("the watcher saw %s at its read %d", path, reads)
+			}
+			return watch
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher does not see %s within 10 s: %v %v", path, ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func waitState(t *testing.T, events <-chan zk.Event, want zk.State) {
