@@ -60,7 +60,7 @@ func (e *Engine) dataW(ctx context.Context, path string) ([]byte, <-chan zk.Even
 // request seam (a goroutine the engine counts, in production), unless the
 // engine is closed, and hands the reply to then: one request, counted as a
 // children watch. The wake then returns, if any, runs once the watch
-// fires (childWakes); id is whose it is. A cohort asks it once per grant
+// fires (engine/internal/childwakes); id is whose it is. A cohort asks it once per grant
 // of a node (cohort.go).
 func (e *Engine) watchChildren(path string, id uint64, then func(children []string, ch <-chan zk.Event, err error) (wake func())) {
 	e.mu.Lock()
@@ -69,13 +69,13 @@ func (e *Engine) watchChildren(path string, id uint64, then func(children []stri
 		return
 	}
 	e.count.n[input.OpWatchChildren].Add(1)
-	w := e.wakes.ask(path, id)
+	w := e.wakes.Ask(path, id)
 	e.rt.goroutine(func() {
 		children, _, ch, err := e.conn.ChildrenW(path)
 		if wake := then(children, ch, err); wake != nil && ch != nil {
-			e.wakes.arm(w, wake)
+			e.wakes.Arm(w, wake)
 		} else {
-			e.wakes.drop(w)
+			e.wakes.Drop(w)
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/batch"
+	"github.com/turnstile-go/turnstile/engine/internal/childwakes"
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
@@ -89,8 +90,13 @@ type Engine struct {
 	// (cohort.go), stepped on their callers' goroutines.
 	cohorts cohorts
 	// wakes are the cohorts' lingering nodes waiting for another client
-	// to show, run from the client's event callback (childwakes.go).
-	wakes childWakes
+	// to show, run from the client's event callback
+	// (engine/internal/childwakes).
+	wakes childwakes.Registry
+	// wakesRan, nil but in a test, runs in the event callback once a
+	// notification's wakes ran, before it reads the count of deletes sent
+	// at once again (onZKEvent).
+	wakesRan func()
 
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session

@@ -8,14 +8,7 @@ package engine
 // listing's reply has not been taken yet is not looked at: its wake runs
 // once it is.
 func (e *Engine) LingerWatch(path string) (after func() string) {
-	var armed []uint64
-	e.wakes.mu.Lock()
-	for _, w := range e.wakes.byPath[path] {
-		if w.wake != nil {
-			armed = append(armed, w.id)
-		}
-	}
-	e.wakes.mu.Unlock()
+	armed := e.wakes.Armed(path)
 	return func() string {
 		cs := &e.cohorts
 		cs.mu.Lock()

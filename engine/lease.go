@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/turnstile-go/turnstile/engine/internal/latch"
 	"github.com/turnstile-go/turnstile/internal/future"
 )
 
@@ -21,10 +22,10 @@ type Lease struct {
 	releasing atomic.Bool
 
 	mu        sync.Mutex
-	lost      signal
+	lost      latch.Latch
 	lostErr   error
-	suspended signal // fired while the session is disconnected
-	revoked   signal
+	suspended latch.Latch // fired while the session is disconnected
+	revoked   latch.Latch
 	// ended is why the lease ended (its loss, or its release), nil while it
 	// is held. ctx, made on the first call to Context, is cancelled with it
 	// as the cause: most leases are never asked for a context, and cost
@@ -87,7 +88,7 @@ func (l *Lease) Token() int64 { return l.token }
 func (l *Lease) Lost() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lost.wait()
+	return l.lost.Done()
 }
 
 // Err is nil while the lease is not lost, and then why it was lost (errors.Is
@@ -110,7 +111,7 @@ func (l *Lease) Suspended() <-chan struct{} {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.suspended.wait()
+	return l.suspended.Done()
 }
 
 // Context returns a context that is cancelled when the lease ends, for the
@@ -222,19 +223,19 @@ func (l *Lease) carrier() *Lease {
 func (l *Lease) Revoked() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.revoked.wait()
+	return l.revoked.Done()
 }
 
 func (l *Lease) markRevoked() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.revoked.fire()
+	l.revoked.Fire()
 }
 
 func (l *Lease) revokeRequested() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.revoked.fired
+	return l.revoked.Fired()
 }
 
 func (l *Lease) markLost(err error) {
@@ -246,7 +247,7 @@ func (l *Lease) markLost(err error) {
 	l.lostErr = &lostError{cause: err}
 	// The context first: whoever sees Lost closed sees it cancelled.
 	l.endLocked(l.lostErr)
-	l.lost.fire()
+	l.lost.Fire()
 	l.mu.Unlock()
 	if l.eng != nil && l.id&carrierIDs != 0 {
 		l.eng.cohorts.lost(l, err) // a cohort's node: its holder is lost with it
@@ -278,43 +279,8 @@ func (l *Lease) setSuspended(on bool) {
 	defer l.mu.Unlock()
 	switch {
 	case on:
-		l.suspended.fire()
-	case l.suspended.fired:
-		l.suspended = signal{} // a new, open one for the next suspension
+		l.suspended.Fire()
+	case l.suspended.Fired():
+		l.suspended = latch.Latch{} // a new, open one for the next suspension
 	}
 }
-
-// signal is a channel closed once something happened, made only when
-// someone asks for it: most leases are never asked.
-type signal struct {
-	ch    chan struct{}
-	fired bool
-}
-
-func (s *signal) wait() <-chan struct{} {
-	if s.ch == nil {
-		if s.fired {
-			return closed
-		}
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
-
-func (s *signal) fire() {
-	if s.fired {
-		return
-	}
-	s.fired = true
-	if s.ch != nil {
-		close(s.ch)
-	}
-}
-
-// closed is a channel closed from the start, for signals that fired before
-// anyone asked.
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()

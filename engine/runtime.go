@@ -67,8 +67,8 @@ func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f
 
 // onZKEvent runs on the client's receive goroutine, before the client
 // hands a notification to the channels it fires: it must never wait for
-// the client. What it runs (the wakes of lingering cohort nodes,
-// childWakes, and the loop's inbox) takes only locks that no one holds
+// the client. What it runs (the wakes of lingering cohort nodes, and the
+// loop's inbox) takes only locks that no one holds
 // across a request.
 //
 // A wake that sends a lingering node back starts its delete at once (see
@@ -88,7 +88,11 @@ func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f
 func (e *Engine) onZKEvent(ev zk.Event) {
 	sent := e.count.atOnce.Load()
 	put := e.inbox.Put
-	if e.wakes.notified(ev) > 0 && e.count.atOnce.Load() != sent {
+	ran := e.wakes.Notified(ev)
+	if e.wakesRan != nil {
+		e.wakesRan()
+	}
+	if ran > 0 && e.count.atOnce.Load() != sent {
 		put = e.inbox.PutUnsignalled
 	}
 	now := time.Now()

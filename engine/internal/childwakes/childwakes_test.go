@@ -1,4 +1,4 @@
-package engine
+package childwakes
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 // notification before it is armed runs it when it is armed; other paths,
 // and notifications that fire no children watch, leave it alone.
 func TestChildWakes(t *testing.T) {
-	var ws childWakes
+	var ws Registry
 	var ran []string
 	wake := func(name string) func() { return func() { ran = append(ran, name) } }
 	step := func(what string, f func(), want ...string) {
@@ -24,33 +24,33 @@ func TestChildWakes(t *testing.T) {
 		}
 	}
 	ev := func(typ zk.EventType, path string) func() {
-		return func() { ws.notified(zk.Event{Type: typ, Path: path}) }
+		return func() { ws.Notified(zk.Event{Type: typ, Path: path}) }
 	}
 
-	a, b := ws.ask("/p", 1), ws.ask("/p", 2)
-	early := ws.ask("/q", 3)
-	dropped := ws.ask("/q", 4)
-	step("a armed", func() { ws.arm(a, wake("a")) })
+	a, b := ws.Ask("/p", 1), ws.Ask("/p", 2)
+	early := ws.Ask("/q", 3)
+	dropped := ws.Ask("/q", 4)
+	step("a armed", func() { ws.Arm(a, wake("a")) })
 	step("children of /q changed, both pending", ev(zk.EventNodeChildrenChanged, "/q"))
 	step("a data change of /p", ev(zk.EventNodeDataChanged, "/p"))
 	step("a node created at /p", ev(zk.EventNodeCreated, "/p"))
 	step("children of /p changed", ev(zk.EventNodeChildrenChanged, "/p"), "a")
-	step("b armed after that notification", func() { ws.arm(b, wake("b")) }, "b")
+	step("b armed after that notification", func() { ws.Arm(b, wake("b")) }, "b")
 	step("children of /p changed again", ev(zk.EventNodeChildrenChanged, "/p"))
-	step("the early one armed", func() { ws.arm(early, wake("early")) }, "early")
-	ws.drop(dropped)
+	step("the early one armed", func() { ws.Arm(early, wake("early")) }, "early")
+	ws.Drop(dropped)
 	if len(ws.byPath) != 0 {
 		t.Fatalf("records left: %v", ws.byPath)
 	}
 
-	c, d := ws.ask("/r", 5), ws.ask("/r", 6)
-	ws.arm(c, wake("c"))
-	ws.arm(d, wake("d"))
+	c, d := ws.Ask("/r", 5), ws.Ask("/r", 6)
+	ws.Arm(c, wake("c"))
+	ws.Arm(d, wake("d"))
 	step("the session's end", func() {
-		ws.notified(zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: "/r", Err: zk.ErrSessionExpired})
+		ws.Notified(zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: "/r", Err: zk.ErrSessionExpired})
 	}, "c", "d")
-	e := ws.ask("/s", 7)
-	ws.arm(e, wake("e"))
+	e := ws.Ask("/s", 7)
+	ws.Arm(e, wake("e"))
 	step("/s deleted", ev(zk.EventNodeDeleted, "/s"), "e")
 	if len(ws.byPath) != 0 {
 		t.Fatalf("records left: %v", ws.byPath)

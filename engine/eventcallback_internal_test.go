@@ -1,8 +1,6 @@
 package engine
 
 import (
-	goruntime "runtime"
-	"strings"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -29,12 +27,6 @@ func (c *yieldingConn) Delete(p string, v int32) error {
 	return c.watchConn.Delete(p, v)
 }
 
-// inNotified reports whether a goroutine is inside childWakes.notified.
-func inNotified() bool {
-	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:goruntime.Stack(buf, true)]), "(*childWakes).notified")
-}
-
 // A notification that runs no lingering node's wake (here a contender's
 // predecessor deleted, on another lock path) wakes the loop, even when a
 // delete is sent at once on another goroutine while the callback runs:
@@ -55,27 +47,21 @@ func TestCohortLingerOtherNotificationWakesTheLoopWhileADeleteLeaves(t *testing.
 	default:
 	}
 
-	// The callback runs for the predecessor's deletion and is held in
-	// notified, after it read the count of deletes sent at once.
-	e.wakes.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			e.wakes.mu.Unlock()
-		}
-	}()
+	// The callback runs for the predecessor's deletion and is held once
+	// its wakes ran, after it read the count of deletes sent at once.
+	held, resume := make(chan struct{}), make(chan struct{})
+	e.wakesRan = func() { close(held); <-resume }
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		e.onZKEvent(zk.Event{Type: zk.EventNodeDeleted, State: zk.StateSyncConnected, Path: "/q/_c_z-lock-0000000007"})
 	}()
-	wait.Until(t, "the callback in notified", inNotified)
+	<-held
 	// Meanwhile the lingering node's listing shows another client: its
 	// delete leaves at once, from the listing's goroutine.
 	close(conn.listed)
 	wait.Until(t, "the lingering node's delete sent at once", func() bool { return e.count.atOnce.Load() == 1 })
-	locked = false
-	e.wakes.mu.Unlock()
+	close(resume)
 	<-done
 
 	select {
