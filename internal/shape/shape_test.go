@@ -1,0 +1,66 @@
+package shape
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// root is the repository's root, from this package's directory.
+const root = "../.."
+
+func lines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+// The runtime stays small enough to read whole: what decides lives in the
+// pure machines under engine/internal, and what a piece of the runtime can
+// keep to itself (a registry, a table) goes to a package of its own there.
+// Package engine holds at most 3,000 lines outside tests, the cohort's
+// shell (cohort.go) at most 250.
+func TestEngineSize(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(root, "engine", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		rel, _ := filepath.Rel(root, f)
+		n := lines(t, rel)
+		total += n
+		if rel == filepath.Join("engine", "cohort.go") && n > 250 {
+			t.Errorf("engine/cohort.go holds %d lines, over 250", n)
+		}
+	}
+	if total == 0 {
+		t.Fatal("no files of package engine found")
+	}
+	if total > 3000 {
+		t.Errorf("package engine holds %d lines outside tests, over 3,000", total)
+	}
+}
+
+// The README is the user's path, with the deep material linked; BENCHMARKS.md
+// is the method, the machine and the latest figures, with history left to
+// git.
+func TestDocSizes(t *testing.T) {
+	for doc, most := range map[string]int{"README.md": 350, "BENCHMARKS.md": 250} {
+		if n := lines(t, doc); n > most {
+			t.Errorf("%s holds %d lines, over %d", doc, n, most)
+		}
+	}
+}
