@@ -19,10 +19,9 @@ import (
 // its effects out on the goroutine that steps it (an Acquire's caller, a
 // holder's release, the loop at a node's grant or loss, the watchdog as
 // trust lapses), under mu, so that a pass costs a few memory operations
-// and no trip through the loop. mu comes after the watchdog's lock, which
-// is asked (vouches) before mu is taken, and before any lease's: a
-// holder's Lost closes under it (LoseHolder), and a release racing the
-// loss finds its lease lost.
+// and no trip through the loop. mu comes after the watchdog's lock (asked,
+// vouches, before mu is taken) and before any lease's: a holder's Lost
+// closes under it (LoseHolder); a release racing the loss finds it lost.
 type cohorts struct {
 	mu     sync.Mutex
 	m      *cohort.Machine
@@ -44,6 +43,7 @@ type node struct {
 	holderID        uint64
 	watch           <-chan zk.Event // the cohort's watch of the lock path
 	seen            cohort.Seen
+	linger          timer // armed under mu; stopped as the node goes (else it keeps a closed engine)
 }
 
 // carrier is the lease of the node l, a passed lease, holds; nil once its turn ended.
@@ -57,9 +57,8 @@ func (cs *cohorts) carrier(l *Lease) *Lease {
 	return nil
 }
 
-// acquire queues req in its cohort; path is its lock path as Acquire was
-// given it. A checked req (valid, on the server's path) makes the cohort
-// if there is none; an unchecked one only joins one: nil if none.
+// acquire queues req in its cohort (path as Acquire had it); only a checked
+// req (valid, on the server's path) makes one: else nil if there is none.
 func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Request, checked bool) *Future[*Lease] {
 	fut := future.Make[*Lease]()
 	in := cohort.Input{Kind: cohort.Join, Validated: checked, Data: fut, Try: req.TryOnly,
@@ -77,18 +76,16 @@ func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Requ
 	return nil
 }
 
-// release ends the turn of l, a lease passed in a cohort, on the node its
-// slot names (see stepNode).
+// release ends the turn of l, a passed lease, on the node its slot names.
 func (cs *cohorts) release(l *Lease) *Future[struct{}] {
 	return cs.stepNode(l.eng, &cohort.Input{Kind: cohort.Release}, cs.nodes.Seated(l.id&^passedIDs), l, nil)
 }
 
 // stepNode steps in about n, a granted node read without mu (nil: none;
-// gone: the machine ignores it), with whether the watchdog vouches for
-// its lease (asked before mu: it may lose leases), whether that is lost,
-// whether the watch (ch, if new) fired. For a Release, holder is the lease
-// released, whose outcome is returned: as no holder's if it no longer
-// holds n (lost with it, the slot reused).
+// gone: ignored), with whether the watchdog vouches for its lease (asked
+// before mu: it may lose leases), whether that is lost, whether the watch
+// (ch, if new) fired. For a Release, holder is the lease released, whose
+// outcome is returned: no holder's if it holds n no more (lost, slot reused).
 func (cs *cohorts) stepNode(e *Engine, in *cohort.Input, n *node, holder *Lease, ch <-chan zk.Event) *Future[struct{}] {
 	if n != nil {
 		in.Trusted, in.Now = e.trust.vouches(n.lease)
@@ -133,10 +130,10 @@ func (cs *cohorts) granted(e *Engine, attempt uint64, l *Lease, err error) {
 	cs.step(e, &in, n, nil)
 }
 
-// lost: l, the lease of a cohort's node, was lost, for cause; the cohort
-// hears of it where the loss is marked (the loop, or the watchdog under
-// its lock), unless the node went back or is not granted yet (granted
-// then finds it lost). Its holder, if any, is lost with it (LoseHolder).
+// lost: l, a cohort node's lease, was lost, for cause, where the loss is
+// marked (the loop, or the watchdog under its lock); nothing if the node
+// went back, or is not granted yet (granted finds it lost). Its holder,
+// if any, is lost with it (LoseHolder), and its linger's timer stopped.
 func (cs *cohorts) lost(l *Lease, cause error) {
 	attempt := l.id &^ carrierIDs
 	cs.mu.Lock()
@@ -144,7 +141,9 @@ func (cs *cohorts) lost(l *Lease, cause error) {
 		cs.mu.Unlock()
 		return
 	}
-	cs.step(l.eng, &cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: cause}, cs.nodes.Take(attempt), nil)
+	n := cs.nodes.Take(attempt)
+	stopTimer(n.linger)
+	cs.step(l.eng, &cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: cause}, n, nil)
 }
 
 // seal: a node with a borrowed number is made on path (a downgrade).
@@ -162,10 +161,9 @@ type deed struct {
 	cmd   *acquireCmd
 }
 
-// step steps the machine with in (mu is held) and does what it decided:
-// the records and the holders' losses under mu, the rest once mu is
-// released. n is the node the caller found, if any, holder a Release's
-// lease, whose outcome is returned; joined is false if a Join found none.
+// step steps the machine with in (mu held) and does what it decided, the
+// records under mu and the rest after; n is the node found, if any, holder
+// a Release's lease, whose outcome is returned; joined: false if no cohort.
 func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (released *Future[struct{}], joined bool) {
 	cs.m.Step(in)
 	buf, joined := make([]deed, 0, 4), true
@@ -191,6 +189,7 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 		case cohort.GiveBack:
 			cs.nodes.Take(f.Attempt)
 			d.node.holder = nil
+			stopTimer(d.node.linger)
 		case cohort.Start:
 			ctx, cancel := context.WithCancel(context.Background())
 			req, started := *f.Req.(*Request), &node{attempt: f.Attempt, cohort: f.Cohort, cancel: cancel}
@@ -205,6 +204,10 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			continue
 		case cohort.Unfollow:
 			cs.groups.Drop(f.Group)
+			continue
+		case cohort.Linger: // its wake, after a timer
+			in, n := &cohort.Input{Kind: cohort.Wake, Attempt: f.Attempt, Timer: true}, d.node
+			n.linger = e.rt.afterFunc(f.After, func() { cs.stepNode(e, in, n, nil, nil) })
 			continue
 		}
 		buf = append(buf, d)
@@ -239,9 +242,6 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 				}
 				return func() { cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt, Fired: true}, n, nil, nil) }
 			})
-		case cohort.Linger: // its wake, after a timer
-			in, n := &cohort.Input{Kind: cohort.Wake, Attempt: d.Attempt, Timer: true}, d.node
-			e.rt.afterFunc(d.After, func() { cs.stepNode(e, in, n, nil, nil) })
 		case cohort.Vouch: // its wake, at once, with the watchdog's verdict
 			cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: d.Attempt}, d.node, nil, nil)
 		}

@@ -65,6 +65,13 @@ type runtime struct {
 // realAfterFunc is time.AfterFunc as a timer.
 func realAfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
+// stopTimer stops t, if one was armed.
+func stopTimer(t timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
 // onZKEvent runs on the client's receive goroutine, before the client
 // hands a notification to the channels it fires: it must never wait for
 // the client. What it runs (the wakes of lingering cohort nodes, and the

@@ -123,6 +123,12 @@ var mutants = []mutant{
 		checks:  []check{sim, test("./engine", "CohortLinger")},
 	},
 	{
+		name:    "linger-timer-outlives-close",
+		class:   "a lingering node's timer left armed when its lease is lost (Close included): a closed engine stays reachable for up to Linger",
+		changes: []change{{"cohort.go", "\tstopTimer(n.linger)\n", ""}},
+		checks:  []check{test("./engine", "TestCloseLeavesNoLingerTimer")},
+	},
+	{
 		name:    "sent-delete-uncounted",
 		class:   "a delete the runtime sent at once not counted in flight: the in-flight bound and group commit's write slots drift",
 		changes: []change{{"contenders.go", "\t\t\tc.commit.sentAlready()\n", ""}},
