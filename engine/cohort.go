@@ -206,8 +206,8 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			cs.groups.Drop(f.Group)
 			continue
 		case cohort.Linger: // its wake, after a timer
-			in, n := &cohort.Input{Kind: cohort.Wake, Attempt: f.Attempt, Timer: true}, d.node
-			n.linger = e.rt.afterFunc(f.After, func() { cs.stepNode(e, in, n, nil, nil) })
+			wake, lingering := &cohort.Input{Kind: cohort.Wake, Attempt: f.Attempt, Timer: true}, d.node
+			lingering.linger = e.rt.afterFunc(f.After, func() { cs.stepNode(e, wake, lingering, nil, nil) })
 			continue
 		}
 		buf = append(buf, d)

@@ -60,8 +60,8 @@ func (e *Engine) dataW(ctx context.Context, path string) ([]byte, <-chan zk.Even
 // request seam (a goroutine the engine counts, in production), unless the
 // engine is closed, and hands the reply to then: one request, counted as a
 // children watch. The wake then returns, if any, runs once the watch
-// fires (engine/internal/childwakes); id is whose it is. A cohort asks it once per grant
-// of a node (cohort.go).
+// fires (engine/internal/childwakes); id is whose it is. A cohort asks it
+// once per grant of a node (cohort.go).
 func (e *Engine) watchChildren(path string, id uint64, then func(children []string, ch <-chan zk.Event, err error) (wake func())) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
