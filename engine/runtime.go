@@ -75,8 +75,7 @@ func stopTimer(t timer) {
 // onZKEvent runs on the client's receive goroutine, before the client
 // hands a notification to the channels it fires: it must never wait for
 // the client. What it runs (the wakes of lingering cohort nodes, and the
-// loop's inbox) takes only locks that no one holds
-// across a request.
+// loop's inbox) takes only locks that no one holds across a request.
 //
 // A wake that sends a lingering node back starts its delete at once (see
 // post). The notification is then queued for the loop without waking it:
