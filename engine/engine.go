@@ -255,6 +255,14 @@ func newEngine(cfg Config) *Engine {
 // Stats returns the number of requests sent so far, by kind.
 func (e *Engine) Stats() Stats { return e.count.snapshot() }
 
+// LostMargin is how long, at the least, after a lease's Lost() has closed
+// (its trust deadline passed) the server can expire the session and grant
+// its locks to another client: Config.LostMargin, scaled to the session
+// timeout the server granted once a handshake has told it. It is the time
+// a holder has to stop touching what its lease guards; see
+// Lease.TrustedUntil.
+func (e *Engine) LostMargin() time.Duration { return e.trust.marginNow() }
+
 // SessionID is the current ZooKeeper session's id.
 func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/turnstile-go/turnstile/engine/internal/latch"
 	"github.com/turnstile-go/turnstile/internal/future"
@@ -74,6 +75,28 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 // a ZooKeeper epoch (the zxid's high 32 bits, one more at each leader
 // election) below 2^19, 524,288.
 func (l *Lease) Token() int64 { return l.token }
+
+// TrustedUntil is the time by which Lost() will have closed if the lease
+// is to be lost, with nothing more heard from the server: the engine's
+// trust deadline (see Lost). A write the lease guards that must end while
+// the lease is trusted has until then; read it just before the write, as
+// every answer of the server (a ping at least every third of the session
+// timeout) moves it later. After Lost() has closed, the server may expire
+// the session, and grant the lock to another client, no sooner than
+// Engine.LostMargin later. It is the zero Time once the lease is lost or
+// ended, and while the engine does not trust its session.
+//
+// Like Token, it costs no request. The Time carries a monotonic clock
+// reading, so time.Until measures it on the monotonic clock.
+func (l *Lease) TrustedUntil() time.Time {
+	l.mu.Lock()
+	over := l.lost.Fired() || l.ended != nil
+	l.mu.Unlock()
+	if over {
+		return time.Time{}
+	}
+	return l.eng.trust.until(time.Now())
+}
 
 // Lost is closed when the lease can no longer be trusted: the session
 // expired, or the server may expire it before the engine hears from it

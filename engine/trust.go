@@ -219,6 +219,21 @@ func (t *sessionTrust) marginNow() time.Duration {
 	return t.margin
 }
 
+// until is the trust deadline as a time read with now: the zero Time
+// when the session is not trusted.
+func (t *sessionTrust) until(now time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.lapsed {
+		return time.Time{}
+	}
+	left := t.deadline() - t.clock()
+	if left <= 0 {
+		return time.Time{}
+	}
+	return now.Add(left)
+}
+
 // deadline is when the server might expire the session, less the margin,
 // on t.clock. mu is held.
 func (t *sessionTrust) deadline() time.Duration {

@@ -61,6 +61,38 @@ func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
 	}
 }
 
+// until tells the deadline as a time: as far ahead of now as the deadline
+// is ahead of the clock, later with each answer, and the zero Time once
+// trust lapsed.
+func TestTrustUntilIsTheDeadline(t *testing.T) {
+	var clock fakeClock
+	var lapses []bool
+	tr := newTestTrust(&clock, &lapses)
+	defer tr.stop()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if got := tr.until(now); !got.IsZero() {
+		t.Fatalf("before any session: until %v, want the zero Time", got)
+	}
+	clock.set(10 * time.Second)
+	tr.Handshake(10*time.Second, 0x10, hourMs)
+	clock.set(20 * time.Second)
+	if got, want := tr.until(now), now.Add(48*time.Minute-10*time.Second); !got.Equal(want) {
+		t.Fatalf("until %v, want %v (the deadline, 48m after the handshake was sent, less the 10s since)", got, want)
+	}
+	tr.Answered(15 * time.Second)
+	if got, want := tr.until(now), now.Add(48*time.Minute-5*time.Second); !got.Equal(want) {
+		t.Fatalf("after an answer to a request sent at 15s: until %v, want %v", got, want)
+	}
+	clock.set(15*time.Second + 48*time.Minute)
+	if got := tr.until(now); !got.IsZero() {
+		t.Fatalf("at the deadline: until %v, want the zero Time", got)
+	}
+	tr.check()
+	if got := tr.until(now); !got.IsZero() {
+		t.Fatalf("after the lapse: until %v, want the zero Time", got)
+	}
+}
+
 // A grant decided after the deadline but before the timer ran (or before
 // the loop heard of it) is refused, and the lapse happens then.
 func TestTrustAdmitReadsTheClock(t *testing.T) {
