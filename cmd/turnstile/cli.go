@@ -62,10 +62,21 @@ type options struct {
 	force   bool          // revoke: write the request even to a holder that did not opt in
 	try     bool          // lock: fail at once if the lock is not free
 	grace   time.Duration // lock, elect: SIGTERM to SIGKILL
-	owner   string        // lock: the owner written into the lock node; elect: the candidate's value
-	observe bool          // elect: print each leader instead of running a command
+	// session and lostMargin are the engine's SessionTimeout and
+	// LostMargin (lock, elect); 0 for the engine's defaults.
+	session    time.Duration
+	lostMargin time.Duration
+	owner      string // lock: the owner written into the lock node; elect: the candidate's value
+	observe    bool   // elect: print each leader instead of running a command
 
 	tls *tls.Config // from the -tls-* files, by check; nil without TLS
+}
+
+// holdFlags registers the flags of the commands that hold while CMD runs.
+func holdFlags(fs *flag.FlagSet, o *options) {
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long CMD has to exit after SIGTERM before SIGKILL; once the lease is lost, at most the lost margin less a quarter of it")
+	fs.DurationVar(&o.session, "session-timeout", 10*time.Second, "the session timeout asked of ZooKeeper")
+	fs.DurationVar(&o.lostMargin, "lost-margin", 0, "how long before the server could expire the session the lease counts as lost (default a fifth of -session-timeout)")
 }
 
 // register adds the flags every command takes to fs.
@@ -147,7 +158,7 @@ runs until interrupted, or for -for.`},
 		{name: "lock", args: "PATH [--] CMD [ARGS...]", minArgs: 2, maxArgs: -1, paths: 1, exec: runLock,
 			flags: func(fs *flag.FlagSet, o *options) {
 				fs.BoolVar(&o.try, "try", false, "fail at once (exit status 3) if the lock is held or waited for")
-				fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long CMD has to exit after SIGTERM before SIGKILL")
+				holdFlags(fs, o)
 				fs.StringVar(&o.owner, "owner", "", "the owner written into the lock node, next to host and pid")
 			},
 			summary: "run CMD while holding the lock at PATH",
@@ -157,10 +168,22 @@ CMD exits, and exits with CMD's status. CMD finds in its environment
 TURNSTILE_PATH (the lock path), TURNSTILE_NODE (its lock node) and
 TURNSTILE_TOKEN (the lease's fencing token, which grows with every grant of
 the lock: hand it to what CMD writes to, so that a late write is refused).
-The moment the lease is lost (the session can no longer be trusted), CMD's
-process group gets SIGTERM, then SIGKILL after -grace; the exit status is
-then CMD's, or 1 where CMD exited 0. An interrupt or SIGTERM to turnstile
-stops CMD the same way.
+The lease is lost a margin before the server could expire the session
+(-lost-margin, a fifth of -session-timeout by default: 2s of 10s). The
+moment it is, CMD's whole tree (its process group, and on Linux every
+process it started) gets SIGTERM, then SIGKILL after -grace, cut to the
+margin less a quarter of it (1.5s by default), so that it is gone before
+another client can be granted the lock; a margin that leaves under 100ms
+for SIGTERM is refused. The exit status is then CMD's, or 1 where CMD
+exited 0. An interrupt or SIGTERM to turnstile stops CMD the same way,
+after the whole -grace while the lock holds. If turnstile dies (SIGKILL,
+the OOM killer), a supervisor process between it and CMD kills CMD's tree
+at once; what CMD leaves running when it exits is killed too, before the
+lock is released. Not promised: a turnstile stopped (SIGSTOP, a frozen
+machine) does not see the loss; a process in uninterruptible sleep dies
+only when its I/O ends; what CMD handed the kernel (a write in flight)
+may land later. Against those, hand TURNSTILE_TOKEN to the store CMD
+writes to, which then refuses a late write.
 Exit status: CMD's; 1 the lock was not taken (no session, ...); 2 usage;
 3 not taken within -timeout, or held elsewhere with -try.`},
 		{name: "elect", args: "PATH [--] CMD [ARGS...] | -observe PATH", minArgs: 1, maxArgs: -1, paths: 1, exec: runElect,
@@ -168,7 +191,7 @@ Exit status: CMD's; 1 the lock was not taken (no session, ...); 2 usage;
 				fs.BoolVar(&o.observe, "observe", false, "print each leader of the election at PATH instead of running a command")
 				fs.BoolVar(&o.json, "json", false, "-observe: one JSON object per line")
 				fs.DurationVar(&o.watchOn, "for", 0, "-observe: stop after this long (default: until interrupted)")
-				fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long CMD has to exit after SIGTERM before SIGKILL")
+				holdFlags(fs, o)
 				fs.StringVar(&o.owner, "id", defaultID(), "the candidate's value (Curator's participant id)")
 			},
 			summary: "run CMD while leading the election at PATH; -observe: print each leader",
@@ -449,6 +472,21 @@ func (o *options) check() error {
 	}
 	if o.grace < 0 {
 		return usageError("-grace must not be negative")
+	}
+	if o.session < 0 || o.lostMargin < 0 {
+		return usageError("-session-timeout and -lost-margin must not be negative")
+	}
+	if o.session > 0 {
+		margin := o.lostMargin
+		if margin == 0 {
+			margin = o.session / 5
+		}
+		if margin >= o.session {
+			return usageError("-lost-margin %v must be below -session-timeout %v", margin, o.session)
+		}
+		if err := checkMargin(margin); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	if o.auth != "" {
 		if scheme, cred, ok := strings.Cut(o.auth, ":"); !ok || scheme == "" || cred == "" {

@@ -28,6 +28,9 @@ func openEngine(ctx context.Context, o options) (*engine.Engine, error) {
 		Root:    o.root,
 		TLS:     o.tls,
 		Dialer:  engineDialer,
+
+		SessionTimeout: o.session,
+		LostMargin:     o.lostMargin,
 	}
 	if o.auth != "" {
 		scheme, cred, _ := strings.Cut(o.auth, ":")
@@ -39,6 +42,12 @@ func openEngine(ctx context.Context, o options) (*engine.Engine, error) {
 	eng, err := engine.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start a session with %s: %w", o.servers, err)
+	}
+	// The server may grant another timeout than asked, and the margin
+	// scales with it.
+	if err := checkMargin(eng.LostMargin()); err != nil {
+		eng.Close()
+		return nil, err
 	}
 	return eng, nil
 }
@@ -98,8 +107,8 @@ func runUnder(ctx context.Context, o options, path, what string, l *engine.Lease
 		defer cancel()
 		l.Release(rctx)
 	}()
-	return runWhile(ctx, o, held{path: path, node: l.Node(), token: l.Token(), lost: l.Lost, err: l.Err, what: what},
-		argv, stdout, stderr)
+	h := held{path: path, node: l.Node(), token: l.Token(), lost: l.Lost, err: l.Err, what: what, margin: l.Engine().LostMargin()}
+	return runWhile(ctx, o, h, argv, stdout, stderr)
 }
 
 // held is a lease CMD runs under: a lock's or a leadership's.
@@ -108,53 +117,83 @@ type held struct {
 	token      int64
 	lost       func() <-chan struct{}
 	err        func() error
-	what       string // "lock", "leadership"
+	what       string        // "lock", "leadership"
+	margin     time.Duration // the engine's LostMargin
 }
 
-// runWhile runs argv while h holds, and stops it, SIGTERM then SIGKILL
-// after o.grace, the moment h is lost or ctx ends (turnstile was
-// interrupted). It returns CMD's exit status.
-func runWhile(ctx context.Context, o options, h held, argv []string, stdout, stderr io.Writer) error {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin = os.Stdin
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.Env = append(os.Environ(),
-		"TURNSTILE_PATH="+h.path,
-		"TURNSTILE_NODE="+h.node,
-		"TURNSTILE_TOKEN="+strconv.FormatInt(h.token, 10),
-	)
-	ownGroup(cmd)
-	// Output copied through pipes (stdout not a file) could keep Wait
-	// waiting on a grandchild that outlives CMD: it waits no longer than
-	// the grace period for it.
-	cmd.WaitDelay = max(o.grace, time.Second)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("run %s: %w", argv[0], err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+// killSlack is the part of the lost margin (Engine.LostMargin: the time
+// after Lost() before the server can expire the session and grant the lock
+// to another client) kept back from CMD's TERM, for the KILL to land in
+// time: the tool's wake when Lost() closes, the order's way through the
+// supervisor's pipe, its walk of CMD's tree and the kernel's delivery. A
+// quarter of the margin, and never less than minKillSlack: the margin
+// covers the engine's own timer lateness and clock drift already, so this
+// is the tool's share only.
+func killSlack(margin time.Duration) time.Duration { return max(margin/4, minKillSlack) }
 
-	var why string
+const minKillSlack = 250 * time.Millisecond
+
+// minTermWindow is the least time between TERM and KILL worth calling a
+// graceful stop: a session whose margin leaves less is refused, since CMD
+// could never be asked to stop, only killed.
+const minTermWindow = 100 * time.Millisecond
+
+// termWindow is how long CMD may take to exit after TERM once its lease is
+// lost: -grace, but never past the margin less the slack.
+func termWindow(grace, margin time.Duration) time.Duration {
+	return min(grace, margin-killSlack(margin))
+}
+
+// checkMargin refuses a session whose lost margin leaves CMD no useful
+// TERM before its KILL.
+func checkMargin(margin time.Duration) error {
+	if w := margin - killSlack(margin); w < minTermWindow {
+		return fmt.Errorf("the session's lost margin %v leaves CMD %v between SIGTERM and SIGKILL, below %v: "+
+			"give a longer -session-timeout or -lost-margin", margin, max(w, 0), minTermWindow)
+	}
+	return nil
+}
+
+// runWhile runs argv while h holds, and stops it the moment h is lost or
+// ctx ends (turnstile was interrupted): SIGTERM to its whole tree, SIGKILL
+// after -grace, and after a loss within termWindow whatever -grace says,
+// so that CMD's tree is gone before the server can grant the lock to
+// another client. CMD runs under a supervisor that kills its tree at once
+// if this process dies. It returns CMD's exit status.
+func runWhile(ctx context.Context, o options, h held, argv []string, stdout, stderr io.Writer) error {
+	child, err := startChild(argv, []string{
+		"TURNSTILE_PATH=" + h.path,
+		"TURNSTILE_NODE=" + h.node,
+		"TURNSTILE_TOKEN=" + strconv.FormatInt(h.token, 10),
+	}, os.Stdin, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	lostWindow := termWindow(o.grace, h.margin)
+	stopAfterLoss := func() {
+		fmt.Fprintf(stderr, "turnstile: %s on %s lost (%v): stopping %s\n", h.what, h.path, h.err(), argv[0])
+		if lostWindow < o.grace {
+			fmt.Fprintf(stderr, "turnstile: -grace %v cut to %v: another client may be granted the lock %v after the loss\n",
+				o.grace, lostWindow, h.margin)
+		}
+		child.stop(lostWindow)
+	}
 	select {
-	case err := <-done:
+	case err := <-child.done:
 		return childStatus(err, "")
 	case <-h.lost():
-		why = fmt.Sprintf("%s on %s lost (%v): stopping %s", h.what, h.path, h.err(), argv[0])
+		stopAfterLoss()
 	case <-ctx.Done():
-		why = fmt.Sprintf("interrupted: stopping %s", argv[0])
+		fmt.Fprintf(stderr, "turnstile: interrupted: stopping %s\n", argv[0])
+		child.stop(o.grace)
+		select {
+		case err := <-child.done:
+			return childStatus(err, "stopped")
+		case <-h.lost():
+			stopAfterLoss()
+		}
 	}
-	fmt.Fprintf(stderr, "turnstile: %s\n", why)
-	signalGroup(cmd, sigTerm)
-	timer := time.NewTimer(o.grace)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		return childStatus(err, "stopped")
-	case <-timer.C:
-		fmt.Fprintf(stderr, "turnstile: %s still running after -grace %v: killing it\n", argv[0], o.grace)
-		signalGroup(cmd, sigKill)
-		return childStatus(<-done, "stopped")
-	}
+	return childStatus(<-child.done, "stopped")
 }
 
 // childStatus is the tool's exit for CMD's end: CMD's own status (128+N

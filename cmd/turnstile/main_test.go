@@ -31,6 +31,12 @@ func (s suite) Run() int {
 }
 
 func TestMain(m *testing.M) {
+	// The lock tests' commands run under a supervisor, which is this
+	// executable started again.
+	superviseIfAsked()
+	if os.Getenv(cliEnv) != "" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(suite{m})
 }
 
