@@ -160,6 +160,9 @@ type releaseCmd struct {
 // is established, or fails with ErrUnreachable when no server answers
 // within cfg.ConnectTimeout (or ctx ends).
 func Start(ctx context.Context, cfg Config) (*Engine, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

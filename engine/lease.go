@@ -162,8 +162,12 @@ func (l *Lease) endLocked(cause error) {
 // deletion goes on regardless). A lost lease reports its loss (ErrLost). A
 // second call returns ErrNotHeld and does nothing. A deletion the server
 // refuses for lack of rights fails with ErrNoAuth; the node then stays
-// until the session ends.
+// until the session ends. A nil ctx is refused before anything is sent, so
+// the lease stays held for a correct Release.
 func (l *Lease) Release(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	_, err := l.ReleaseAsync().Wait(ctx)
 	return err
 }

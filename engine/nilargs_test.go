@@ -32,3 +32,36 @@ func TestAcquireNilEngineOrContext(t *testing.T) {
 		}
 	}
 }
+
+// Start with a nil context fails with ErrInvalidRequest naming it, before
+// it dials anything; Release with a nil context likewise, and leaves the
+// lease held, so that the caller's correct Release still works. (Failing
+// first: Start died on ctx.Done() and Release in the future's Wait, the
+// release already sent.)
+func TestStartAndReleaseNilContext(t *testing.T) {
+	var nilCtx context.Context
+	eng, err := engine.Start(nilCtx, engine.Config{Servers: zkServers()})
+	if !errors.Is(err, engine.ErrInvalidRequest) || !strings.Contains(err.Error(), "nil context.Context") || eng != nil {
+		t.Errorf("Start with a nil context: %v, %v", eng, err)
+	}
+
+	ctx := context.Background()
+	decide := func(l *queue.Listing, self string) queue.Decision { return l.Mutex(self) }
+	eng = startEngine(t, engine.Config{})
+	l, err := eng.Acquire(ctx, engine.Request{Path: testRoot(t) + "/nil", Kind: queue.KindMutex, Decide: decide}).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(nilCtx); !errors.Is(err, engine.ErrInvalidRequest) || !strings.Contains(err.Error(), "nil context.Context") {
+		t.Errorf("Release with a nil context: %v", err)
+	}
+	if !l.Held() {
+		t.Error("Release with a nil context released the lease")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("Release after the refused one: %v", err)
+	}
+	if err := (*engine.Lease)(nil).Release(nilCtx); !errors.Is(err, engine.ErrInvalidRequest) {
+		t.Errorf("Release of a nil lease with a nil context: %v", err)
+	}
+}
