@@ -140,8 +140,15 @@ func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
 
 // Release releases every part, last acquired first, and returns every
 // failure, joined (errors.Is finds each). A second call reports engine.ErrNotHeld
-// for each part.
+// for each part. A nil ctx, or a nil MultiLease, is refused before any part
+// is released.
 func (ml *MultiLease) Release(ctx context.Context) error {
+	switch {
+	case ml == nil:
+		return errNil("MultiLease")
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context.Context", engine.ErrInvalidRequest)
+	}
 	ml.stop.Do(func() { close(ml.released) })
 	var errs []error
 	for i := len(ml.leases) - 1; i >= 0; i-- {

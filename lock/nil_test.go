@@ -49,6 +49,18 @@ func TestNilArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	var nilCtx context.Context
+	ml, err := lock.NewMultiLock(lock.NewMutex(eng, p+"/a"), lock.NewMutex(eng, p+"/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := ml.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := lock.NewMutex(eng, p+"/c").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, names string
 		call        func() error
@@ -81,8 +93,23 @@ func TestNilArguments(t *testing.T) {
 		{"Reader Lock(nil ctx)", "nil context.Context", func() error { _, err := lock.NewRWMutex(eng, p).Reader().Lock(nilCtx); return err }},
 		{"Semaphore Lock(nil ctx)", "nil context.Context", func() error { _, err := lock.NewSemaphoreMutex(eng, p).Lock(nilCtx); return err }},
 		{"Participants(nil ctx)", "nil context.Context", func() error { _, err := lock.Participants(nilCtx, eng, p); return err }},
+		{"Lease Release(nil ctx)", "nil context.Context", func() error { return lease.Release(nilCtx) }},
+		{"MultiLease Release(nil ctx)", "nil context.Context", func() error { return held.Release(nilCtx) }},
+		{"nil MultiLease", "nil *lock.MultiLease", func() error { return (*lock.MultiLease)(nil).Release(ctx) }},
 	} {
 		t.Run(c.name, func(t *testing.T) { checkNilError(t, nilCall(t, c.call), c.names) })
+	}
+	// A Release refused for its nil context leaves every lease held.
+	for _, l := range append(held.Leases(), lease) {
+		if !l.Held() {
+			t.Errorf("%s no longer held after a Release with a nil context", l.Path())
+		}
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Errorf("MultiLease Release after the refused one: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Errorf("Lease Release after the refused one: %v", err)
 	}
 	if got := (*lock.ReentrantMutex)(nil).Count(1); got != 0 {
 		t.Errorf("Count on a nil ReentrantMutex: %d", got)
