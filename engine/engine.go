@@ -256,10 +256,20 @@ func newEngine(cfg Config) *Engine {
 }
 
 // Stats returns the number of requests sent so far, by kind.
-func (e *Engine) Stats() Stats { return e.count.snapshot() }
+func (e *Engine) Stats() Stats {
+	if e.unstarted() {
+		return Stats{}
+	}
+	return e.count.snapshot()
+}
 
 // SessionID is the current ZooKeeper session's id.
-func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
+func (e *Engine) SessionID() int64 {
+	if e.unstarted() || e.conn == nil {
+		return 0
+	}
+	return e.conn.SessionID()
+}
 
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. req.Path
@@ -404,6 +414,12 @@ func (e *Engine) post(cmd any) bool {
 // server expires), and how each acquisition and lease ended is told by
 // its own future, Lost channel and Err.
 func (e *Engine) Close() error {
+	switch {
+	case e == nil:
+		return errNilEngine
+	case e.unstarted():
+		return errUnstarted
+	}
 	e.closeOnce.Do(func() { e.post(&core.Close{}) })
 	<-e.loopDone
 	e.wg.Wait()

@@ -36,15 +36,34 @@ type Lease struct {
 }
 
 // Path is the lock path, as given to Acquire: relative to Config.Root.
-func (l *Lease) Path() string { return l.eng.namespacePath(l.path) }
+//
+// A nil Lease, or one no acquisition returned (a zero Lease), has no path,
+// node, engine or token, is not held, and its Lost and Context are done at
+// once with Err's error, which wraps ErrInvalidRequest.
+func (l *Lease) Path() string {
+	if l.unmade() {
+		return ""
+	}
+	return l.eng.namespacePath(l.path)
+}
 
 // Engine is the engine whose session holds the lease.
-func (l *Lease) Engine() *Engine { return l.eng }
+func (l *Lease) Engine() *Engine {
+	if l == nil {
+		return nil
+	}
+	return l.eng
+}
 
 // Node is the path of the lease's own znode, relative to Config.Root like
 // Path: Path, a slash and the node's name. lock.Revoke and the engine's
 // Data and SetData take it as it is.
-func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
+func (l *Lease) Node() string {
+	if l.unmade() {
+		return ""
+	}
+	return l.eng.namespacePath(l.node)
+}
 
 // Token is the fencing token of this grant. Successive grants of one lock
 // path carry strictly increasing tokens, across sessions, reconnects and
@@ -73,7 +92,12 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 // node's deletion. The encoding holds zxids below 2^51:
 // a ZooKeeper epoch (the zxid's high 32 bits, one more at each leader
 // election) below 2^19, 524,288.
-func (l *Lease) Token() int64 { return l.token }
+func (l *Lease) Token() int64 {
+	if l.unmade() {
+		return 0
+	}
+	return l.token
+}
 
 // Lost is closed when the lease can no longer be trusted: the session
 // expired, or the server may expire it before the engine hears from it
@@ -86,6 +110,9 @@ func (l *Lease) Token() int64 { return l.token }
 // grant the lock to another client. The holder must stop touching the
 // guarded resource at once.
 func (l *Lease) Lost() <-chan struct{} {
+	if l.unmade() {
+		return closedLost
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lost.Done()
@@ -94,6 +121,9 @@ func (l *Lease) Lost() <-chan struct{} {
 // Err is nil while the lease is not lost, and then why it was lost (errors.Is
 // finds ErrLost, and ErrSessionExpired or ErrClosed where they are the cause).
 func (l *Lease) Err() error {
+	if l.unmade() {
+		return errNilLeaseOf
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lostErr
@@ -106,6 +136,9 @@ func (l *Lease) Err() error {
 // A lease passed inside a cohort follows the node's (its carrier's) while
 // it holds it.
 func (l *Lease) Suspended() <-chan struct{} {
+	if l.unmade() {
+		return nil // never: Lost is closed
+	}
 	if c := l.carrier(); c != nil {
 		return c.Suspended()
 	}
@@ -125,6 +158,11 @@ func (l *Lease) Suspended() <-chan struct{} {
 // A loss cancels it at the moment Lost closes, from the engine's watchdog,
 // whatever the engine's loop is doing.
 func (l *Lease) Context() context.Context {
+	if l.unmade() {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errNilLeaseOf)
+		return ctx
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ctx == nil {
@@ -174,12 +212,12 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // Held reports whether the lease is still held: neither released (or being
 // released) nor lost.
-func (l *Lease) Held() bool { return !l.releasing.Load() && l.Err() == nil }
+func (l *Lease) Held() bool { return !l.unmade() && !l.releasing.Load() && l.Err() == nil }
 
 // ReleaseAsync starts releasing and returns a future of the outcome, for
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
-	if l == nil {
+	if l.unmade() {
 		return future.Resolved(struct{}{}, errNilLease)
 	}
 	if !l.releasing.CompareAndSwap(false, true) {
@@ -225,6 +263,9 @@ func (l *Lease) carrier() *Lease {
 // or Curator's Revoker). Only revocable leases are told; letting go is up to
 // the holder. It never closes for a lease acquired without revocation.
 func (l *Lease) Revoked() <-chan struct{} {
+	if l.unmade() {
+		return nil // never: no one can ask a lease no acquisition made
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.revoked.Done()
@@ -288,3 +329,10 @@ func (l *Lease) setSuspended(on bool) {
 		l.suspended = latch.Latch{} // a new, open one for the next suspension
 	}
 }
+
+// closedLost is the Lost of a lease no acquisition made.
+var closedLost = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

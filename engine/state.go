@@ -38,7 +38,12 @@ func (s State) String() string {
 }
 
 // State is the engine's state now: as the loop last saw the session.
-func (e *Engine) State() State { return e.states.current() }
+func (e *Engine) State() State {
+	if e.unstarted() {
+		return StateClosed
+	}
+	return e.states.current()
+}
 
 // StateChanges follows the engine's state: the channel holds the latest
 // state, at once the current one, and a follower that reads late skips
@@ -50,7 +55,16 @@ func (e *Engine) State() State { return e.states.current() }
 // ends with StateClosed when the engine closes. It works whether or not
 // any lock is held, and costs no goroutine: each call adds a channel the
 // engine keeps until ctx ends or the engine closes.
+//
+// A nil ctx, or an engine Start did not return, has nothing to follow: the
+// channel holds StateClosed and is closed.
 func (e *Engine) StateChanges(ctx context.Context) <-chan State {
+	if e.unstarted() || ctx == nil {
+		ch := make(chan State, 1)
+		ch <- StateClosed
+		close(ch)
+		return ch
+	}
 	return e.states.follow(ctx)
 }
 
