@@ -164,6 +164,13 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) *engine.Future[*MultiLe
 // underGuard), which follows every creation of it, and the attempt starts
 // over from the guard in the same way.
 func (s *Semaphore) attempt(ctx context.Context, try bool, k int, resolve func([]*Lease, error)) {
+	// The engine checks the paths of the semaphore's nodes, below s.path:
+	// "" would make them "/locks" and "/leases", valid paths of a
+	// semaphore on no path at all.
+	if err := engine.ValidatePath(s.path); err != nil {
+		resolve(nil, err)
+		return
+	}
 	guardReq := s.opts.request(s.locks, queue.KindMutex, decideMutex, s.data, try)
 	guardReq.Revocable = false
 	s.eng.Acquire(ctx, guardReq).Then(func(guard *Lease, err error) {
