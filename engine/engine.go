@@ -24,6 +24,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
+	"github.com/turnstile-go/turnstile/engine/internal/inbox"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
 	"github.com/turnstile-go/turnstile/internal/future"
@@ -83,7 +84,7 @@ type Engine struct {
 	log   *slog.Logger
 	conn  zkConn
 	rt    runtime
-	inbox *inbox
+	inbox *inbox.Inbox
 	count counters
 	batch *batch.Sender // sends batches and cold ops as multis (engine/internal/batch)
 	// cohorts are the acquisitions that pass leases among themselves
@@ -218,7 +219,7 @@ func newEngine(cfg Config) *Engine {
 	e := &Engine{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		inbox:     newInbox(),
+		inbox:     inbox.New(),
 		states:    newStateWatch(),
 		loopDone:  make(chan struct{}),
 		ready:     make(chan struct{}),
@@ -256,16 +257,11 @@ func newEngine(cfg Config) *Engine {
 }
 
 // Stats returns the number of requests sent so far, by kind.
-func (e *Engine) Stats() Stats {
-	if e.unstarted() {
-		return Stats{}
-	}
-	return e.count.snapshot()
-}
+func (e *Engine) Stats() Stats { return e.or().count.snapshot() }
 
 // SessionID is the current ZooKeeper session's id.
 func (e *Engine) SessionID() int64 {
-	if e.unstarted() || e.conn == nil {
+	if e.unstarted() {
 		return 0
 	}
 	return e.conn.SessionID()
@@ -414,11 +410,8 @@ func (e *Engine) post(cmd any) bool {
 // server expires), and how each acquisition and lease ended is told by
 // its own future, Lost channel and Err.
 func (e *Engine) Close() error {
-	switch {
-	case e == nil:
+	if e.unstarted() {
 		return errNilEngine
-	case e.unstarted():
-		return errUnstarted
 	}
 	e.closeOnce.Do(func() { e.post(&core.Close{}) })
 	<-e.loopDone

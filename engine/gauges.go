@@ -36,9 +36,7 @@ type SessionStats struct {
 // Sessions returns what happened to the engine's session so far. It is safe
 // to call from any goroutine while the engine runs.
 func (e *Engine) Sessions() SessionStats {
-	if e.unstarted() {
-		return SessionStats{}
-	}
+	e = e.or()
 	return SessionStats{
 		Disconnects: e.gauges.disconnects.Load(),
 		Reconnects:  e.gauges.reconnects.Load(),
@@ -51,12 +49,7 @@ func (e *Engine) Sessions() SessionStats {
 // yet had answered (a multi request counts once), at most
 // Config.MaxInFlight. Reads made through Children, Data and SetData are not
 // counted. It is safe to call from any goroutine while the engine runs.
-func (e *Engine) InFlight() int {
-	if e.unstarted() {
-		return 0
-	}
-	return int(e.gauges.inFlight.Load())
-}
+func (e *Engine) InFlight() int { return int(e.or().gauges.inFlight.Load()) }
 
 // CohortStats counts what cohorting did since Start.
 type CohortStats struct {

@@ -36,16 +36,7 @@ type Lease struct {
 }
 
 // Path is the lock path, as given to Acquire: relative to Config.Root.
-//
-// A nil Lease, or one no acquisition returned (a zero Lease), has no path,
-// node, engine or token, is not held, and its Lost and Context are done at
-// once with Err's error, which wraps ErrInvalidRequest.
-func (l *Lease) Path() string {
-	if l.unmade() {
-		return ""
-	}
-	return l.eng.namespacePath(l.path)
-}
+func (l *Lease) Path() string { l = l.or(); return l.eng.or().namespacePath(l.path) }
 
 // Engine is the engine whose session holds the lease.
 func (l *Lease) Engine() *Engine {
@@ -58,12 +49,7 @@ func (l *Lease) Engine() *Engine {
 // Node is the path of the lease's own znode, relative to Config.Root like
 // Path: Path, a slash and the node's name. lock.Revoke and the engine's
 // Data and SetData take it as it is.
-func (l *Lease) Node() string {
-	if l.unmade() {
-		return ""
-	}
-	return l.eng.namespacePath(l.node)
-}
+func (l *Lease) Node() string { l = l.or(); return l.eng.or().namespacePath(l.node) }
 
 // Token is the fencing token of this grant. Successive grants of one lock
 // path carry strictly increasing tokens, across sessions, reconnects and
@@ -92,12 +78,7 @@ func (l *Lease) Node() string {
 // node's deletion. The encoding holds zxids below 2^51:
 // a ZooKeeper epoch (the zxid's high 32 bits, one more at each leader
 // election) below 2^19, 524,288.
-func (l *Lease) Token() int64 {
-	if l.unmade() {
-		return 0
-	}
-	return l.token
-}
+func (l *Lease) Token() int64 { return l.or().token }
 
 // Lost is closed when the lease can no longer be trusted: the session
 // expired, or the server may expire it before the engine hears from it
@@ -110,9 +91,7 @@ func (l *Lease) Token() int64 {
 // grant the lock to another client. The holder must stop touching the
 // guarded resource at once.
 func (l *Lease) Lost() <-chan struct{} {
-	if l.unmade() {
-		return closedLost
-	}
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lost.Done()
@@ -121,9 +100,7 @@ func (l *Lease) Lost() <-chan struct{} {
 // Err is nil while the lease is not lost, and then why it was lost (errors.Is
 // finds ErrLost, and ErrSessionExpired or ErrClosed where they are the cause).
 func (l *Lease) Err() error {
-	if l.unmade() {
-		return errNilLeaseOf
-	}
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lostErr
@@ -136,9 +113,7 @@ func (l *Lease) Err() error {
 // A lease passed inside a cohort follows the node's (its carrier's) while
 // it holds it.
 func (l *Lease) Suspended() <-chan struct{} {
-	if l.unmade() {
-		return nil // never: Lost is closed
-	}
+	l = l.or()
 	if c := l.carrier(); c != nil {
 		return c.Suspended()
 	}
@@ -158,11 +133,7 @@ func (l *Lease) Suspended() <-chan struct{} {
 // A loss cancels it at the moment Lost closes, from the engine's watchdog,
 // whatever the engine's loop is doing.
 func (l *Lease) Context() context.Context {
-	if l.unmade() {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(errNilLeaseOf)
-		return ctx
-	}
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ctx == nil {
@@ -200,8 +171,7 @@ func (l *Lease) endLocked(cause error) {
 // deletion goes on regardless). A lost lease reports its loss (ErrLost). A
 // second call returns ErrNotHeld and does nothing. A deletion the server
 // refuses for lack of rights fails with ErrNoAuth; the node then stays
-// until the session ends. A nil ctx is refused before anything is sent, so
-// the lease stays held for a correct Release.
+// until the session ends. A nil ctx is refused before anything is sent.
 func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
@@ -212,7 +182,7 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // Held reports whether the lease is still held: neither released (or being
 // released) nor lost.
-func (l *Lease) Held() bool { return !l.unmade() && !l.releasing.Load() && l.Err() == nil }
+func (l *Lease) Held() bool { l = l.or(); return l.eng != nil && !l.releasing.Load() && l.Err() == nil }
 
 // ReleaseAsync starts releasing and returns a future of the outcome, for
 // callers that must not block. A second call resolves with ErrNotHeld.
@@ -263,9 +233,7 @@ func (l *Lease) carrier() *Lease {
 // or Curator's Revoker). Only revocable leases are told; letting go is up to
 // the holder. It never closes for a lease acquired without revocation.
 func (l *Lease) Revoked() <-chan struct{} {
-	if l.unmade() {
-		return nil // never: no one can ask a lease no acquisition made
-	}
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.revoked.Done()
@@ -329,10 +297,3 @@ func (l *Lease) setSuspended(on bool) {
 		l.suspended = latch.Latch{} // a new, open one for the next suspension
 	}
 }
-
-// closedLost is the Lost of a lease no acquisition made.
-var closedLost = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()

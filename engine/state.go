@@ -38,12 +38,7 @@ func (s State) String() string {
 }
 
 // State is the engine's state now: as the loop last saw the session.
-func (e *Engine) State() State {
-	if e.unstarted() {
-		return StateClosed
-	}
-	return e.states.current()
-}
+func (e *Engine) State() State { return e.or().states.current() }
 
 // StateChanges follows the engine's state: the channel holds the latest
 // state, at once the current one, and a follower that reads late skips
@@ -55,17 +50,9 @@ func (e *Engine) State() State {
 // ends with StateClosed when the engine closes. It works whether or not
 // any lock is held, and costs no goroutine: each call adds a channel the
 // engine keeps until ctx ends or the engine closes.
-//
-// A nil ctx, or an engine Start did not return, has nothing to follow: the
-// channel holds StateClosed and is closed.
+// With a nil ctx (or on an engine Start did not return) it is closed at once.
 func (e *Engine) StateChanges(ctx context.Context) <-chan State {
-	if e.unstarted() || ctx == nil {
-		ch := make(chan State, 1)
-		ch <- StateClosed
-		close(ch)
-		return ch
-	}
-	return e.states.follow(ctx)
+	return e.or().states.follow(ctx)
 }
 
 // stateWatch is the latest state and the channels that follow it. Each
@@ -110,7 +97,7 @@ func (w *stateWatch) follow(ctx context.Context) <-chan State {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ch <- w.state
-	if w.state == StateClosed || ctx.Err() != nil {
+	if w.state == StateClosed || ctx == nil || ctx.Err() != nil {
 		close(ch)
 		return ch
 	}
