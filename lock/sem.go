@@ -166,8 +166,16 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) *engine.Future[*MultiLe
 func (s *Semaphore) attempt(ctx context.Context, try bool, k int, resolve func([]*Lease, error)) {
 	// The engine checks the paths of the semaphore's nodes, below s.path:
 	// "" would make them "/locks" and "/leases", valid paths of a
-	// semaphore on no path at all.
-	if err := engine.ValidatePath(s.path); err != nil {
+	// semaphore on no path at all. A nil engine or ctx is named first, as
+	// the engine names them before a path.
+	err := engine.ValidatePath(s.path)
+	switch {
+	case s.eng == nil:
+		err = errNilEngine
+	case ctx == nil:
+		err = errNilContext
+	}
+	if err != nil {
 		resolve(nil, err)
 		return
 	}
