@@ -78,7 +78,8 @@ type Request struct {
 // around a deterministic core (package engine/internal/core): the runtime
 // owns the ZooKeeper client, the loop goroutine that steps the core, the
 // requests' goroutines, timers, contexts and the futures' callbacks
-// (runtime.go, executor.go).
+// (runtime.go, executor.go). A nil *Engine, or one Start did not return,
+// is closed: its calls report ErrInvalidRequest, its counters zero.
 type Engine struct {
 	cfg   Config
 	log   *slog.Logger

@@ -11,7 +11,9 @@ import (
 )
 
 // Lease is a granted lock: proof, while it is neither released nor lost,
-// that its holder is the one the recipe admits.
+// that its holder is the one the recipe admits. A nil *Lease (a failed
+// acquisition's) is lost at once, and its Err and Release report
+// ErrInvalidRequest; neither it nor a zero Lease is held.
 type Lease struct {
 	eng   *Engine
 	id    uint64
