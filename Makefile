@@ -2,6 +2,8 @@
 #
 #   make run     start a local ZooKeeper and run the example pipeline
 #   make test    vet, gofmt check, and the race-enabled test suite
+#   make fuzz    each Go fuzz target for FUZZTIME (default 30s); make test
+#                runs only their seed corpora
 #   make simulate  the deterministic simulator's soak on every core
 #                (SIM_DURATION, default 5m; SIM_FIRST, the first seed)
 #   make deps    install what the tests need (Debian/Ubuntu, as root)
@@ -43,7 +45,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check run stress bench bench-latency bench-twoproc pause simulate mutate partition nemesis
+.PHONY: all deps test vet fmt-check fuzz run stress bench bench-latency bench-twoproc pause simulate mutate partition nemesis
 
 all: test
 
@@ -108,6 +110,21 @@ test: deps vet fmt-check
 
 run: deps
 	$(GO) run ./examples/pipeline
+
+# Every func FuzzX of the library's packages, found in the sources, each
+# run alone (go test fuzzes one target at a time) for FUZZTIME. A failing
+# input is written to the package's testdata/fuzz/FuzzX/, where plain go
+# test runs it from then on. Targets that need ZooKeeper start one per
+# fuzz worker, as their TestMain does.
+FUZZTIME ?= 30s
+fuzz: deps
+	@set -e; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./stress/' | xargs -n1 dirname | sort -u); do \
+		for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "fuzz: $$dir $$target for $(FUZZTIME)"; \
+			$(GO) test $$dir -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
 
 # A bounded soak: contended mutex under connection cuts. Exits non-zero on
 # any violation or orphaned node.

@@ -45,7 +45,11 @@ var ErrNoLeader = errors.New("turnstile: election has no leader")
 // errNilElection is what a call on a nil *Election returns: a pointer New
 // did not make, which names no election. (A nil engine or context is
 // reported by the engine, with the same sentinel.)
-var errNilElection = fmt.Errorf("%w: nil *election.Election", engine.ErrInvalidRequest)
+var errNilElection = fmt.Errorf("%w: nil *election.Election, or one New did not make", engine.ErrInvalidRequest)
+
+// unmade reports an Election New did not return: nil, or a zero Election
+// (no runtime to read the election with).
+func (e *Election) unmade() bool { return e == nil || e.opts.rt.Children == nil || e.obs.el == nil }
 
 // Election is one leader election: the candidates under one ZooKeeper path.
 // Its methods are safe for concurrent use. Use one Election per path per
@@ -75,7 +79,9 @@ func WithFailOnExpiry() Option { return func(o *options) { o.failOnExpiry = true
 func New(eng *engine.Engine, path string, opts ...Option) *Election {
 	e := &Election{eng: eng, path: path}
 	for _, opt := range opts {
-		opt(&e.opts)
+		if opt != nil { // a nil option sets nothing
+			opt(&e.opts)
+		}
 	}
 	e.opts.rt = runtimeOf(eng)
 	e.obs.el = e
@@ -93,7 +99,7 @@ func New(eng *engine.Engine, path string, opts ...Option) *Election {
 func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*Leadership] {
 	value = bytes.Clone(value)
 	f, resolve := future.New[*Leadership]()
-	if e == nil {
+	if e.unmade() {
 		resolve(nil, errNilElection)
 		return f
 	}
@@ -120,7 +126,7 @@ type Leader struct {
 // Leader reads who leads now, whichever client it is: ErrNoLeader when
 // the election has no candidate. The answer is a snapshot, stale at once.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if e == nil {
+	if e.unmade() {
 		return Leader{}, errNilElection
 	}
 	for {

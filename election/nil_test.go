@@ -3,7 +3,6 @@ package election_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -20,10 +19,11 @@ func panicOf(f func()) (p any) {
 
 // A nil engine, Election, Leadership or context fails with an error
 // wrapping engine.ErrInvalidRequest that names what was nil; Observe,
-// which has no error to return, panics with such a message. None dies of a
+// which has no error to return, closes its channel at once. None dies of a
 // nil dereference. (Failing first: before, every case but the nil
 // Leadership's Value died with "invalid memory address or nil pointer
-// dereference".)
+// dereference"; a zero Election, a nil option and Observe's nil cases
+// panicked.)
 func TestNilArguments(t *testing.T) {
 	ctx := bounded(t)
 	eng := startEngine(t, engine.Config{})
@@ -54,17 +54,27 @@ func TestNilArguments(t *testing.T) {
 	if v := (*election.Leadership)(nil).Value(); v != nil {
 		t.Errorf("Value of a nil Leadership: %q", v)
 	}
-	for _, c := range []struct {
-		name, names string
-		call        func()
-	}{
-		{"nil Election Observe", "nil *election.Election", func() { (*election.Election)(nil).Observe(ctx) }},
-		{"Observe(nil ctx)", "nil context.Context", func() { election.New(eng, p).Observe(nilCtx) }},
+	for name, observe := range map[string]func() <-chan election.Leader{
+		"nil Election":     func() <-chan election.Leader { return (*election.Election)(nil).Observe(ctx) },
+		"zero Election":    func() <-chan election.Leader { return new(election.Election).Observe(ctx) },
+		"Observe(nil ctx)": func() <-chan election.Leader { return election.New(eng, p).Observe(nilCtx) },
 	} {
-		p := panicOf(c.call)
-		if _, isErr := p.(error); isErr || !strings.Contains(fmt.Sprint(p), c.names) {
-			t.Errorf("%s: panicked with %v, want a message naming %q", c.name, p, c.names)
+		var ch <-chan election.Leader
+		if p := panicOf(func() { ch = observe() }); p != nil {
+			t.Errorf("%s: panic: %v", name, p)
+			continue
 		}
+		for range ch {
+			t.Errorf("%s: a leader observed", name)
+		}
+	}
+	if _, err := new(election.Election).Leader(ctx); !errors.Is(err, engine.ErrInvalidRequest) {
+		t.Errorf("Leader of a zero Election: %v", err)
+	}
+	if l, err := election.New(eng, p, nil).Campaign(ctx, nil).Wait(ctx); err != nil {
+		t.Errorf("Campaign with a nil option: %v", err)
+	} else if err := l.Resign(ctx); err != nil {
+		t.Error(err)
 	}
 	// An observer of an election on a nil engine is told nothing: its
 	// channel closes.

@@ -35,14 +35,16 @@ import (
 // waits for that data watch while the leader leads. The watch ends with
 // its last observer.
 //
-// Observe panics, naming what was nil, on a nil Election or ctx: it has no
-// error to return, and a channel closed at once would hide the mistake.
+// On a nil Election (or one New did not make), or with a nil ctx, there is
+// nothing to follow: the channel is closed at once, as on a nil engine.
+// Observe has no error to return, and a panic there would end the program
+// for a mistake that Leader and Campaign report as an error wrapping
+// engine.ErrInvalidRequest.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
-	switch {
-	case e == nil:
-		panic("election: Observe on a nil *election.Election")
-	case ctx == nil:
-		panic("election: Observe with a nil context.Context")
+	if e.unmade() || ctx == nil {
+		ch := make(chan Leader)
+		close(ch)
+		return ch
 	}
 	return e.obs.subscribe(ctx)
 }

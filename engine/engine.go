@@ -24,6 +24,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
+	"github.com/turnstile-go/turnstile/engine/internal/inbox"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
 	"github.com/turnstile-go/turnstile/internal/future"
@@ -77,13 +78,14 @@ type Request struct {
 // around a deterministic core (package engine/internal/core): the runtime
 // owns the ZooKeeper client, the loop goroutine that steps the core, the
 // requests' goroutines, timers, contexts and the futures' callbacks
-// (runtime.go, executor.go).
+// (runtime.go, executor.go). A nil *Engine, or one Start did not return,
+// is closed: its calls report ErrInvalidRequest, its counters zero.
 type Engine struct {
 	cfg   Config
 	log   *slog.Logger
 	conn  zkConn
 	rt    runtime
-	inbox *inbox
+	inbox *inbox.Inbox
 	count counters
 	batch *batch.Sender // sends batches and cold ops as multis (engine/internal/batch)
 	// cohorts are the acquisitions that pass leases among themselves
@@ -160,6 +162,9 @@ type releaseCmd struct {
 // is established, or fails with ErrUnreachable when no server answers
 // within cfg.ConnectTimeout (or ctx ends).
 func Start(ctx context.Context, cfg Config) (*Engine, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -215,7 +220,7 @@ func newEngine(cfg Config) *Engine {
 	e := &Engine{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		inbox:     newInbox(),
+		inbox:     inbox.New(),
 		states:    newStateWatch(),
 		loopDone:  make(chan struct{}),
 		ready:     make(chan struct{}),
@@ -253,7 +258,7 @@ func newEngine(cfg Config) *Engine {
 }
 
 // Stats returns the number of requests sent so far, by kind.
-func (e *Engine) Stats() Stats { return e.count.snapshot() }
+func (e *Engine) Stats() Stats { return e.or().count.snapshot() }
 
 // LostMargin is how long, at the least, after a lease's Lost() has closed
 // (its trust deadline passed) the server can expire the session and grant
@@ -264,7 +269,12 @@ func (e *Engine) Stats() Stats { return e.count.snapshot() }
 func (e *Engine) LostMargin() time.Duration { return e.trust.marginNow() }
 
 // SessionID is the current ZooKeeper session's id.
-func (e *Engine) SessionID() int64 { return e.conn.SessionID() }
+func (e *Engine) SessionID() int64 {
+	if e.unstarted() {
+		return 0
+	}
+	return e.conn.SessionID()
+}
 
 // Acquire asks for a lock and returns at once; the future resolves with a
 // Lease once the recipe admits this contender, or with an error. req.Path
@@ -409,6 +419,9 @@ func (e *Engine) post(cmd any) bool {
 // server expires), and how each acquisition and lease ended is told by
 // its own future, Lost channel and Err.
 func (e *Engine) Close() error {
+	if e.unstarted() {
+		return errNilEngine
+	}
 	e.closeOnce.Do(func() { e.post(&core.Close{}) })
 	<-e.loopDone
 	e.wg.Wait()

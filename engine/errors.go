@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
+	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // Errors the engine returns. Each is a sentinel that errors.Is finds in a
@@ -33,7 +34,7 @@ var (
 	// ErrInvalidRequest: a Request cannot be acquired as it is (no Decider,
 	// a Prefix that makes names no recipe reads, a malformed Seq, Data
 	// over MaxDataLen). A bad Path reports ErrInvalidPath instead.
-	ErrInvalidRequest = errors.New("turnstile: invalid request")
+	ErrInvalidRequest = future.ErrInvalidRequest
 	// ErrBadDecision: the request's Decider contradicted the listing it was
 	// given: it reported the contender's node missing while the listing
 	// holds it. Creating another node would leave that one behind, once

@@ -36,6 +36,7 @@ type SessionStats struct {
 // Sessions returns what happened to the engine's session so far. It is safe
 // to call from any goroutine while the engine runs.
 func (e *Engine) Sessions() SessionStats {
+	e = e.or()
 	return SessionStats{
 		Disconnects: e.gauges.disconnects.Load(),
 		Reconnects:  e.gauges.reconnects.Load(),
@@ -48,7 +49,7 @@ func (e *Engine) Sessions() SessionStats {
 // yet had answered (a multi request counts once), at most
 // Config.MaxInFlight. Reads made through Children, Data and SetData are not
 // counted. It is safe to call from any goroutine while the engine runs.
-func (e *Engine) InFlight() int { return int(e.gauges.inFlight.Load()) }
+func (e *Engine) InFlight() int { return int(e.or().gauges.inFlight.Load()) }
 
 // CohortStats counts what cohorting did since Start.
 type CohortStats struct {
@@ -72,6 +73,9 @@ type CohortStats struct {
 // CohortStats returns what cohorting did so far. It is safe to call from
 // any goroutine.
 func (e *Engine) CohortStats() CohortStats {
+	if e.unstarted() {
+		return CohortStats{}
+	}
 	e.cohorts.mu.Lock()
 	defer e.cohorts.mu.Unlock()
 	s := e.cohorts.m.Stats()

@@ -34,6 +34,9 @@ func (l *Lease) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, er
 	if l == nil {
 		return nil, errNilGuarded
 	}
+	if l.unmade() {
+		return nil, errNilLeaseOf
+	}
 	if err := l.guardState(); err != nil {
 		return nil, err
 	}

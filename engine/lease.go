@@ -12,7 +12,9 @@ import (
 )
 
 // Lease is a granted lock: proof, while it is neither released nor lost,
-// that its holder is the one the recipe admits.
+// that its holder is the one the recipe admits. A nil *Lease (a failed
+// acquisition's) is lost at once, and its Err and Release report
+// ErrInvalidRequest; neither it nor a zero Lease is held.
 type Lease struct {
 	eng   *Engine
 	id    uint64
@@ -37,15 +39,20 @@ type Lease struct {
 }
 
 // Path is the lock path, as given to Acquire: relative to Config.Root.
-func (l *Lease) Path() string { return l.eng.namespacePath(l.path) }
+func (l *Lease) Path() string { l = l.or(); return l.eng.or().namespacePath(l.path) }
 
 // Engine is the engine whose session holds the lease.
-func (l *Lease) Engine() *Engine { return l.eng }
+func (l *Lease) Engine() *Engine {
+	if l == nil {
+		return nil
+	}
+	return l.eng
+}
 
 // Node is the path of the lease's own znode, relative to Config.Root like
 // Path: Path, a slash and the node's name. lock.Revoke and the engine's
 // Data and SetData take it as it is.
-func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
+func (l *Lease) Node() string { l = l.or(); return l.eng.or().namespacePath(l.node) }
 
 // Token is the fencing token of this grant. Successive grants of one lock
 // path carry strictly increasing tokens, across sessions, reconnects and
@@ -74,7 +81,7 @@ func (l *Lease) Node() string { return l.eng.namespacePath(l.node) }
 // node's deletion. The encoding holds zxids below 2^51:
 // a ZooKeeper epoch (the zxid's high 32 bits, one more at each leader
 // election) below 2^19, 524,288.
-func (l *Lease) Token() int64 { return l.token }
+func (l *Lease) Token() int64 { return l.or().token }
 
 // TrustedUntil is the time by which Lost() will have closed if the lease
 // is to be lost, with nothing more heard from the server: the engine's
@@ -109,6 +116,7 @@ func (l *Lease) TrustedUntil() time.Time {
 // grant the lock to another client. The holder must stop touching the
 // guarded resource at once.
 func (l *Lease) Lost() <-chan struct{} {
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lost.Done()
@@ -117,6 +125,7 @@ func (l *Lease) Lost() <-chan struct{} {
 // Err is nil while the lease is not lost, and then why it was lost (errors.Is
 // finds ErrLost, and ErrSessionExpired or ErrClosed where they are the cause).
 func (l *Lease) Err() error {
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lostErr
@@ -129,6 +138,7 @@ func (l *Lease) Err() error {
 // A lease passed inside a cohort follows the node's (its carrier's) while
 // it holds it.
 func (l *Lease) Suspended() <-chan struct{} {
+	l = l.or()
 	if c := l.carrier(); c != nil {
 		return c.Suspended()
 	}
@@ -148,6 +158,7 @@ func (l *Lease) Suspended() <-chan struct{} {
 // A loss cancels it at the moment Lost closes, from the engine's watchdog,
 // whatever the engine's loop is doing.
 func (l *Lease) Context() context.Context {
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ctx == nil {
@@ -185,20 +196,23 @@ func (l *Lease) endLocked(cause error) {
 // deletion goes on regardless). A lost lease reports its loss (ErrLost). A
 // second call returns ErrNotHeld and does nothing. A deletion the server
 // refuses for lack of rights fails with ErrNoAuth; the node then stays
-// until the session ends.
+// until the session ends. A nil ctx is refused before anything is sent.
 func (l *Lease) Release(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	_, err := l.ReleaseAsync().Wait(ctx)
 	return err
 }
 
 // Held reports whether the lease is still held: neither released (or being
 // released) nor lost.
-func (l *Lease) Held() bool { return !l.releasing.Load() && l.Err() == nil }
+func (l *Lease) Held() bool { l = l.or(); return l.eng != nil && !l.releasing.Load() && l.Err() == nil }
 
 // ReleaseAsync starts releasing and returns a future of the outcome, for
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
-	if l == nil {
+	if l.unmade() {
 		return future.Resolved(struct{}{}, errNilLease)
 	}
 	if !l.releasing.CompareAndSwap(false, true) {
@@ -244,6 +258,7 @@ func (l *Lease) carrier() *Lease {
 // or Curator's Revoker). Only revocable leases are told; letting go is up to
 // the holder. It never closes for a lease acquired without revocation.
 func (l *Lease) Revoked() <-chan struct{} {
+	l = l.or()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.revoked.Done()

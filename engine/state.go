@@ -38,7 +38,7 @@ func (s State) String() string {
 }
 
 // State is the engine's state now: as the loop last saw the session.
-func (e *Engine) State() State { return e.states.current() }
+func (e *Engine) State() State { return e.or().states.current() }
 
 // StateChanges follows the engine's state: the channel holds the latest
 // state, at once the current one, and a follower that reads late skips
@@ -50,8 +50,9 @@ func (e *Engine) State() State { return e.states.current() }
 // ends with StateClosed when the engine closes. It works whether or not
 // any lock is held, and costs no goroutine: each call adds a channel the
 // engine keeps until ctx ends or the engine closes.
+// With a nil ctx (or on an engine Start did not return) it is closed at once.
 func (e *Engine) StateChanges(ctx context.Context) <-chan State {
-	return e.states.follow(ctx)
+	return e.or().states.follow(ctx)
 }
 
 // stateWatch is the latest state and the channels that follow it. Each
@@ -96,7 +97,7 @@ func (w *stateWatch) follow(ctx context.Context) <-chan State {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ch <- w.state
-	if w.state == StateClosed || ctx.Err() != nil {
+	if w.state == StateClosed || ctx == nil || ctx.Err() != nil {
 		close(ch)
 		return ch
 	}

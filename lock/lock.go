@@ -77,7 +77,9 @@ func (o options) request(path string, kind queue.Kind, decide engine.Decider, da
 func buildOptions(opts []Option) options {
 	var o options
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil { // a nil option sets nothing
+			opt(&o)
+		}
 	}
 	return o
 }
@@ -102,4 +104,26 @@ func wait[T any](f *engine.Future[T]) (T, error) {
 // reported by the engine the same way.)
 func errNil(recipe string) error {
 	return fmt.Errorf("%w: nil *lock.%s", engine.ErrInvalidRequest, recipe)
+}
+
+// The engine's own words for a nil engine or context, for the calls that
+// refuse them before they reach it.
+var (
+	errNilEngine  = fmt.Errorf("%w: nil *engine.Engine", engine.ErrInvalidRequest)
+	errNilContext = fmt.Errorf("%w: nil context.Context", engine.ErrInvalidRequest)
+)
+
+// invalidError is bad input refused with a sentinel of the package's own:
+// errors.Is finds both the sentinel and engine.ErrInvalidRequest, and the
+// message is the sentinel's with the detail.
+type invalidError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *invalidError) Error() string   { return e.msg }
+func (e *invalidError) Unwrap() []error { return []error{e.sentinel, engine.ErrInvalidRequest} }
+
+func invalid(sentinel error, format string, args ...any) error {
+	return &invalidError{sentinel: sentinel, msg: sentinel.Error() + ": " + fmt.Sprintf(format, args...)}
 }

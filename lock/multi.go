@@ -15,7 +15,7 @@ import (
 )
 
 // ErrMultiLock is returned by NewMultiLock for an empty list, a nil lock or
-// two locks on one path.
+// two locks on one path (errors.Is finds engine.ErrInvalidRequest too).
 var ErrMultiLock = errors.New("turnstile: invalid multi-lock")
 
 // ErrNoTry is returned by MultiLock.TryAcquire when a part has no
@@ -35,18 +35,18 @@ type MultiLock struct {
 // NewMultiLock combines locks, which must be on distinct paths.
 func NewMultiLock(locks ...Acquirer) (*MultiLock, error) {
 	if len(locks) == 0 {
-		return nil, fmt.Errorf("%w: no locks", ErrMultiLock)
+		return nil, invalid(ErrMultiLock, "no locks")
 	}
 	parts := slices.Clone(locks)
 	for _, p := range parts {
 		if isNil(p) {
-			return nil, fmt.Errorf("%w: a nil lock", ErrMultiLock)
+			return nil, invalid(ErrMultiLock, "a nil lock")
 		}
 	}
 	slices.SortFunc(parts, func(a, b Acquirer) int { return cmp.Compare(a.Path(), b.Path()) })
 	for i := 1; i < len(parts); i++ {
 		if parts[i].Path() == parts[i-1].Path() {
-			return nil, fmt.Errorf("%w: %s twice", ErrMultiLock, parts[i].Path())
+			return nil, invalid(ErrMultiLock, "%s twice", parts[i].Path())
 		}
 	}
 	return &MultiLock{parts: parts}, nil
@@ -54,6 +54,9 @@ func NewMultiLock(locks ...Acquirer) (*MultiLock, error) {
 
 // Paths are the parts' paths in the order they are acquired.
 func (m *MultiLock) Paths() []string {
+	if m == nil {
+		return nil
+	}
 	paths := make([]string, len(m.parts))
 	for i, p := range m.parts {
 		paths[i] = p.Path()
@@ -66,8 +69,8 @@ func (m *MultiLock) Paths() []string {
 // released.
 func (m *MultiLock) Acquire(ctx context.Context) *engine.Future[*MultiLease] {
 	f, resolve := future.New[*MultiLease]()
-	if m == nil {
-		resolve(nil, errNil("MultiLock"))
+	if err := m.check(ctx); err != nil {
+		resolve(nil, err)
 		return f
 	}
 	m.next(ctx, nil, func(p Acquirer) *engine.Future[*Lease] { return p.Acquire(ctx) }, resolve)
@@ -86,8 +89,8 @@ type tryAcquirer interface {
 // TryAcquire takes every part with its TryAcquire, or none: it fails with
 // engine.ErrWouldBlock if any part would have to wait.
 func (m *MultiLock) TryAcquire(ctx context.Context) (*MultiLease, error) {
-	if m == nil {
-		return nil, errNil("MultiLock")
+	if err := m.check(ctx); err != nil {
+		return nil, err
 	}
 	for _, p := range m.parts {
 		if _, ok := p.(tryAcquirer); !ok {
@@ -101,6 +104,20 @@ func (m *MultiLock) TryAcquire(ctx context.Context) (*MultiLease, error) {
 		return g
 	}, resolve)
 	return wait(f)
+}
+
+// check refuses a nil MultiLock, one no constructor made (no parts: it
+// would be granted at once, holding nothing) and a nil ctx.
+func (m *MultiLock) check(ctx context.Context) error {
+	switch {
+	case m == nil:
+		return errNil("MultiLock")
+	case len(m.parts) == 0:
+		return invalid(ErrMultiLock, "no locks (a MultiLock not made by NewMultiLock)")
+	case ctx == nil:
+		return errNilContext
+	}
+	return nil
 }
 
 // next acquires part len(taken), then the rest; on a failure it releases
@@ -136,12 +153,26 @@ type MultiLease struct {
 
 // Leases are the parts' leases (or a semaphore's), in the order they were
 // acquired.
-func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
+func (ml *MultiLease) Leases() []*Lease {
+	if ml == nil {
+		return nil
+	}
+	return slices.Clone(ml.leases)
+}
 
 // Release releases every part, last acquired first, and returns every
 // failure, joined (errors.Is finds each). A second call reports engine.ErrNotHeld
-// for each part.
+// for each part. A nil ctx, or a nil MultiLease, is refused before any part
+// is released.
 func (ml *MultiLease) Release(ctx context.Context) error {
+	switch {
+	case ml == nil:
+		return errNil("MultiLease")
+	case ctx == nil:
+		return errNilContext
+	case ml.released == nil:
+		return invalid(ErrMultiLock, "a MultiLease no acquisition made")
+	}
 	ml.stop.Do(func() { close(ml.released) })
 	var errs []error
 	for i := len(ml.leases) - 1; i >= 0; i-- {
@@ -156,6 +187,9 @@ func (ml *MultiLease) Release(ctx context.Context) error {
 // first call starts one goroutine that follows the parts until the
 // MultiLease is released.
 func (ml *MultiLease) Lost() <-chan struct{} {
+	if ml == nil || ml.released == nil {
+		return closedLost // no acquisition made it: nothing held to trust
+	}
 	ml.once.Do(func() {
 		ml.lost = make(chan struct{})
 		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ml.released)}}
@@ -181,3 +215,10 @@ func isNil(a Acquirer) bool {
 	}
 	return false
 }
+
+// closedLost is the Lost of a MultiLease no acquisition made.
+var closedLost = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

@@ -26,7 +26,12 @@ func NewMutex(eng *engine.Engine, path string, opts ...Option) *Mutex {
 }
 
 // Path is the lock path.
-func (m *Mutex) Path() string { return m.path }
+func (m *Mutex) Path() string {
+	if m == nil {
+		return ""
+	}
+	return m.path
+}
 
 func (m *Mutex) request(try bool) engine.Request {
 	return m.opts.request(m.path, queue.KindMutex, decideMutex, m.data, try)

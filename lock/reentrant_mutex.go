@@ -12,7 +12,8 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 )
 
-// ErrInvalidOwner is returned for an owner that is nil or not comparable.
+// ErrInvalidOwner is returned for an owner that is nil or not comparable
+// (errors.Is finds engine.ErrInvalidRequest too).
 var ErrInvalidOwner = errors.New("turnstile: a lock owner must be a non-nil comparable value")
 
 // ReentrantMutex is Curator's InterProcessMutex with its reentrancy: an
@@ -45,7 +46,15 @@ func NewReentrantMutex(eng *engine.Engine, path string, opts ...Option) *Reentra
 }
 
 // Path is the lock path.
-func (r *ReentrantMutex) Path() string { return r.m.path }
+func (r *ReentrantMutex) Path() string { return r.mutex().Path() }
+
+// mutex is r's Mutex: nil for a nil ReentrantMutex or a zero one.
+func (r *ReentrantMutex) mutex() *Mutex {
+	if r == nil {
+		return nil
+	}
+	return r.m
+}
 
 // Acquire asks for the lock on behalf of owner and returns at once. If owner
 // holds it, the future is resolved already with the same lease and the
@@ -70,8 +79,8 @@ func (r *ReentrantMutex) TryAcquire(ctx context.Context, owner any) (*Lease, err
 }
 
 func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engine.Future[*Lease] {
-	if r == nil {
-		return failed(errNil("ReentrantMutex"))
+	if err := r.check(ctx); err != nil {
+		return failed(err)
 	}
 	if err := checkOwner(owner); err != nil {
 		return failed(err)
@@ -133,8 +142,8 @@ func (r *ReentrantMutex) join(ctx context.Context, owner any, h *hold) *engine.F
 // lock. Releasing more often than acquired, or before the grant, returns
 // engine.ErrNotHeld. A lost lease reports its loss, and the count is dropped.
 func (r *ReentrantMutex) Release(ctx context.Context, owner any) error {
-	if r == nil {
-		return errNil("ReentrantMutex")
+	if err := r.check(ctx); err != nil {
+		return err
 	}
 	if err := checkOwner(owner); err != nil {
 		return err
@@ -189,9 +198,24 @@ func (r *ReentrantMutex) Count(owner any) int {
 	return h.count
 }
 
+// check refuses a nil ReentrantMutex or one no constructor made, one on
+// a nil engine, and a nil ctx, before the owners are looked at: an owner
+// that holds the lock would otherwise be answered from the count.
+func (r *ReentrantMutex) check(ctx context.Context) error {
+	switch {
+	case r == nil || r.m == nil || r.owners == nil:
+		return errNil("ReentrantMutex")
+	case r.m.eng == nil:
+		return errNilEngine
+	case ctx == nil:
+		return errNilContext
+	}
+	return nil
+}
+
 func checkOwner(owner any) error {
 	if owner == nil || !reflect.ValueOf(owner).Comparable() {
-		return fmt.Errorf("%w: %T", ErrInvalidOwner, owner)
+		return invalid(ErrInvalidOwner, "%T", owner)
 	}
 	return nil
 }

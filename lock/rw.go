@@ -55,7 +55,12 @@ func NewRWMutex(eng *engine.Engine, path string, opts ...Option) *RWMutex {
 }
 
 // Path is the lock path.
-func (rw *RWMutex) Path() string { return rw.path }
+func (rw *RWMutex) Path() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.path
+}
 
 // Owner returns another owner of the same lock, with the same options: a
 // handle of its own for the upgrade rule, at no cost.
@@ -84,7 +89,12 @@ var (
 )
 
 // Path is the lock path.
-func (r *ReadLock) Path() string { return r.rw.path }
+func (r *ReadLock) Path() string {
+	if r == nil {
+		return ""
+	}
+	return r.rw.Path()
+}
 
 // Acquire asks for a read lease and returns at once.
 func (r *ReadLock) Acquire(ctx context.Context) *engine.Future[*Lease] {
@@ -107,7 +117,12 @@ func (r *ReadLock) acquire(ctx context.Context, try bool) *engine.Future[*Lease]
 }
 
 // Path is the lock path.
-func (w *WriteLock) Path() string { return w.rw.path }
+func (w *WriteLock) Path() string {
+	if w == nil {
+		return ""
+	}
+	return w.rw.Path()
+}
 
 // Acquire asks for the write lease and returns at once.
 func (w *WriteLock) Acquire(ctx context.Context) *engine.Future[*Lease] {
@@ -169,10 +184,17 @@ func released(l *Lease) bool { return !l.Held() }
 // queued behind still wait for the read lease. The caller must release w
 // once the read lease is granted; until then both are held.
 func (rw *RWMutex) Downgrade(ctx context.Context, w *Lease) *engine.Future[*Lease] {
-	if rw == nil {
+	switch {
+	case rw == nil:
 		return failed(errNil("RWMutex"))
+	case rw.eng == nil:
+		return failed(errNilEngine)
+	case ctx == nil:
+		return failed(errNilContext)
+	case w == nil:
+		return failed(invalid(ErrNotWriteLease, "a nil *engine.Lease"))
 	}
-	if w == nil || !w.Held() || w.Path() != rw.path || w.Engine() != rw.eng {
+	if !w.Held() || w.Path() != rw.path || w.Engine() != rw.eng {
 		// Another engine's lease lives in another session, which may
 		// expire on its own and leave the read node without its place.
 		return failed(ErrNotWriteLease)

@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/turnstile-go/turnstile/internal/future"
 
@@ -13,7 +12,8 @@ import (
 )
 
 // ErrInvalidLeases is returned by NewSemaphore for fewer than one lease,
-// and by AcquireN for fewer than one or more than the semaphore has.
+// and by AcquireN for fewer than one or more than the semaphore has
+// (errors.Is finds engine.ErrInvalidRequest too).
 var ErrInvalidLeases = errors.New("turnstile: a semaphore needs at least one lease")
 
 // Semaphore hands out at most N leases on one path, on Curator's
@@ -47,25 +47,40 @@ type Semaphore struct {
 var _ Acquirer = (*Semaphore)(nil)
 
 // NewSemaphore returns the semaphore of n leases on path. It does no I/O.
+// A nil eng is refused here, as it has an error to return (errors.Is
+// finds engine.ErrInvalidRequest).
 func NewSemaphore(eng *engine.Engine, path string, n int, opts ...Option) (*Semaphore, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("%w: %d", ErrInvalidLeases, n)
+	switch {
+	case eng == nil:
+		return nil, errNilEngine
+	case n < 1:
+		return nil, invalid(ErrInvalidLeases, "%d", n)
 	}
+	return newSemaphore(eng, path, n, opts), nil
+}
+
+func newSemaphore(eng *engine.Engine, path string, n int, opts []Option) *Semaphore {
 	o := buildOptions(opts)
 	return &Semaphore{eng: eng, path: path, n: n, opts: o, data: o.data(),
-		locks: path + "/locks", lease: path + "/leases"}, nil
+		locks: path + "/locks", lease: path + "/leases"}
 }
 
 // NewSemaphoreMutex is a Semaphore of one lease: Curator's
 // InterProcessSemaphoreMutex. Unlike Mutex, its lease is not tied to an
 // owner and its nodes follow the semaphore layout.
+//
+// It has no error to return: a nil eng is reported by each acquisition.
 func NewSemaphoreMutex(eng *engine.Engine, path string, opts ...Option) *Semaphore {
-	s, _ := NewSemaphore(eng, path, 1, opts...)
-	return s
+	return newSemaphore(eng, path, 1, opts)
 }
 
 // Path is the semaphore's path.
-func (s *Semaphore) Path() string { return s.path }
+func (s *Semaphore) Path() string {
+	if s == nil {
+		return ""
+	}
+	return s.path
+}
 
 // Acquire asks for a lease and returns at once. Cancelling ctx before the
 // grant resolves the future with context.Cause(ctx) and leaves no node
@@ -119,7 +134,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) *engine.Future[*MultiLe
 		resolve(nil, errNil("Semaphore"))
 		return f
 	case n < 1 || n > s.n:
-		resolve(nil, fmt.Errorf("%w: %d at once of %d", ErrInvalidLeases, n, s.n))
+		resolve(nil, invalid(ErrInvalidLeases, "%d at once of %d", n, s.n))
 		return f
 	}
 	s.attempt(ctx, false, n, func(leases []*Lease, err error) {
@@ -149,6 +164,21 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) *engine.Future[*MultiLe
 // underGuard), which follows every creation of it, and the attempt starts
 // over from the guard in the same way.
 func (s *Semaphore) attempt(ctx context.Context, try bool, k int, resolve func([]*Lease, error)) {
+	// The engine checks the paths of the semaphore's nodes, below s.path:
+	// "" would make them "/locks" and "/leases", valid paths of a
+	// semaphore on no path at all. A nil engine or ctx is named first, as
+	// the engine names them before a path.
+	err := engine.ValidatePath(s.path)
+	switch {
+	case s.eng == nil:
+		err = errNilEngine
+	case ctx == nil:
+		err = errNilContext
+	}
+	if err != nil {
+		resolve(nil, err)
+		return
+	}
 	guardReq := s.opts.request(s.locks, queue.KindMutex, decideMutex, s.data, try)
 	guardReq.Revocable = false
 	s.eng.Acquire(ctx, guardReq).Then(func(guard *Lease, err error) {

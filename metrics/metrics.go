@@ -205,7 +205,9 @@ var _ prometheus.Collector = (*Collector)(nil)
 func New(opts ...Option) *Collector {
 	cfg := config{acquireBuckets: defaultBuckets, holdBuckets: defaultBuckets}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil { // a nil option sets nothing
+			o(&cfg)
+		}
 	}
 	c := &Collector{
 		acquire: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -293,10 +295,25 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 // Attach gives the collector the engine whose counters it reads at each
 // scrape. Until then, only what Observe was told is exported.
-func (c *Collector) Attach(eng *engine.Engine) { c.eng.Store(eng) }
+//
+// A nil Collector, or one New did not make, exports nothing: Attach,
+// Observe, Describe and Collect do nothing on it, as Describe and Collect
+// do with a nil channel (a send on it would block the scrape forever).
+func (c *Collector) Attach(eng *engine.Engine) {
+	if c.unmade() {
+		return
+	}
+	c.eng.Store(eng)
+}
+
+// unmade reports a Collector New did not return: nil, or a zero one.
+func (c *Collector) unmade() bool { return c == nil || c.observerOnly == nil }
 
 // Describe sends the descriptions of every metric the collector exports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	if c.unmade() || ch == nil {
+		return
+	}
 	for _, m := range c.observerOnly {
 		m.Describe(ch)
 	}
@@ -311,6 +328,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // scraper's goroutine while the engine's loop goes on: the observer's
 // metrics are safe for that, and the engine's counters are atomics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if c.unmade() || ch == nil {
+		return
+	}
 	for _, m := range c.observerOnly {
 		m.Collect(ch)
 	}
@@ -363,6 +383,9 @@ var sessionStates = []engine.State{engine.StateConnected, engine.StateSuspended,
 // engine's loop goroutine and returns at once. To have several observers,
 // call Observe from one of your own.
 func (c *Collector) Observe(r events.Report) {
+	if c.unmade() {
+		return
+	}
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -78,21 +78,37 @@ func wrapped(nodes []Node) bool {
 // would be let in beside the holder. Nothing should be granted on such a
 // listing; once the nodes created before the wrap are gone, the order is
 // sound again.
-func (l *Listing) Wrapped() bool { return l.wrapped }
+//
+// A nil Listing lists nothing: no nodes, and every predicate reports self
+// Missing.
+func (l *Listing) Wrapped() bool { return l != nil && l.wrapped }
 
 // Nodes returns the lock nodes in queue order (by sequence number, then name). The slice is
 // shared: do not change it.
-func (l *Listing) Nodes() []Node { return l.nodes }
+func (l *Listing) Nodes() []Node {
+	if l == nil {
+		return nil
+	}
+	return l.nodes
+}
 
 // Foreign returns, in listing order, the children that are not lock nodes
 // of any known family: no predicate sees them. The slice is shared: do not
 // change it.
-func (l *Listing) Foreign() []string { return l.foreign }
+func (l *Listing) Foreign() []string {
+	if l == nil {
+		return nil
+	}
+	return l.foreign
+}
 
 // Index returns the position of the lock node named name in [Listing.Nodes],
 // or -1 if there is none: the name is not listed, or is no lock node. It
 // costs a parse of name and a binary search.
 func (l *Listing) Index(name string) int {
+	if l == nil {
+		return -1
+	}
 	n, ok := Parse(name)
 	if !ok {
 		return -1
@@ -107,6 +123,9 @@ func (l *Listing) Index(name string) int {
 // Has reports whether name is among the children, lock node or not, in
 // O(log n).
 func (l *Listing) Has(name string) bool {
+	if l == nil {
+		return false
+	}
 	if l.Index(name) >= 0 {
 		return true
 	}

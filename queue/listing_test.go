@@ -182,3 +182,18 @@ func TestListingWrapped(t *testing.T) {
 		t.Errorf("Mutex(M-2147483648) = %+v: numeric order should put it first", d)
 	}
 }
+
+// A nil Listing lists nothing, and every predicate finds self missing.
+// (Failing first: each died of a nil dereference.)
+func TestNilListing(t *testing.T) {
+	var l *queue.Listing
+	if l.Wrapped() || l.Nodes() != nil || l.Foreign() != nil || l.Index("x") != -1 || l.Has("x") {
+		t.Error("a nil listing lists something")
+	}
+	for name, d := range map[string]queue.Decision{"Mutex": l.Mutex("x"), "Semaphore": l.Semaphore("x", 2),
+		"Read": l.Read("x"), "Write": l.Write("x"), "Latch": l.Latch("x")} {
+		if d != (queue.Decision{Missing: true}) {
+			t.Errorf("%s on a nil listing: %+v", name, d)
+		}
+	}
+}

@@ -59,7 +59,8 @@ import (
 const reportTokenShift = 12
 
 // View is one engine's view, fed by Observe and Attach, served by
-// ServeHTTP. Its methods are safe for concurrent use.
+// ServeHTTP. Its methods are safe for concurrent use. A zero View works as
+// New's does; a nil View observes nothing and serves 500.
 type View struct {
 	mu   sync.Mutex
 	eng  *engine.Engine
@@ -86,6 +87,9 @@ func New() *View {
 
 // Attach gives the view the engine whose session and counters it serves.
 func (v *View) Attach(eng *engine.Engine) {
+	if v == nil {
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.eng = eng
@@ -95,9 +99,15 @@ func (v *View) Attach(eng *engine.Engine) {
 // every acquisition from its start to its grant and the lease to its end.
 // It returns at once, as an observer must.
 func (v *View) Observe(r events.Report) {
+	if v == nil {
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.now()
+	if v.byID == nil { // a zero View
+		v.byID = make(map[uint64]*contender)
+	}
+	now := v.clock()
 	c := v.byID[r.ID]
 	switch r.Kind {
 	case events.Acquiring:
@@ -123,10 +133,18 @@ func (v *View) Observe(r events.Report) {
 	}
 }
 
+// clock is the view's time source: time.Now in a zero View.
+func (v *View) clock() time.Time {
+	if v.now == nil {
+		return time.Now()
+	}
+	return v.now()
+}
+
 func (v *View) snapshot() statusjson.Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	now := v.now()
+	now := v.clock()
 	s := statusjson.Snapshot{Held: []statusjson.Held{}, Queued: []statusjson.Queued{}}
 	for _, c := range v.byID {
 		secs := now.Sub(c.since).Round(time.Millisecond).Seconds()
@@ -164,7 +182,19 @@ func compare(a, b time.Time, ida, idb uint64) int {
 }
 
 // ServeHTTP answers GET and HEAD with the view as JSON.
+// Without a writer there is no one to answer; without a request, or on a
+// nil View, the answer is an error status rather than a panic.
 func (v *View) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case w == nil:
+		return
+	case r == nil:
+		http.Error(w, "no request", http.StatusBadRequest)
+		return
+	case v == nil:
+		http.Error(w, "status: nil *status.View", http.StatusInternalServerError)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/wait"
 	"github.com/turnstile-go/turnstile/internal/zkserver"
 	"github.com/turnstile-go/turnstile/lock"
@@ -128,4 +129,35 @@ func TestViewOfAnEngine(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %s", resp.Status)
 	}
+}
+
+// A zero View works as New's; a nil View observes nothing and serves 500;
+// ServeHTTP without a writer or a request returns instead of panicking.
+// (Failing first: each died of a nil dereference.)
+func TestNilAndZeroView(t *testing.T) {
+	var zero status.View
+	zero.Attach(nil)
+	zero.Observe(events.Report{ID: 1, Kind: events.Acquiring, Path: "/a"})
+	rec := httptest.NewRecorder()
+	zero.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	var s struct {
+		Queued []struct{ Path string } `json:"queued"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil || len(s.Queued) != 1 || s.Queued[0].Path != "/a" {
+		t.Errorf("a zero View: %v, %s", err, rec.Body)
+	}
+	var v *status.View
+	v.Attach(nil)
+	v.Observe(events.Report{ID: 1, Kind: events.Acquiring})
+	rec = httptest.NewRecorder()
+	v.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusInternalServerError {
+		t.Errorf("a nil View served %d", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	status.New().ServeHTTP(rec, nil)
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("no request: %d", rec.Code)
+	}
+	status.New().ServeHTTP(nil, httptest.NewRequest(http.MethodGet, "/", nil))
 }

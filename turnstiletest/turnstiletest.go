@@ -67,6 +67,9 @@ type Cluster struct {
 // the cluster cannot start. If t fails, the tail of each server's log is
 // written to t's log.
 func Start(t testing.TB, n int) *Cluster {
+	if t == nil {
+		panic(errNilTB)
+	}
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -92,6 +95,9 @@ func Start(t testing.TB, n int) *Cluster {
 // error says what to install where Java or ZooKeeper is missing; a test
 // that would rather skip there than fail passes it to t.Skip.
 func New(ctx context.Context, n int) (*Cluster, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if n != 1 && n != 3 {
 		return nil, fmt.Errorf("turnstiletest: a cluster of %d servers; want 1 or 3", n)
 	}
@@ -129,6 +135,9 @@ func explain(err error) error {
 // Close stops every server and removes their temp dirs. Start calls it
 // when the test ends; it may be called again.
 func (c *Cluster) Close() error {
+	if err := c.check(context.Background()); err != nil {
+		return err
+	}
 	if c.ensemble != nil {
 		return c.ensemble.Close()
 	}
@@ -141,6 +150,9 @@ func (c *Cluster) Close() error {
 // whose session a test will expire. It reads ZooKeeper's plain protocol:
 // a client with engine.Config.TLS set hides its session from it.
 func (c *Cluster) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	if err := c.check(context.Background()); err != nil {
+		return nil, err
+	}
 	return c.sessions.Dial(network, address, timeout)
 }
 
@@ -152,6 +164,9 @@ func (c *Cluster) Dial(network, address string, timeout time.Duration) (net.Conn
 // again under a new session. ExpireSession returns once the server has
 // closed the session. The session must have been made through Dial.
 func (c *Cluster) ExpireSession(ctx context.Context, id int64) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
 	var running []string
 	for _, s := range c.servers {
 		if s.Running() {
@@ -178,6 +193,9 @@ func (c *Cluster) ExpireSession(ctx context.Context, id int64) error {
 // connection; in an ensemble they move to another server, and two of
 // three still form a quorum.
 func (c *Cluster) StopServer(i int) (restart func(context.Context) error, err error) {
+	if err := c.check(context.Background()); err != nil {
+		return nil, err
+	}
 	s, err := c.server(i)
 	if err != nil {
 		return nil, err

@@ -6,9 +6,23 @@ package future
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
+
+// ErrInvalidRequest is engine.ErrInvalidRequest, declared here so that a
+// nil future can report it without an import of the engine.
+var ErrInvalidRequest = errors.New("turnstile: invalid request")
+
+// errNilFuture is the outcome of a nil future: a pointer that no call
+// returned (a future is never nil), so a mistake in the calling code.
+var errNilFuture = fmt.Errorf("%w: nil *engine.Future", ErrInvalidRequest)
+
+// errNilContext is what Wait with a nil context reports, as the engine's
+// calls do.
+var errNilContext = fmt.Errorf("%w: nil context.Context", ErrInvalidRequest)
 
 // Future is a value that becomes available later: the outcome of an
 // acquisition, a release, or anything else the engine does asynchronously.
@@ -96,6 +110,9 @@ func runCallbacks(f func()) {
 
 // Done is closed once the future is resolved.
 func (f *Future[T]) Done() <-chan struct{} {
+	if f == nil {
+		return closed
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.done == nil {
@@ -117,8 +134,14 @@ var closed = func() chan struct{} {
 // it returns context.Cause(ctx) (which is ctx.Err() when ctx was cancelled
 // without a cause), and the future may still resolve later: to give up
 // an acquisition, cancel the context given to Acquire instead, which
-// resolves the future and removes the waiter's node.
+// resolves the future and removes the waiter's node. A nil ctx fails at
+// once with an error wrapping ErrInvalidRequest, resolved or not, so that
+// the mistake shows on the first call.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
+	if ctx == nil {
+		var zero T
+		return zero, errNilContext
+	}
 	if v, ok, err := f.Result(); ok {
 		return v, err
 	}
@@ -134,6 +157,9 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 // Result returns the outcome without blocking: resolved is false, and v
 // and err zero, while the future is unresolved.
 func (f *Future[T]) Result() (v T, resolved bool, err error) {
+	if f == nil {
+		return v, true, errNilFuture
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.resolved {
@@ -151,7 +177,18 @@ func (f *Future[T]) Result() (v T, resolved bool, err error) {
 // callbacks, which may still be running, or about to start (with ErrClosed
 // when Close resolved their futures), when it returns. A caller that needs
 // its callbacks finished waits for them itself, e.g. with a sync.WaitGroup.
+//
+// A nil fn is no callback: nothing runs. A nil future's fn runs with an
+// error wrapping ErrInvalidRequest.
 func (f *Future[T]) Then(fn func(T, error)) {
+	if fn == nil {
+		return
+	}
+	if f == nil {
+		var zero T
+		runCallbacks(func() { fn(zero, errNilFuture) })
+		return
+	}
 	f.mu.Lock()
 	if !f.resolved {
 		f.callbacks = append(f.callbacks, fn)

@@ -1,4 +1,4 @@
-package engine
+package inbox
 
 import (
 	"sync"
@@ -12,7 +12,7 @@ import (
 // arrives exactly once and each producer's events keep their order.
 func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 	const producers, each = 8, 5000
-	in := newInbox()
+	in := New()
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Go(func() {
@@ -60,7 +60,7 @@ func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 // Put must never block, even when nobody drains: it runs on the ZooKeeper
 // client's receive goroutine.
 func TestInboxPutNeverBlocks(t *testing.T) {
-	in := newInbox()
+	in := New()
 	finished := make(chan struct{})
 	go func() {
 		for range 100000 {
@@ -85,7 +85,7 @@ func TestInboxPutNeverBlocks(t *testing.T) {
 // An event put unsignalled waits, unannounced, for the loop's next wake,
 // and is taken then in its place among the others.
 func TestInboxPutUnsignalledWaitsForTheNextSignal(t *testing.T) {
-	in := newInbox()
+	in := New()
 	in.PutUnsignalled(input.TimerFired{ID: 1})
 	select {
 	case <-in.Ready():

@@ -1,4 +1,5 @@
-package engine
+// Package inbox is the engine loop's queue of events.
+package inbox
 
 import (
 	"sync"
@@ -6,23 +7,23 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
-// inbox is the loop's unbounded, non-blocking queue. Put never blocks and
+// Inbox is the loop's unbounded, non-blocking queue. Put never blocks and
 // never drops: it is called from the ZooKeeper client's receive goroutine,
 // which must not stall, and from user goroutines. The loop alone takes
 // events out, in batches.
-type inbox struct {
+type Inbox struct {
 	mu     sync.Mutex
 	events []input.Event
 	ready  chan struct{}
 }
 
-// newInbox returns an empty inbox.
-func newInbox() *inbox {
-	return &inbox{ready: make(chan struct{}, 1)}
+// New returns an empty inbox.
+func New() *Inbox {
+	return &Inbox{ready: make(chan struct{}, 1)}
 }
 
 // Put appends e. It never blocks.
-func (in *inbox) Put(e input.Event) {
+func (in *Inbox) Put(e input.Event) {
 	in.mu.Lock()
 	in.events = append(in.events, e)
 	in.mu.Unlock()
@@ -34,20 +35,20 @@ func (in *inbox) Put(e input.Event) {
 
 // PutUnsignalled appends e without signalling the loop, which takes it
 // with the next Put's events: for an event whose sender has more to do
-// at once than the loop's wake-up costs it (see Engine.post).
-func (in *inbox) PutUnsignalled(e input.Event) {
+// at once than the loop's wake-up costs it (see the engine's post).
+func (in *Inbox) PutUnsignalled(e input.Event) {
 	in.mu.Lock()
 	in.events = append(in.events, e)
 	in.mu.Unlock()
 }
 
 // Ready is signalled after Put; the signal may cover several events.
-func (in *inbox) Ready() <-chan struct{} { return in.ready }
+func (in *Inbox) Ready() <-chan struct{} { return in.ready }
 
 // Drain moves every queued event into buf (reusing its storage) and returns
 // it. The inbox keeps the old buffer for later Puts, so a steady loop
 // allocates nothing.
-func (in *inbox) Drain(buf []input.Event) []input.Event {
+func (in *Inbox) Drain(buf []input.Event) []input.Event {
 	clear(buf[:cap(buf)])
 	in.mu.Lock()
 	out := in.events
@@ -57,7 +58,7 @@ func (in *inbox) Drain(buf []input.Event) []input.Event {
 }
 
 // Len is the number of queued events.
-func (in *inbox) Len() int {
+func (in *Inbox) Len() int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return len(in.events)
