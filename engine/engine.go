@@ -265,8 +265,13 @@ func (e *Engine) Stats() Stats { return e.or().count.snapshot() }
 // its locks to another client: Config.LostMargin, scaled to the session
 // timeout the server granted once a handshake has told it. It is the time
 // a holder has to stop touching what its lease guards; see
-// Lease.TrustedUntil.
-func (e *Engine) LostMargin() time.Duration { return e.trust.marginNow() }
+// Lease.TrustedUntil. It is 0 for an engine Start did not return.
+func (e *Engine) LostMargin() time.Duration {
+	if e.unstarted() {
+		return 0
+	}
+	return e.trust.marginNow()
+}
 
 // SessionID is the current ZooKeeper session's id.
 func (e *Engine) SessionID() int64 {

@@ -96,6 +96,9 @@ func (l *Lease) Token() int64 { return l.or().token }
 // Like Token, it costs no request. The Time carries a monotonic clock
 // reading, so time.Until measures it on the monotonic clock.
 func (l *Lease) TrustedUntil() time.Time {
+	if l = l.or(); l.unmade() || l.eng.unstarted() {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	over := l.lost.Fired() || l.ended != nil
 	l.mu.Unlock()
