@@ -116,7 +116,8 @@ func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs in
 		return
 	}
 	if session == 0 {
-		t.lapse()
+		// The server said so: the leases are lost to the expiry.
+		t.lapse(ErrSessionExpired)
 		t.session = 0
 		return
 	}
@@ -124,7 +125,7 @@ func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs in
 		// A new session: whatever was held is the old session's, whose
 		// nodes are gone. Its deadline passed long ago (the server expired
 		// it), so this lapse has normally happened already.
-		t.lapse()
+		t.lapse(ErrSessionExpired)
 		t.session, t.heard = session, sent
 	}
 	t.granted = t.grantedTimeout(timeoutMs)
@@ -238,11 +239,12 @@ func (t *sessionTrust) check() {
 		t.timer.Reset(left)
 		return
 	}
-	t.lapse()
+	t.lapse(ErrLost)
 }
 
-// lapse ends trust: every held lease is lost at once, then the loop is
-// told. mu is held.
+// lapse ends trust: every held lease is lost at once, with cause (ErrLost
+// when the deadline passed, ErrSessionExpired when the server said the
+// session expired), then the loop is told. mu is held.
 //
 // The leases are lost in the order of their ids (a contender's in the
 // order its acquisition reached the loop, then a cohort node's, in the
@@ -252,14 +254,14 @@ func (t *sessionTrust) check() {
 // markLost, and those acquisitions must queue in an order that follows
 // from what happened, or the simulator's runs would not follow from
 // their seeds.
-func (t *sessionTrust) lapse() {
+func (t *sessionTrust) lapse(cause error) {
 	if t.lapsed {
 		return
 	}
 	t.lapsed = true
 	held := slices.SortedFunc(maps.Keys(t.held), func(a, b *Lease) int { return cmp.Compare(a.id, b.id) })
 	for _, l := range held {
-		l.markLost(ErrLost)
+		l.markLost(cause)
 	}
 	clear(t.held)
 	t.changed(true)
@@ -283,7 +285,7 @@ func (t *sessionTrust) admit(l *Lease, session int64) bool {
 		return false
 	}
 	if t.clock() >= t.deadline() {
-		t.lapse()
+		t.lapse(ErrLost)
 		return false
 	}
 	t.held[l] = struct{}{}
@@ -327,7 +329,7 @@ func (t *sessionTrust) vouches(l *Lease) (ok bool, now time.Duration) {
 		return false, now
 	}
 	if now >= t.deadline() {
-		t.lapse()
+		t.lapse(ErrLost)
 		return false, now
 	}
 	return true, now

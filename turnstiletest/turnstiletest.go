@@ -144,13 +144,24 @@ func (c *Cluster) Dial(network, address string, timeout time.Duration) (net.Conn
 	return c.sessions.Dial(network, address, timeout)
 }
 
-// ExpireSession ends the session id (engine.Engine.SessionID) as the server
-// ends a session whose client went silent past its timeout: its ephemeral
-// nodes (lock nodes, candidates) are deleted, and the client is told, at
-// its next request or reconnection, that the session expired. A turnstile
-// engine then closes every lease's Lost channel and queues its waiters
+// ExpireSession ends the session id (engine.Engine.SessionID) at the
+// server, as the server ends a session whose client went silent past its
+// timeout: its ephemeral nodes (lock nodes, candidates) are deleted, the
+// server drops the client's connection, and the client is told, at its
+// reconnection, that the session expired. A turnstile engine then closes
+// every lease's Lost channel, with an Err that errors.Is finds both
+// engine.ErrSessionExpired and engine.ErrLost in, and queues its waiters
 // again under a new session. ExpireSession returns once the server has
-// closed the session. The session must have been made through Dial.
+// closed the session. The session must have been made through Dial (or a
+// Partition's Dial). It may be called again and again on one engine, each
+// time with the session it has then.
+//
+// An expiry forced this way deletes the session's nodes at once, before
+// its client hears of it: another client may be granted the lock before
+// the holder's Lost() closes. It tests what a holder does once it learns
+// of an expiry, not the promise that Lost() closes before anyone else is
+// granted; for that, silence the holder's connection with a Partition and
+// let the server expire the session on its own.
 func (c *Cluster) ExpireSession(ctx context.Context, id int64) error {
 	var running []string
 	for _, s := range c.servers {

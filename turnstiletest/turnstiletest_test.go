@@ -58,7 +58,7 @@ func TestExpireSession(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the lease of the expired session was never lost")
 	}
-	if err := held.Err(); !errors.Is(err, engine.ErrSessionExpired) && !errors.Is(err, engine.ErrLost) {
+	if err := held.Err(); !errors.Is(err, engine.ErrSessionExpired) || !errors.Is(err, engine.ErrLost) {
 		t.Errorf("lost lease's Err: %v", err)
 	}
 	got, err := waiting.Wait(ctx)
@@ -159,5 +159,38 @@ func TestNotInstalled(t *testing.T) {
 func TestNewSizes(t *testing.T) {
 	if _, err := turnstiletest.New(context.Background(), 2); err == nil {
 		t.Error("New with 2 servers succeeded")
+	}
+}
+
+// ExpireSession works again and again on one engine: each time the lease
+// held under the session it ends is lost to the expiry (ErrSessionExpired
+// with ErrLost), and the engine takes the lock again under its next
+// session.
+func TestExpireSessionRepeated(t *testing.T) {
+	ctx := testCtx(t)
+	zk := turnstiletest.Start(t, 1)
+	eng := startEngine(t, ctx, zk)
+	seen := map[int64]bool{}
+	for i := range 10 {
+		held, err := lock.NewMutex(eng, "/again").Lock(ctx)
+		if err != nil {
+			t.Fatalf("expiry %d: lock: %v", i, err)
+		}
+		id := eng.SessionID()
+		if seen[id] {
+			t.Fatalf("expiry %d: session %#x was expired before", i, id)
+		}
+		seen[id] = true
+		if err := zk.ExpireSession(ctx, id); err != nil {
+			t.Fatalf("expiry %d: ExpireSession: %v", i, err)
+		}
+		select {
+		case <-held.Lost():
+		case <-ctx.Done():
+			t.Fatalf("expiry %d: the lease was never lost", i)
+		}
+		if err := held.Err(); !errors.Is(err, engine.ErrSessionExpired) || !errors.Is(err, engine.ErrLost) {
+			t.Fatalf("expiry %d: lost lease's Err: %v, want ErrSessionExpired and ErrLost", i, err)
+		}
 	}
 }
