@@ -194,3 +194,48 @@ func TestExpireSessionRepeated(t *testing.T) {
 		}
 	}
 }
+
+// A standalone server stopped and restarted keeps its sessions: an engine
+// is suspended while it is down, and connected again after, under the
+// same session, on the same address.
+func TestStandaloneStopRestart(t *testing.T) {
+	ctx := testCtx(t)
+	zk := turnstiletest.Start(t, 1)
+	eng, err := engine.Start(ctx, engine.Config{Servers: zk.Servers, Dialer: zk.Dial, SessionTimeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	id := eng.SessionID()
+	states := eng.StateChanges(ctx)
+	restart, err := zk.StopServer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range states {
+		if s == engine.StateSuspended {
+			break
+		}
+	}
+	if err := restart(ctx); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	for s := range states {
+		if s == engine.StateConnected {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the engine never reconnected to the restarted server")
+	}
+	if got := eng.SessionID(); got != id {
+		t.Errorf("session %#x after the restart, want %#x", got, id)
+	}
+	l, err := lock.NewMutex(eng, "/restarted").Lock(ctx)
+	if err != nil {
+		t.Fatalf("lock after the restart: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -19,8 +19,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // struct's fields and an interface's methods are listed, so a change to
 // them shows, but counted with their type). Every name is one more thing
 // that cannot change without breaking a user; the bound keeps adding one a
-// decision.
-const maxIdentifiers = 200
+// decision: 205 with turnstiletest's Partition (a test of Lost() before
+// another grant cannot rest on ExpireSession, which deletes the nodes at
+// once).
+const maxIdentifiers = 205
 
 // TestAPI compares the exported API with the checked-in list. Run
 // `go test ./internal/apicheck -update` after a change to the API made on
