@@ -44,10 +44,11 @@ type sessionTrust struct {
 	// maxSessionTimeout) would leave a margin longer than the timeout
 	// itself, and no lease would ever be trusted.
 	margin time.Duration
-	// changed tells the loop that trust lapsed (true) or came back. It is
-	// called with mu held, so the loop hears of changes in the order they
-	// happened, and it must not block.
-	changed func(lapsed bool)
+	// changed tells the loop that trust lapsed (true) or came back, and,
+	// with a lapse, whether it lapsed because the server said the session
+	// expired. It is called with mu held, so the loop hears of changes in
+	// the order they happened, and it must not block.
+	changed func(lapsed, expired bool)
 
 	mu      sync.Mutex
 	session int64         // the session the latest answered handshake named; 0 when none
@@ -85,7 +86,7 @@ func monotonicSince(now func() time.Time) func() time.Duration {
 	return func() time.Duration { return now().Sub(start) }
 }
 
-func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed bool)) *sessionTrust {
+func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed, expired bool)) *sessionTrust {
 	return &sessionTrust{
 		clock:     clock,
 		asked:     asked,
@@ -170,7 +171,7 @@ func (t *sessionTrust) heardAt(sent time.Duration) {
 	} else {
 		t.timer.Reset(left)
 	}
-	t.changed(false)
+	t.changed(false, false)
 }
 
 // grantedTimeout is the session timeout a handshake granted. When the
@@ -264,7 +265,7 @@ func (t *sessionTrust) lapse(cause error) {
 		l.markLost(cause)
 	}
 	clear(t.held)
-	t.changed(true)
+	t.changed(true, cause == ErrSessionExpired)
 }
 
 // admit registers a lease about to be granted in session, the session the
