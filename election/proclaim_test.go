@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/engine"
 )
@@ -107,5 +109,37 @@ func TestProclaimDeposed(t *testing.T) {
 	}
 	if err := next.Resign(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Proclaim writes only over its own term's value: a value written to the
+// leader's node by anyone else since is not overwritten (the write is
+// versioned); the next Proclaim after a successful one goes through.
+func TestProclaimVersioned(t *testing.T) {
+	ctx := bounded(t)
+	a := startEngine(t, engine.Config{})
+	conn := inspect(t)
+	path := electionPath(t)
+	l, err := election.New(a, path).Campaign(ctx, []byte("v0")).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Resign(ctx)
+	for _, v := range []string{"v1", "v2"} {
+		if err := l.Proclaim(ctx, []byte(v)); err != nil {
+			t.Fatalf("Proclaim(%q): %v", v, err)
+		}
+	}
+	if _, err := conn.Set(l.Node(), []byte("theirs"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Proclaim(ctx, []byte("mine")); !errors.Is(err, zk.ErrBadVersion) {
+		t.Errorf("Proclaim over another's write: %v, want ErrBadVersion", err)
+	}
+	if data, _, err := conn.Get(l.Node()); err != nil || string(data) != "theirs" {
+		t.Errorf("the node after a refused Proclaim: %q, %v; want \"theirs\"", data, err)
+	}
+	if string(l.Value()) != "v2" {
+		t.Errorf("Value() = %q after a refused Proclaim, want \"v2\"", l.Value())
 	}
 }
