@@ -59,8 +59,9 @@ func TestLapseIsNotExpiry(t *testing.T) {
 func lapseNotExpiry(t *testing.T, servers []string, dial func(network, address string, timeout time.Duration) (net.Conn, error), cut, heal func()) {
 	var logged warnings
 	// Trust lapses 5 s after the last answer; the server expires the
-	// session 10 s after it: the heal falls in between.
-	eng := startEngine(t, engine.Config{Servers: servers, SessionTimeout: 10 * time.Second, LostMargin: 5 * time.Second,
+	// session 20 s after it: the heal, and the reconnection, fall in
+	// between, with 15 s to spare.
+	eng := startEngine(t, engine.Config{Servers: servers, SessionTimeout: 20 * time.Second, LostMargin: 15 * time.Second,
 		Dialer: dial, Logger: slog.New(&logged)})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
