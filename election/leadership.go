@@ -64,8 +64,9 @@ func (l *Leadership) Value() []byte {
 // zk.ErrBadVersion, and changes nothing). A term known to be over fails
 // before sending: with its loss (engine.ErrLost), or engine.ErrNotHeld
 // after Resign; a node found gone fails with engine.ErrLost. A term that
-// ends while the write is in flight fails with its loss too: the value may
-// then have been written, but only while the node still existed. A value
+// ends while the write is in flight fails with its loss too (wrapping as
+// well the write's own error, if it failed): the value may then have been
+// written, but only while the node still existed. A value
 // over engine.MaxDataLen fails with engine.ErrInvalidRequest.
 func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 	if l == nil || l.Lease == nil {
@@ -92,6 +93,11 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 		return fmt.Errorf("turnstile: the leader's node %s was written by another since this term's last write; not overwritten: %w", node, err)
 	}
 	if err != nil {
+		if ended := l.ended(); ended != nil {
+			// The term ended with the write in flight (a lapse drops the
+			// connection): its loss is the news, the write's fate unknown.
+			return fmt.Errorf("%w; the write's outcome is unknown: %w", ended, err)
+		}
 		return err
 	}
 	if len(res) == 1 && res[0].Stat != nil {
