@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/turnstile-go/turnstile/engine"
-	"github.com/turnstile-go/turnstile/internal/seam"
 )
 
 // Leadership is one term of a candidate that was elected: proof, while it
@@ -30,8 +31,12 @@ type Leadership struct {
 	// proclaiming lets one Proclaim write at a time, so that the last to
 	// return wrote the node's value, and Value is that value.
 	proclaiming sync.Mutex
-	mu          sync.Mutex
-	value       []byte
+	// version is the data version of the leader's node as this term last
+	// wrote it (0: as created), under proclaiming: Proclaim writes only
+	// over its own value.
+	version int32
+	mu      sync.Mutex
+	value   []byte
 }
 
 // Value is the leader's value: the one it campaigned with, or the last one
@@ -51,13 +56,18 @@ func (l *Leadership) Value() []byte {
 // it. It returns once the node is written, or with context.Cause(ctx) when
 // ctx ends first (the write may still happen).
 //
-// The node is this term's own (its sequence number is never used again),
-// and the write requires it to exist: once the term is over its node is
-// gone, so a deposed leader's late Proclaim changes nothing. A term known
-// to be over fails before writing: with its loss (engine.ErrLost), or
-// engine.ErrNotHeld after Resign; a node found gone fails with
-// engine.ErrLost. A value over engine.MaxDataLen fails with
-// engine.ErrInvalidRequest.
+// The node is this term's own (its sequence number is never used again).
+// The write is the lease's guarded write (engine.Lease.Guarded): one multi
+// that applies only while the node exists, so before any other candidate
+// can be elected, and only over the version this term last wrote, so it
+// never overwrites a value it did not write (such a write fails wrapping
+// zk.ErrBadVersion, and changes nothing). A term known to be over fails
+// before sending: with its loss (engine.ErrLost), or engine.ErrNotHeld
+// after Resign; a node found gone fails with engine.ErrLost. A term that
+// ends while the write is in flight fails with its loss too (wrapping as
+// well the write's own error, if it failed): the value may then have been
+// written, but only while the node still existed. A value
+// over engine.MaxDataLen fails with engine.ErrInvalidRequest.
 func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 	if l == nil || l.Lease == nil {
 		return fmt.Errorf("%w: Proclaim of a nil *election.Leadership", engine.ErrInvalidRequest)
@@ -72,15 +82,28 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 		return err
 	}
 	node := l.Node()
-	err := seam.SetData(l.Engine(), ctx, node, value)
-	if errors.Is(err, engine.ErrNoNode) {
+	res, err := l.Guarded(ctx, &zk.SetDataRequest{Path: node, Data: value, Version: l.version})
+	if errors.Is(err, engine.ErrLost) || errors.Is(err, engine.ErrNotHeld) {
 		if ended := l.ended(); ended != nil {
 			return ended
 		}
 		return fmt.Errorf("%w: the leader's node %s is gone", engine.ErrLost, node)
 	}
+	if errors.Is(err, zk.ErrBadVersion) {
+		return fmt.Errorf("turnstile: the leader's node %s was written by another since this term's last write; not overwritten: %w", node, err)
+	}
 	if err != nil {
+		if ended := l.ended(); ended != nil {
+			// The term ended with the write in flight (a lapse drops the
+			// connection): its loss is the news, the write's fate unknown.
+			return fmt.Errorf("%w; the write's outcome is unknown: %w", ended, err)
+		}
 		return err
+	}
+	if len(res) == 1 && res[0].Stat != nil {
+		l.version = res[0].Stat.Version
+	} else {
+		l.version++
 	}
 	l.mu.Lock()
 	l.value = value
@@ -88,7 +111,9 @@ func (l *Leadership) Proclaim(ctx context.Context, value []byte) error {
 	if l.el != nil {
 		l.el.obs.changed(node)
 	}
-	return nil
+	// Written while the node existed; but if the term ended meanwhile, the
+	// caller must hear of it rather than a success.
+	return l.ended()
 }
 
 // ended reports why the term is over, or nil while it is held.

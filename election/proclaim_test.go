@@ -3,9 +3,13 @@ package election_test
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/election"
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/netfault"
 )
 
 // receiveValue reads ch until it receives a leader with value want, and
@@ -107,5 +111,78 @@ func TestProclaimDeposed(t *testing.T) {
 	}
 	if err := next.Resign(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Proclaim writes only over its own term's value: a value written to the
+// leader's node by anyone else since is not overwritten (the write is
+// versioned); the next Proclaim after a successful one goes through.
+func TestProclaimVersioned(t *testing.T) {
+	ctx := bounded(t)
+	a := startEngine(t, engine.Config{})
+	conn := inspect(t)
+	path := electionPath(t)
+	l, err := election.New(a, path).Campaign(ctx, []byte("v0")).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Resign(ctx)
+	for _, v := range []string{"v1", "v2"} {
+		if err := l.Proclaim(ctx, []byte(v)); err != nil {
+			t.Fatalf("Proclaim(%q): %v", v, err)
+		}
+	}
+	if _, err := conn.Set(l.Node(), []byte("theirs"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Proclaim(ctx, []byte("mine")); !errors.Is(err, zk.ErrBadVersion) {
+		t.Errorf("Proclaim over another's write: %v, want ErrBadVersion", err)
+	}
+	if data, _, err := conn.Get(l.Node()); err != nil || string(data) != "theirs" {
+		t.Errorf("the node after a refused Proclaim: %q, %v; want \"theirs\"", data, err)
+	}
+	if string(l.Value()) != "v2" {
+		t.Errorf("Value() = %q after a refused Proclaim, want \"v2\"", l.Value())
+	}
+}
+
+// A term that ends while its Proclaim is in flight is reported, not a
+// success: the reply to the write is held back until the term's trust has
+// lapsed (Lost closed), and Proclaim then fails with the loss.
+func TestProclaimEndedInFlight(t *testing.T) {
+	ctx := bounded(t)
+	var g netfault.Gate
+	// Trust lapses 5 s after the last answer; the client gives the
+	// connection up only after about 13 s of silence.
+	a := startEngine(t, engine.Config{Dialer: g.Dial, SessionTimeout: 20 * time.Second, LostMargin: 15 * time.Second})
+	path := electionPath(t)
+	l, err := election.New(a, path).Campaign(ctx, []byte("v0")).Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Hold()
+	defer g.Release() // before the engine's Close, which would wait on the gate
+	// The client's read already waiting when the gate closed takes the
+	// next reply: a Proclaim answered by it is tried again, and the next
+	// one's reply is held.
+	var done chan error
+	for attempt := 0; ; attempt++ {
+		done = make(chan error, 1)
+		go func() { done <- l.Proclaim(ctx, []byte("late")) }()
+		select {
+		case <-l.Lost():
+		case err := <-done:
+			if err != nil || attempt > 0 {
+				t.Fatalf("Proclaim %d returned %v with the gate closed", attempt, err)
+			}
+			continue
+		case <-ctx.Done():
+			t.Fatal("the term never lapsed")
+		}
+		break
+	}
+	g.Release()
+	if err := <-done; !errors.Is(err, engine.ErrLost) {
+		t.Errorf("Proclaim whose term ended in flight: %v, want ErrLost", err)
 	}
 }

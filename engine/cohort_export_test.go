@@ -72,5 +72,5 @@ func (e *Engine) cohortNode(attempt uint64) *node {
 func (e *Engine) LapseTrust() {
 	e.trust.mu.Lock()
 	defer e.trust.mu.Unlock()
-	e.trust.lapse()
+	e.trust.lapse(ErrLost)
 }

@@ -24,12 +24,15 @@ type SessionStats struct {
 	// same session or, after an expiry, to a new one. The first connection
 	// is not one.
 	Reconnects uint64
-	// Untrusted counts disconnections that lasted so long that the engine
-	// stopped trusting the session (see Config.LostMargin): every lease held
-	// then was lost, before the server could expire the session.
+	// Untrusted counts lapses of trust (StateLapsed): no server answered
+	// the session for so long that the engine stopped trusting it (see
+	// Config.LostMargin), and every lease held then was lost, before the
+	// server could expire the session. The session may have lived on; a
+	// lapse is not counted as an expiry.
 	Untrusted uint64
-	// Expirations counts sessions that ended under the engine: the server
-	// expired them, and every lease they held was lost with their nodes.
+	// Expirations counts sessions that ended under the engine because the
+	// server said they expired (StateExpired), and every lease they held
+	// was lost with their nodes.
 	Expirations uint64
 }
 

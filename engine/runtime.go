@@ -346,6 +346,8 @@ func stateOf(s core.State) State {
 		return StateConnected
 	case core.StateSuspended:
 		return StateSuspended
+	case core.StateLapsed:
+		return StateLapsed
 	case core.StateClosed:
 		return StateClosed
 	}

@@ -18,16 +18,25 @@ const (
 	// live. Held leases are suspended (Lease.Suspended), not lost; nothing
 	// is granted until the engine reconnects.
 	StateSuspended
-	// StateExpired: there is no session that can be trusted: it expired,
-	// or no server answered it for so long that it may have (every held
-	// lease is lost), or the first one is not established yet. The engine
-	// is connecting; waiters queue again once a session is trusted.
+	// StateExpired: there is no session: the server said it expired
+	// (every held lease was lost, with ErrSessionExpired), or the first one
+	// is not established yet. The engine is connecting; waiters queue
+	// again under a new session.
 	StateExpired
 	// StateClosed: Close closed the session; the engine does nothing more.
 	StateClosed
+	// StateLapsed: no server answered the session for so long that it may
+	// have expired (Config.LostMargin before the server could expire it):
+	// every held lease is lost, with ErrLost, and nothing is granted. The
+	// server has not said it expired, and it may live on: if a server
+	// answers it again in time, the engine is connected again under the
+	// same session; if the server says it expired, the state is
+	// StateExpired. A lapse is not an expiry, and is counted apart
+	// (SessionStats.Untrusted, not Expirations).
+	StateLapsed
 )
 
-var stateNames = [...]string{StateConnected: "connected", StateSuspended: "suspended", StateExpired: "expired", StateClosed: "closed"}
+var stateNames = [...]string{StateConnected: "connected", StateSuspended: "suspended", StateExpired: "expired", StateClosed: "closed", StateLapsed: "lapsed"}
 
 // String is the state's lower-case name, for logs and probes.
 func (s State) String() string {

@@ -36,7 +36,8 @@ func awaitState(t *testing.T, ch <-chan engine.State, want engine.State) []engin
 }
 
 // With no lock held, a follower sees the connection cut (suspended), the
-// session given up on (expired), a new trusted session (connected) and
+// session's trust lapse (lapsed: cut off, the engine cannot hear whether
+// the server expired it), a trusted session again (connected) and
 // Close (closed), in that order, and the channel then closes. State
 // agrees at each step.
 func TestStateChangesFollowPartitionAndClose(t *testing.T) {
@@ -50,7 +51,7 @@ func TestStateChangesFollowPartitionAndClose(t *testing.T) {
 
 	p.Cut()
 	awaitState(t, ch, engine.StateSuspended)
-	awaitState(t, ch, engine.StateExpired)
+	awaitState(t, ch, engine.StateLapsed)
 	p.Heal()
 	awaitState(t, ch, engine.StateConnected)
 	if s := eng.State(); s != engine.StateConnected {
@@ -99,7 +100,7 @@ func TestStateChangesEndWithContext(t *testing.T) {
 func TestStateString(t *testing.T) {
 	for s, want := range map[engine.State]string{
 		engine.StateConnected: "connected", engine.StateSuspended: "suspended",
-		engine.StateExpired: "expired", engine.StateClosed: "closed", engine.State(0): "State(0)",
+		engine.StateExpired: "expired", engine.StateClosed: "closed", engine.StateLapsed: "lapsed", engine.State(0): "State(0)",
 	} {
 		if got := s.String(); got != want {
 			t.Errorf("%d: %q, want %q", int(s), got, want)

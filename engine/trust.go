@@ -44,10 +44,11 @@ type sessionTrust struct {
 	// maxSessionTimeout) would leave a margin longer than the timeout
 	// itself, and no lease would ever be trusted.
 	margin time.Duration
-	// changed tells the loop that trust lapsed (true) or came back. It is
-	// called with mu held, so the loop hears of changes in the order they
-	// happened, and it must not block.
-	changed func(lapsed bool)
+	// changed tells the loop that trust lapsed (true) or came back, and,
+	// with a lapse, whether it lapsed because the server said the session
+	// expired. It is called with mu held, so the loop hears of changes in
+	// the order they happened, and it must not block.
+	changed func(lapsed, expired bool)
 
 	mu      sync.Mutex
 	session int64         // the session the latest answered handshake named; 0 when none
@@ -85,7 +86,7 @@ func monotonicSince(now func() time.Time) func() time.Duration {
 	return func() time.Duration { return now().Sub(start) }
 }
 
-func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed bool)) *sessionTrust {
+func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed, expired bool)) *sessionTrust {
 	return &sessionTrust{
 		clock:     clock,
 		asked:     asked,
@@ -116,7 +117,8 @@ func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs in
 		return
 	}
 	if session == 0 {
-		t.lapse()
+		// The server said so: the leases are lost to the expiry.
+		t.lapse(ErrSessionExpired)
 		t.session = 0
 		return
 	}
@@ -124,7 +126,7 @@ func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs in
 		// A new session: whatever was held is the old session's, whose
 		// nodes are gone. Its deadline passed long ago (the server expired
 		// it), so this lapse has normally happened already.
-		t.lapse()
+		t.lapse(ErrSessionExpired)
 		t.session, t.heard = session, sent
 	}
 	t.granted = t.grantedTimeout(timeoutMs)
@@ -169,7 +171,7 @@ func (t *sessionTrust) heardAt(sent time.Duration) {
 	} else {
 		t.timer.Reset(left)
 	}
-	t.changed(false)
+	t.changed(false, false)
 }
 
 // grantedTimeout is the session timeout a handshake granted. When the
@@ -253,11 +255,12 @@ func (t *sessionTrust) check() {
 		t.timer.Reset(left)
 		return
 	}
-	t.lapse()
+	t.lapse(ErrLost)
 }
 
-// lapse ends trust: every held lease is lost at once, then the loop is
-// told. mu is held.
+// lapse ends trust: every held lease is lost at once, with cause (ErrLost
+// when the deadline passed, ErrSessionExpired when the server said the
+// session expired), then the loop is told. mu is held.
 //
 // The leases are lost in the order of their ids (a contender's in the
 // order its acquisition reached the loop, then a cohort node's, in the
@@ -267,17 +270,17 @@ func (t *sessionTrust) check() {
 // markLost, and those acquisitions must queue in an order that follows
 // from what happened, or the simulator's runs would not follow from
 // their seeds.
-func (t *sessionTrust) lapse() {
+func (t *sessionTrust) lapse(cause error) {
 	if t.lapsed {
 		return
 	}
 	t.lapsed = true
 	held := slices.SortedFunc(maps.Keys(t.held), func(a, b *Lease) int { return cmp.Compare(a.id, b.id) })
 	for _, l := range held {
-		l.markLost(ErrLost)
+		l.markLost(cause)
 	}
 	clear(t.held)
-	t.changed(true)
+	t.changed(true, cause == ErrSessionExpired)
 }
 
 // admit registers a lease about to be granted in session, the session the
@@ -298,7 +301,7 @@ func (t *sessionTrust) admit(l *Lease, session int64) bool {
 		return false
 	}
 	if t.clock() >= t.deadline() {
-		t.lapse()
+		t.lapse(ErrLost)
 		return false
 	}
 	t.held[l] = struct{}{}
@@ -342,7 +345,7 @@ func (t *sessionTrust) vouches(l *Lease) (ok bool, now time.Duration) {
 		return false, now
 	}
 	if now >= t.deadline() {
-		t.lapse()
+		t.lapse(ErrLost)
 		return false, now
 	}
 	return true, now

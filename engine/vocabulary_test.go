@@ -22,7 +22,7 @@ func TestCoreVocabularyIsTheRuntimes(t *testing.T) {
 	states := []struct {
 		core core.State
 		want State
-	}{{core.StateConnected, StateConnected}, {core.StateSuspended, StateSuspended}, {core.StateExpired, StateExpired}, {core.StateClosed, StateClosed}}
+	}{{core.StateConnected, StateConnected}, {core.StateSuspended, StateSuspended}, {core.StateExpired, StateExpired}, {core.StateClosed, StateClosed}, {core.StateLapsed, StateLapsed}}
 	for _, s := range states {
 		if got := stateOf(s.core); got != s.want || s.core.String() != s.want.String() {
 			t.Errorf("core state %v is the engine's %v, want %v", s.core, got, s.want)

@@ -185,20 +185,35 @@ func (ml *MultiLease) Release(ctx context.Context) error {
 
 // Lost is closed when any part is lost: the holder must stop at once. The
 // first call starts one goroutine that follows the parts until the
-// MultiLease is released.
+// MultiLease is released, or each part has ended (released one by one
+// through Leases, or lost).
 func (ml *MultiLease) Lost() <-chan struct{} {
 	if ml == nil || ml.released == nil {
 		return closedLost // no acquisition made it: nothing held to trust
 	}
 	ml.once.Do(func() {
 		ml.lost = make(chan struct{})
+		// A part's context ends when the part does, lost or released: the
+		// watch drops a part released on its own and goes on with the
+		// others, so it ends however the parts end.
+		parts := slices.Clone(ml.leases)
 		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ml.released)}}
-		for _, l := range ml.leases {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.Lost())})
+		for _, l := range parts {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.Context().Done())})
 		}
 		go func() {
-			if i, _, _ := reflect.Select(cases); i > 0 {
-				close(ml.lost)
+			for len(cases) > 1 {
+				i, _, _ := reflect.Select(cases)
+				if i == 0 {
+					return
+				}
+				// A lost lease's Err is set before its context ends.
+				if parts[i-1].Err() != nil {
+					close(ml.lost)
+					return
+				}
+				cases = slices.Delete(cases, i, i+1)
+				parts = slices.Delete(parts, i-1, i)
 			}
 		}()
 	})

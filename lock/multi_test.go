@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/lock"
 )
@@ -161,5 +163,37 @@ func TestMultiLeaseLostOnExpiry(t *testing.T) {
 	waitClosed(t, "the multi-lease's Lost follows its part's", lost)
 	if err := ml.Release(ctx); !errors.Is(err, engine.ErrLost) {
 		t.Fatalf("release of a lost multi-lease: %v, want ErrLost", err)
+	}
+}
+
+// A MultiLease whose parts are released one by one through Leases, not by
+// its Release, leaves no goroutine behind: the watch behind Lost ends with
+// the last part. Its Lost stays open, as no part was lost.
+func TestMultiLeasePartsReleasedOneByOneLeakNothing(t *testing.T) {
+	ctx := context.Background()
+	eng := startEngine(t, engine.Config{})
+	root := lockRoot(t)
+	m, err := lock.NewMultiLock(lock.NewMutex(eng, root+"/p1"), lock.NewMutex(eng, root+"/p2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := goleak.IgnoreCurrent()
+	lost := ml.Lost()
+	for _, l := range ml.Leases() {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := goleak.Find(before); err != nil {
+		t.Errorf("after each part was released: %v", err)
+	}
+	select {
+	case <-lost:
+		t.Error("Lost closed, though no part was lost")
+	default:
 	}
 }

@@ -54,13 +54,13 @@
 //	listings_predicted_total                counter: listings made unnecessary
 //	requests_in_flight                      gauge: sent, not yet answered
 //	session_state{state}                    gauge: 1 for the engine's state
-//	                                        (connected, suspended, expired,
-//	                                        closed), 0 for the others
+//	                                        (connected, suspended, lapsed,
+//	                                        expired, closed), 0 for the others
 //	session_disconnects_total               counter
 //	session_reconnects_total                counter
-//	session_untrusted_total                 counter: disconnections that lost
-//	                                        every lease
-//	session_expirations_total               counter
+//	session_untrusted_total                 counter: lapses of trust, that lost
+//	                                        every lease (the session may live)
+//	session_expirations_total               counter: expiries the server said
 //	cohort_grants_total, cohort_passes_total, cohort_given_back_total{why}
 //	cohort_waiting                          gauge
 //
@@ -266,13 +266,13 @@ func New(opts ...Option) *Collector {
 			"Listings a create's own sequence number made unnecessary, on a path the engine pins (the listing-free cycle); no request was sent."),
 		inFlight: desc("requests_in_flight", "ZooKeeper requests sent and not yet answered (a multi counts once)."),
 		state: desc("session_state",
-			"The engine's standing with ZooKeeper: 1 for its state now (connected, suspended, expired, closed), 0 for the others.", "state"),
+			"The engine's standing with ZooKeeper: 1 for its state now (connected, suspended, lapsed, expired, closed), 0 for the others.", "state"),
 		disconnects: desc("session_disconnects_total",
 			"Connections to ZooKeeper that dropped while the session was in use."),
 		reconnects: desc("session_reconnects_total",
 			"Connections made again after a disconnection, to the same session or a new one."),
 		untrusted: desc("session_untrusted_total",
-			"Disconnections that outlasted the session's trust: every lease held then was lost."),
+			"Lapses of the session's trust (no answer for so long that the server may have expired it; it may live on): every lease held then was lost. Not expiries."),
 		expirations: desc("session_expirations_total",
 			"Sessions the server expired under the engine; their leases were lost."),
 		cohortGrants: desc("cohort_grants_total",
@@ -377,7 +377,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // sessionStates are the states session_state exports, each every time, so
 // that a query for one state finds a 0 rather than no series.
-var sessionStates = []engine.State{engine.StateConnected, engine.StateSuspended, engine.StateExpired, engine.StateClosed}
+var sessionStates = []engine.State{engine.StateConnected, engine.StateSuspended, engine.StateLapsed, engine.StateExpired, engine.StateClosed}
 
 // Observe is the engine's observer (engine.Config.Observer). It runs on the
 // engine's loop goroutine and returns at once. To have several observers,

@@ -252,7 +252,7 @@ func TestEveryRecipe(t *testing.T) {
 	}))
 
 	got := scrape(t, reg)
-	for _, st := range []string{"connected", "suspended", "expired", "closed"} {
+	for _, st := range []string{"connected", "suspended", "lapsed", "expired", "closed"} {
 		key := `turnstile_session_state{state="` + st + `"}`
 		want := 0.0
 		if st == "connected" {

@@ -19,7 +19,7 @@
 //
 // The answer is a JSON object:
 //
-//	session         id ("0x…"), state (connected, suspended, expired, closed),
+//	session         id ("0x…"), state (connected, suspended, lapsed, expired, closed),
 //	                and the counts of disconnects, reconnects, untrusted
 //	                spells and expirations since Start
 //	held            the leases of nodes the engine holds: id, path, node,

@@ -13,7 +13,10 @@ import (
 // dereference.
 var (
 	errNilCluster = fmt.Errorf("%w: a nil *turnstiletest.Cluster, or one not made by New or Start", engine.ErrInvalidRequest)
-	errNilContext = fmt.Errorf("%w: nil context.Context", engine.ErrInvalidRequest)
+	// A Partition not made by Cluster.NewPartition of a live Cluster has
+	// no servers to dial; Silence and Heal of a nil one do nothing.
+	errNilPartition = fmt.Errorf("%w: a nil *turnstiletest.Partition, or one not made by Cluster.NewPartition", engine.ErrInvalidRequest)
+	errNilContext   = fmt.Errorf("%w: nil context.Context", engine.ErrInvalidRequest)
 	// Start has no error to return and a nil t to fail: it panics with this.
 	errNilTB = fmt.Errorf("%w: turnstiletest.Start with a nil testing.TB", engine.ErrInvalidRequest)
 )

@@ -2,8 +2,8 @@
 // program that uses turnstile: a standalone server, or an ensemble of
 // three on loopback, each on free 127.0.0.1 ports in a temp dir of its own,
 // stopped and removed when the test ends. A test can end a client's
-// session as the server does when it times out, and stop and restart a
-// server.
+// session at the server (ExpireSession), silence and heal one client's
+// connection (a Partition), and stop and restart a server (StopServer).
 //
 //	func TestJob(t *testing.T) {
 //		zk := turnstiletest.Start(t, 1) // 3 for an ensemble
@@ -11,6 +11,17 @@
 //		...
 //		zk.ExpireSession(ctx, eng.SessionID()) // every lease of eng is lost
 //	}
+//
+// ExpireSession deletes the session's nodes at once, so another client may
+// be granted before the holder hears; to test that Lost() closes before
+// any other grant, cut the holder off with a Partition instead:
+//
+//	cut := zk.NewPartition()
+//	holder, err := engine.Start(ctx, engine.Config{Servers: zk.Servers, Dialer: cut.Dial})
+//	...
+//	cut.Silence() // the server expires the session once its timeout passes
+//	...
+//	cut.Heal()
 //
 // It runs the ZooKeeper server jar on Java, found as follows (the
 // environment variables override):
@@ -27,6 +38,23 @@
 // Every server process is started by this package, signalled only by its
 // PID, and killed with the test binary if that dies first (on Linux). The
 // package builds on Unix systems (Linux, macOS, the BSDs), not on Windows.
+//
+// # A development ZooKeeper
+//
+// To run a program against a ZooKeeper of its own outside tests, on a port
+// of your choice (here 21810, on loopback only), with the same install:
+//
+//	mkdir -p /tmp/zkdev/data
+//	printf '%s\n' tickTime=2000 dataDir=/tmp/zkdev/data clientPort=21810 \
+//	    clientPortAddress=127.0.0.1 admin.enableServer=false \
+//	    '4lw.commands.whitelist=srvr,conf,ruok' > /tmp/zkdev/zoo.cfg
+//	java -cp '/usr/share/java/zookeeper.jar:/usr/share/java/*' \
+//	    org.apache.zookeeper.server.quorum.QuorumPeerMain /tmp/zkdev/zoo.cfg
+//
+// and give the program 127.0.0.1:21810 (engine.Config.Servers, or
+// turnstile -servers 127.0.0.1:21810). With a ZooKeeper release tarball
+// instead, put the same lines in conf/zoo.cfg and run bin/zkServer.sh
+// start-foreground. Stop it with Ctrl-C; its data stays in dataDir.
 package turnstiletest
 
 import (
@@ -156,13 +184,24 @@ func (c *Cluster) Dial(network, address string, timeout time.Duration) (net.Conn
 	return c.sessions.Dial(network, address, timeout)
 }
 
-// ExpireSession ends the session id (engine.Engine.SessionID) as the server
-// ends a session whose client went silent past its timeout: its ephemeral
-// nodes (lock nodes, candidates) are deleted, and the client is told, at
-// its next request or reconnection, that the session expired. A turnstile
-// engine then closes every lease's Lost channel and queues its waiters
+// ExpireSession ends the session id (engine.Engine.SessionID) at the
+// server, as the server ends a session whose client went silent past its
+// timeout: its ephemeral nodes (lock nodes, candidates) are deleted, the
+// server drops the client's connection, and the client is told, at its
+// reconnection, that the session expired. A turnstile engine then closes
+// every lease's Lost channel, with an Err that errors.Is finds both
+// engine.ErrSessionExpired and engine.ErrLost in, and queues its waiters
 // again under a new session. ExpireSession returns once the server has
-// closed the session. The session must have been made through Dial.
+// closed the session. The session must have been made through Dial (or a
+// Partition's Dial). It may be called again and again on one engine, each
+// time with the session it has then.
+//
+// An expiry forced this way deletes the session's nodes at once, before
+// its client hears of it: another client may be granted the lock before
+// the holder's Lost() closes. It tests what a holder does once it learns
+// of an expiry, not the promise that Lost() closes before anyone else is
+// granted; for that, silence the holder's connection with a Partition and
+// let the server expire the session on its own.
 func (c *Cluster) ExpireSession(ctx context.Context, id int64) error {
 	if err := c.check(ctx); err != nil {
 		return err

@@ -58,7 +58,7 @@ func TestExpireSession(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the lease of the expired session was never lost")
 	}
-	if err := held.Err(); !errors.Is(err, engine.ErrSessionExpired) && !errors.Is(err, engine.ErrLost) {
+	if err := held.Err(); !errors.Is(err, engine.ErrSessionExpired) || !errors.Is(err, engine.ErrLost) {
 		t.Errorf("lost lease's Err: %v", err)
 	}
 	got, err := waiting.Wait(ctx)
@@ -159,5 +159,83 @@ func TestNotInstalled(t *testing.T) {
 func TestNewSizes(t *testing.T) {
 	if _, err := turnstiletest.New(context.Background(), 2); err == nil {
 		t.Error("New with 2 servers succeeded")
+	}
+}
+
+// ExpireSession works again and again on one engine: each time the lease
+// held under the session it ends is lost to the expiry (ErrSessionExpired
+// with ErrLost), and the engine takes the lock again under its next
+// session.
+func TestExpireSessionRepeated(t *testing.T) {
+	ctx := testCtx(t)
+	zk := turnstiletest.Start(t, 1)
+	eng := startEngine(t, ctx, zk)
+	seen := map[int64]bool{}
+	for i := range 10 {
+		held, err := lock.NewMutex(eng, "/again").Lock(ctx)
+		if err != nil {
+			t.Fatalf("expiry %d: lock: %v", i, err)
+		}
+		id := eng.SessionID()
+		if seen[id] {
+			t.Fatalf("expiry %d: session %#x was expired before", i, id)
+		}
+		seen[id] = true
+		if err := zk.ExpireSession(ctx, id); err != nil {
+			t.Fatalf("expiry %d: ExpireSession: %v", i, err)
+		}
+		select {
+		case <-held.Lost():
+		case <-ctx.Done():
+			t.Fatalf("expiry %d: the lease was never lost", i)
+		}
+		if err := held.Err(); !errors.Is(err, engine.ErrSessionExpired) || !errors.Is(err, engine.ErrLost) {
+			t.Fatalf("expiry %d: lost lease's Err: %v, want ErrSessionExpired and ErrLost", i, err)
+		}
+	}
+}
+
+// A standalone server stopped and restarted keeps its sessions: an engine
+// is suspended while it is down, and connected again after, under the
+// same session, on the same address.
+func TestStandaloneStopRestart(t *testing.T) {
+	ctx := testCtx(t)
+	zk := turnstiletest.Start(t, 1)
+	eng, err := engine.Start(ctx, engine.Config{Servers: zk.Servers, Dialer: zk.Dial, SessionTimeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	id := eng.SessionID()
+	states := eng.StateChanges(ctx)
+	restart, err := zk.StopServer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range states {
+		if s == engine.StateSuspended {
+			break
+		}
+	}
+	if err := restart(ctx); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	for s := range states {
+		if s == engine.StateConnected {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the engine never reconnected to the restarted server")
+	}
+	if got := eng.SessionID(); got != id {
+		t.Errorf("session %#x after the restart, want %#x", got, id)
+	}
+	l, err := lock.NewMutex(eng, "/restarted").Lock(ctx)
+	if err != nil {
+		t.Fatalf("lock after the restart: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -155,8 +155,8 @@ func TestLocksAndHoldersOfTurnstile(t *testing.T) {
 		case strings.HasPrefix(line, "/"):
 			roles = append(roles, strings.Join(f, " "))
 		case f[0] == "holder" || f[0] == "waiter":
-			// role, name, client, age, owner="…" host= pid=
-			roles = append(roles, f[0]+" "+f[2]+" "+strings.TrimPrefix(f[4], "owner="))
+			// role, name, client, queued AGE ago, owner="…" host= pid=
+			roles = append(roles, f[0]+" "+f[2]+" "+strings.TrimPrefix(f[6], "owner="))
 		}
 	}
 	wantRoles := []string{
@@ -174,7 +174,7 @@ func TestLocksAndHoldersOfTurnstile(t *testing.T) {
 		t.Errorf("holders -json %s/rw: %v", root, got)
 	}
 	r = cli(t, "holders", root+"/mutex")
-	if f := strings.Fields(r.stdout); r.code != exitOK || len(f) < 4 || f[0] != locks[0].Holders[0].Node || f[1] != "turnstile" || f[3] != `owner="m-holder"` {
+	if f := strings.Fields(r.stdout); r.code != exitOK || len(f) < 6 || f[0] != locks[0].Holders[0].Node || f[1] != "turnstile" || f[2] != "queued" || f[5] != `owner="m-holder"` {
 		t.Errorf("holders text: %v", r)
 	}
 }

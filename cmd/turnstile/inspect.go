@@ -41,11 +41,15 @@ const (
 
 // nodeView is one contender: its node and who wrote it.
 type nodeView struct {
-	Node   string `json:"node"` // the node's path, relative to -root
-	Name   string `json:"name"` // its last element
-	Kind   string `json:"kind"` // mutex, read, write, lease, latch, observer
-	Seq    int64  `json:"seq"`
-	Client string `json:"client"` // turnstile, curator, kazoo, go-zookeeper
+	Node string `json:"node"` // the node's path, relative to -root
+	Name string `json:"name"` // its last element
+	Kind string `json:"kind"` // mutex, read, write, lease, latch, observer
+	Seq  int64  `json:"seq"`
+	// Client is whose library made the node, as far as the node tells:
+	// turnstile, curator, kazoo, go-zookeeper, or "curator|turnstile" for
+	// an election candidate nothing tells apart (turnstile's follow
+	// Curator's LeaderLatch on the wire, and hold the campaign's value).
+	Client string `json:"client"`
 	// Owner is turnstile's record of its contender (see lock.WithOwner).
 	Owner *ownerRecord `json:"owner,omitempty"`
 	// Data is the node's data when it is text and not turnstile's record
@@ -56,11 +60,13 @@ type nodeView struct {
 	// Session is the id of the session that owns the ephemeral node.
 	Session string `json:"session"`
 	Czxid   int64  `json:"czxid"`
-	// Since is when the node was created: for a holder that waited, before
-	// its grant, which ZooKeeper does not record.
-	Since time.Time `json:"since"`
-	// AgeSeconds is how long ago Since was, when the tool printed it.
-	AgeSeconds float64 `json:"age_seconds"`
+	// Since is when the node was created, so when its contender queued:
+	// for a holder that waited, before its grant, which ZooKeeper does not
+	// record (how long a holder has held is not known).
+	Since time.Time `json:"queued_at"`
+	// AgeSeconds is the node's age, how long ago Since was, when the tool
+	// printed it, to the millisecond; not how long a holder has held.
+	AgeSeconds float64 `json:"node_age_seconds"`
 
 	owner int64 // the owning session, for the semaphore rule in semaphoreView
 }
@@ -187,7 +193,7 @@ func (r *reader) node(ctx context.Context, lockNode queue.Node, full string) (no
 		owner:   got.stat.EphemeralOwner,
 	}
 	if o, ok := parseOwner(got.data); ok {
-		v.Owner, v.Client = o, "turnstile"
+		v.Owner, v.Client = o, clientTurnstile
 	} else if utf8.Valid(got.data) {
 		v.Data = string(got.data)
 	} else {
@@ -264,10 +270,18 @@ func (r *reader) read(ctx context.Context, full string) (lockView, bool, []strin
 // leads nor waits. A candidate whose node is gone before it is read is
 // skipped, and the next one is the leader, as it is by then.
 func (r *reader) election(ctx context.Context, full string, nodes []queue.Node, v *lockView) error {
+	// Observer nodes are turnstile's own (Curator has none); a candidate
+	// is turnstile's if its session observes too, else its Curator-form
+	// name and free-form value cannot tell which library made it.
+	observing := map[int64]bool{}
 	for _, n := range nodes {
 		nv, ok, err := r.node(ctx, n, path.Join(full, n.Name))
 		if err != nil {
 			return err
+		}
+		if ok && n.Kind == queue.KindObserver && nv.Client == queue.Curator.String() {
+			nv.Client = clientTurnstile
+			observing[nv.owner] = true
 		}
 		switch {
 		case !ok:
@@ -282,8 +296,26 @@ func (r *reader) election(ctx context.Context, full string, nodes []queue.Node, 
 			v.Waiters = append(v.Waiters, nv)
 		}
 	}
+	for _, candidates := range [][]nodeView{v.Holders, v.Waiters} {
+		for i := range candidates {
+			switch c := &candidates[i]; {
+			case c.Client != queue.Curator.String():
+			case observing[c.owner]:
+				c.Client = clientTurnstile
+			default:
+				c.Client = clientCuratorOrTurnstile
+			}
+		}
+	}
 	return nil
 }
+
+// The clients of election nodes that the queue's naming families do not
+// name.
+const (
+	clientTurnstile          = "turnstile"
+	clientCuratorOrTurnstile = "curator|turnstile"
+)
 
 // semaphore reads a semaphore on Curator's InterProcessSemaphoreV2 layout,
 // which turnstile's Semaphore shares: a lease node per lease under

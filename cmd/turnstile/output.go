@@ -40,15 +40,15 @@ func printLocks(out io.Writer, asJSON bool, locks []lockView) error {
 			nodes []nodeView
 		}{{holder, l.Holders}, {waiter, l.Waiters}, {"observer", l.Observers}} {
 			for _, n := range role.nodes {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", role.name, n.Name, n.Client, age(n.AgeSeconds), who(n))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", role.name, n.Name, n.Client, queued(n.AgeSeconds), who(n))
 			}
 		}
 	}
 	return tw.Flush()
 }
 
-// printHolders writes one line per holder (its node's path, client, age and
-// who it is), or a JSON array.
+// printHolders writes one line per holder (its node's path, client, when
+// it queued and who it is), or a JSON array.
 func printHolders(out io.Writer, asJSON bool, holders []nodeView) error {
 	setAges(holders, time.Now())
 	if asJSON {
@@ -56,7 +56,7 @@ func printHolders(out io.Writer, asJSON bool, holders []nodeView) error {
 	}
 	tw := newTable(out)
 	for _, n := range holders {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Node, n.Client, age(n.AgeSeconds), who(n))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Node, n.Client, queued(n.AgeSeconds), who(n))
 	}
 	return tw.Flush()
 }
@@ -78,10 +78,16 @@ func setAges(nodes []nodeView, now time.Time) {
 }
 
 // seconds is d in seconds, to the millisecond, never negative (the
-// server's clock may run ahead of ours).
+// server's clock may run ahead of ours). It divides whole milliseconds,
+// so that JSON carries 1.132, not Duration.Seconds's 1.1320000000000001.
 func seconds(d time.Duration) float64 {
-	return max(d, 0).Round(time.Millisecond).Seconds()
+	return float64(max(d, 0).Round(time.Millisecond).Milliseconds()) / 1000
 }
+
+// queued says, for text, when a node was created: "queued 3.2s ago". It is
+// the node's age; for a holder that waited, ZooKeeper does not record when
+// it was granted, so how long it has held is not known.
+func queued(s float64) string { return "queued " + age(s) + " ago" }
 
 // age formats a number of seconds for text: "3.2s", "4m5s".
 func age(s float64) string {

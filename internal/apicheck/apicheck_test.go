@@ -19,8 +19,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // struct's fields and an interface's methods are listed, so a change to
 // them shows, but counted with their type). Every name is one more thing
 // that cannot change without breaking a user; the bound keeps adding one a
-// decision.
-const maxIdentifiers = 210
+// decision: 210 with Lease.TrustedUntil and Engine.LostMargin (a holder,
+// and the CLI, must know until when it is trusted and how long it has to
+// stop), 215 with turnstiletest's Partition (a test of Lost() before
+// another grant cannot rest on ExpireSession, which deletes the nodes at
+// once) and engine.StateLapsed (a lapse of trust is not an expiry).
+const maxIdentifiers = 215
 
 // TestAPI compares the exported API with the checked-in list. Run
 // `go test ./internal/apicheck -update` after a change to the API made on

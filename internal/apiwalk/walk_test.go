@@ -176,6 +176,11 @@ func TestWalk(t *testing.T) {
 				// methods stop it: turnstiletest's tests call them.
 				{Name: "nil", Make: func(*testing.T, context.Context) any { return (*turnstiletest.Cluster)(nil) }, Invalid: true},
 			},
+			"turnstiletest.Partition": {
+				{Name: "of a nil cluster", Make: func(*testing.T, context.Context) any {
+					return (*turnstiletest.Cluster)(nil).NewPartition()
+				}, Invalid: true},
+			},
 		},
 		Values: map[string]reflect.Type{
 			"engine.State":      reflect.TypeFor[engine.State](),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -156,23 +157,74 @@ var errSessionGone = errors.New("the server no longer knows the session, or refu
 // CloseSession attaches to session id at addr with its password and closes
 // it. It fails when the server no longer knows the session (already
 // expired or closed) or refuses the password.
+//
+// The server does not always answer the close: when the connection that
+// asked is the one the session is attached to, it may close that
+// connection instead of replying. A close that ends without a reply is
+// therefore checked by attaching again: a server that refuses the session
+// has closed it; one that still knows it is asked again, a bounded number
+// of times.
 func CloseSession(ctx context.Context, addr string, id int64, passwd []byte) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
+	fail := func(err error) error { return fmt.Errorf("zkserver: close session %#x at %s: %w", id, addr, err) }
+	const attempts = 5
+	var closeSent bool // an earlier attempt sent the close, unanswered
+	var last error
+	for attempt := range attempts {
+		if attempt > 0 {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return fail(fmt.Errorf("%w (after: %w)", context.Cause(ctx), last))
+			}
+		}
+		sent, done, err := closeOnce(ctx, addr, id, passwd)
+		switch {
+		case done:
+			return nil
+		case errors.Is(err, errSessionGone) && closeSent:
+			return nil // the close that went unanswered did its work
+		case errors.Is(err, errSessionGone):
+			return fail(err)
+		case err != nil && !errors.Is(err, errUnanswered):
+			return fail(err)
+		}
+		closeSent = closeSent || sent
+		last = err
+	}
+	return fail(last)
+}
+
+// errUnanswered: the server closed the connection before it answered the
+// handshake or the close. It does so now and then (and then logs
+// nothing), with a session it knows: the attempt is repeated.
+var errUnanswered = errors.New("the server closed the connection without an answer")
+
+// unanswered reports whether err says the connection ended before the
+// server's answer.
+func unanswered(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// closeOnce attaches to the session on a connection of its own and asks
+// the server to close it: sent when the close went out, done when the
+// server answered that it closed the session; errUnanswered when the
+// connection ended before an answer (see CloseSession).
+func closeOnce(ctx context.Context, addr string, id int64, passwd []byte) (sent, done bool, err error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("zkserver: close session %#x at %s: %w", id, addr, err)
+		return false, false, err
 	}
 	defer conn.Close()
 	dl, _ := ctx.Deadline()
 	_ = conn.SetDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	fail := func(err error) error { return fmt.Errorf("zkserver: close session %#x at %s: %w", id, addr, err) }
 
 	// ConnectRequest: protocol version, last zxid seen, timeout, session
 	// id, password. A last zxid of 0 is never ahead of the server's.
@@ -183,36 +235,42 @@ func CloseSession(ctx context.Context, addr string, id int64, passwd []byte) err
 	req = binary.BigEndian.AppendUint32(req, uint32(len(passwd)))
 	req = append(req, passwd...)
 	if err := writeFrame(conn, req); err != nil {
-		return fail(err)
+		return false, false, err
 	}
 	resp, err := readFrame(conn)
+	if unanswered(err) {
+		return false, false, fmt.Errorf("%w: handshake: %w", errUnanswered, err)
+	}
 	if err != nil {
-		return fail(err)
+		return false, false, err
 	}
 	got, _, err := parseConnectResponse(resp)
 	if err != nil || got != id {
-		return fail(errSessionGone)
+		return false, false, errSessionGone
 	}
 	// RequestHeader of closeSession: xid, type; no body.
 	hdr := binary.BigEndian.AppendUint32(nil, 1)
 	op := opCloseSession // a variable: a negative constant does not convert to uint32
 	hdr = binary.BigEndian.AppendUint32(hdr, uint32(op))
 	if err := writeFrame(conn, hdr); err != nil {
-		return fail(err)
+		return false, false, err
 	}
 	// ReplyHeader: xid, zxid, err. A ping or a notification cannot come
 	// first: the connection watches nothing and has sent nothing else.
 	reply, err := readFrame(conn)
+	if unanswered(err) {
+		return true, false, fmt.Errorf("%w: closeSession: %w", errUnanswered, err)
+	}
 	if err != nil {
-		return fail(err)
+		return true, false, err
 	}
 	if len(reply) < 16 {
-		return fail(errors.New("short reply to closeSession"))
+		return true, false, errors.New("short reply to closeSession")
 	}
 	if code := int32(binary.BigEndian.Uint32(reply[12:])); code != 0 {
-		return fail(fmt.Errorf("closeSession answered with error code %d", code))
+		return true, false, fmt.Errorf("closeSession answered with error code %d", code)
 	}
-	return nil
+	return true, true, nil
 }
 
 func writeFrame(w io.Writer, b []byte) error {

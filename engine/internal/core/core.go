@@ -95,6 +95,10 @@ type Core struct {
 	// untrusted: the watchdog last said the server may have expired the
 	// session; contenders are told so as they are made.
 	untrusted bool
+	// lapsed: untrusted because the session went unanswered too long
+	// (not because there is no session yet, or the server expired it):
+	// StateLapsed, as the session may live on.
+	lapsed    bool
 	everReady bool
 	closing   bool
 	exited    bool
@@ -333,8 +337,10 @@ func (c *Core) publishState() {
 	}
 	s := StateConnected
 	switch {
-	case c.session == 0 || c.untrusted:
+	case c.session == 0 || c.untrusted && !c.lapsed:
 		s = StateExpired
+	case c.untrusted:
+		s = StateLapsed
 	case !c.connected:
 		s = StateSuspended
 	}

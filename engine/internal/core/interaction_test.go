@@ -129,7 +129,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		ev = input.SessionChanged{State: input.Expired}
 	case "lapse", "trust":
 		s.trust.lapsed = d.Cmd == "lapse"
-		ev = input.TrustChanged{Lapsed: s.trust.lapsed}
+		ev = input.TrustChanged{Lapsed: s.trust.lapsed, Expired: d.HasArg("expired")}
 	case "acquire":
 		ev = s.acquire(t, d)
 	case "created":

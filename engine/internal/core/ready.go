@@ -165,11 +165,12 @@ type State int
 const (
 	StateConnected State = iota + 1 // connected and trusted: leases are granted and held
 	StateSuspended                  // the connection is down; the session may live
-	StateExpired                    // no session that can be trusted
+	StateExpired                    // no session: the server expired it, or none yet
 	StateClosed                     // the engine closed
+	StateLapsed                     // the session is not trusted, and may live
 )
 
-var stateNames = [...]string{StateConnected: "connected", StateSuspended: "suspended", StateExpired: "expired", StateClosed: "closed"}
+var stateNames = [...]string{StateConnected: "connected", StateSuspended: "suspended", StateExpired: "expired", StateClosed: "closed", StateLapsed: "lapsed"}
 
 func (s State) String() string {
 	if s <= 0 || int(s) >= len(stateNames) {

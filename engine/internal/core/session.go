@@ -62,6 +62,7 @@ func (c *Core) expire() {
 	c.log(LevelWarn, "session expired", "session", fmt.Sprintf("%#x", c.session))
 	c.rd.Counts.Expirations++
 	c.session = 0
+	c.lapsed = false
 	// Watches died with the session; the client already dropped them. Our
 	// nodes died too.
 	clear(c.watchers)
@@ -78,18 +79,32 @@ func (c *Core) expire() {
 // it lapsed, held leases are already lost (the watchdog closed their Lost
 // channels) and their machines park the deletion of their nodes; no waiter
 // is granted until answers resume.
+//
+// A lapse the server's word caused (a handshake said the session expired)
+// is that expiry, reported as one: the expiry is handled here, and the
+// client's expiry event that follows finds the session already gone. A
+// lapse by silence is reported as a lapse, its own state: the session may
+// well live on, and answer again.
 func (c *Core) handleTrust(ev input.TrustChanged) {
 	defer c.publishState()
 	c.untrusted = ev.Lapsed
+	c.lapsed = ev.Lapsed && !ev.Expired && c.session != 0
 	kind := contender.Trusted
-	if ev.Lapsed {
+	switch {
+	case ev.Lapsed && ev.Expired:
+		kind = contender.Untrusted
+	case ev.Lapsed:
 		kind = contender.Untrusted
 		c.rd.Counts.Untrusted++
-		c.log(LevelWarn, "session no longer trusted: leases lost", "session", fmt.Sprintf("%#x", c.session))
-	} else if c.everReady {
+		c.log(LevelWarn, "session trust lapsed: leases lost; the session may still live", "session", fmt.Sprintf("%#x", c.session))
+	case c.everReady:
 		c.log(LevelInfo, "session trusted again", "session", fmt.Sprintf("%#x", c.session))
 	}
 	for _, en := range c.byID() {
 		c.stepContender(en, contender.Input{Kind: kind})
+	}
+	if ev.Lapsed && ev.Expired && c.session != 0 {
+		c.connected = false
+		c.expire()
 	}
 }

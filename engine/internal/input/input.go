@@ -210,9 +210,13 @@ type RequestDone struct {
 // TrustChanged reports the session watchdog's verdict: Lapsed, the server
 // may have expired the session, since no reply came in time (the watchdog
 // has already closed the Lost channel of every lease held); or it answers
-// the same session again, in time.
+// the same session again, in time. Expired, with Lapsed: it lapsed
+// because the server said the session expired (a handshake refused it or
+// named a new one), so the lapse is that expiry, not a silence that may
+// have outlived the session.
 type TrustChanged struct {
-	Lapsed bool
+	Lapsed  bool
+	Expired bool
 }
 
 // Command is a request from a user of the engine: acquire, release,
