@@ -90,11 +90,12 @@ deps:
 	$(GO) mod download
 
 # The harness (stress/), the metrics exporter (metrics/, with its
-# example) and the pipeline example (golang.org/x/sync) are modules of
+# example), the fencing module (fence/, whose tests need a PostgreSQL
+# driver) and the pipeline example (golang.org/x/sync) are modules of
 # their own, so that the library's go.mod lists only what the library
 # needs; go.work joins them, and `./...` from here does not descend into
 # another module: each is named explicitly.
-PKGS := ./... ./stress/... ./metrics/... ./examples/metrics/... ./examples/pipeline/...
+PKGS := ./... ./stress/... ./metrics/... ./fence/... ./examples/metrics/... ./examples/pipeline/...
 
 vet:
 	$(GO) vet $(PKGS)
