@@ -29,5 +29,5 @@
 // effect outside the store (an e-mail sent, a call to another service),
 // is not fenced by it. And a token is a number any caller can send: a
 // fence keeps honest holders that stalled from overwriting newer writes,
-// it does not authenticate them (see HolderCheck).
+// it does not authenticate them (see Holds, and package httpfence).
 package fence

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 	"testing"
 	"time"
@@ -241,4 +242,62 @@ func ExampleVerifier_Do() {
 	// 110 <nil>
 	// 110 true
 	// fence: token 4096 of lock /locks/accounts is stale: token 8192 was admitted
+}
+
+func TestHolds(t *testing.T) {
+	eng := startEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := lock.NewMutex(eng, "/fence/holds")
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan *engine.Lease, 1)
+	go func() {
+		w, err := lock.NewMutex(startEngine(t), "/fence/holds").Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		waiting <- w
+	}()
+	var waiter string
+	for waiter == "" && ctx.Err() == nil {
+		ps, err := lock.Participants(ctx, eng, "/fence/holds")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.Node != l.Node() {
+				waiter = p.Node
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		node string
+		want bool
+	}{
+		{l.Node(), true},
+		{waiter, false},
+		{"/fence/other/" + path.Base(l.Node()), false},
+	} {
+		got, err := fence.Holds(ctx, eng, "/fence/holds", c.node)
+		if err != nil || got != c.want {
+			t.Errorf("Holds(%s) = %v, %v; want %v", c.node, got, err, c.want)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := <-waiting
+	if got, err := fence.Holds(ctx, eng, "/fence/holds", l.Node()); err != nil || got {
+		t.Errorf("Holds of the released node = %v, %v", got, err)
+	}
+	if w != nil {
+		if got, err := fence.Holds(ctx, eng, "/fence/holds", w.Node()); err != nil || !got {
+			t.Errorf("Holds of the new holder = %v, %v", got, err)
+		}
+		_ = w.Release(ctx)
+	}
 }
