@@ -49,11 +49,16 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "turnstile-pg-")
+	sweepStale()
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("pgserver: temp dir: %w", err)
 	}
 	s := &Server{dir: dir, logPath: filepath.Join(dir, "postgres.log")}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		s.remove()
+		return nil, fmt.Errorf("pgserver: owner file: %w", err)
+	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			s.remove()
