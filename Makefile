@@ -30,11 +30,13 @@ GO ?= go
 # peers of the interop tests (internal/interop) and the benchmark;
 # redis-server is the Redis lock the benchmark measures turnstile against;
 # nftables gives nft, with which internal/partition cuts links between the
-# network namespaces of its ensemble.
+# network namespaces of its ensemble; postgresql is the database the
+# fence module's tests (fence/internal/pgserver) start clusters of their
+# own from, with its binaries in /usr/lib/postgresql/<version>/bin.
 # (Where an init system runs, Debian's redis-server package starts a
 # service of its own on port 6379; the harness never uses it: it starts its
 # own server on a free port.)
-DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server nftables
+DEB_PACKAGES := zookeeper libcurator-recipes-java python3-kazoo redis-server nftables postgresql
 # Java 17 with javac: ZooKeeper runs on it and the interop tests compile
 # their Curator peer with it. Skipped if the release has none.
 JAVA_DEB := openjdk-17-jdk-headless
@@ -59,6 +61,8 @@ deps:
 		fi; \
 		command -v "$${REDIS_SERVER:-redis-server}" >/dev/null 2>&1 || \
 			echo "deps: no redis-server (set REDIS_SERVER): the stress tests and make bench need one" >&2; \
+		[ -n "$${PG_BIN:-}" ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+			echo "deps: no PostgreSQL (set PG_BIN to its bin directory): the fence module's tests need one" >&2; \
 		echo "deps: using $$jar (apt not used)"; \
 	else \
 		missing=""; \
@@ -88,15 +92,17 @@ deps:
 		test -f /usr/share/java/zookeeper.jar || { echo "deps: /usr/share/java/zookeeper.jar missing after install" >&2; exit 1; }; \
 		command -v "$${JAVA:-java}" >/dev/null 2>&1 || { echo "deps: no java after install" >&2; exit 1; }; \
 		test -x /usr/bin/redis-server || { echo "deps: /usr/bin/redis-server missing after install" >&2; exit 1; }; \
+		ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "deps: no /usr/lib/postgresql/*/bin/initdb after install" >&2; exit 1; }; \
 	fi
 	$(GO) mod download
 
 # The harness (stress/), the metrics exporter (metrics/, with its
-# example) and the pipeline example (golang.org/x/sync) are modules of
+# example), the fencing module (fence/, whose tests need a PostgreSQL
+# driver) and the pipeline example (golang.org/x/sync) are modules of
 # their own, so that the library's go.mod lists only what the library
 # needs; go.work joins them, and `./...` from here does not descend into
 # another module: each is named explicitly.
-PKGS := ./... ./stress/... ./metrics/... ./examples/metrics/... ./examples/pipeline/...
+PKGS := ./... ./stress/... ./metrics/... ./fence/... ./examples/metrics/... ./examples/pipeline/...
 
 vet:
 	$(GO) vet $(PKGS)
