@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/turnstile-go/turnstile/internal/netfault"
 	"github.com/turnstile-go/turnstile/internal/wait"
@@ -169,6 +170,9 @@ func TestLockCommandGoneWhenToolKilled(t *testing.T) {
 	tool.Env = append(os.Environ(), cliEnv+"=1")
 	var stderr bytes.Buffer
 	tool.Stderr = &stderr
+	// A command that outlives the tool holds the stderr pipe open: Wait
+	// returns without the rest of its output.
+	tool.WaitDelay = time.Second
 	if err := tool.Start(); err != nil {
 		t.Fatal(err)
 	}
