@@ -111,8 +111,14 @@ fmt-check:
 	@files="$$(gofmt -l .)"; \
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
 
+# The tests' events go through internal/testtimes, which prints what go
+# test prints and then the slowest tests; go test's own status is kept
+# apart, as sh has no pipefail.
 test: deps vet fmt-check
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	@rc=$$(mktemp); tt=$$(mktemp); $(GO) build -o $$tt ./internal/testtimes || exit 1; \
+	{ $(GO) test -race -count=1 -timeout 15m -json $(PKGS); echo $$? > $$rc; } | $$tt; \
+	shown=$$?; status=$$(cat $$rc); rm -f $$rc $$tt; \
+	if [ "$$status" != 0 ]; then exit $$status; fi; exit $$shown
 
 run: deps
 	$(GO) run ./examples/pipeline
