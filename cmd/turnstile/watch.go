@@ -38,16 +38,18 @@ type watchEvent struct {
 	Node  *nodeView `json:"node,omitempty"`
 	// WaitedSeconds: granted, left: since the node was created.
 	WaitedSeconds float64 `json:"waited_seconds,omitempty"`
-	// HeldSeconds: released: since the watch saw the grant, or since the
-	// node was created when it held as the watch began.
+	// HeldSeconds: released: since the watch saw the grant. A node that
+	// held when the watch began has none: ZooKeeper keeps no grant time,
+	// and its age counts its wait too.
 	HeldSeconds float64 `json:"held_seconds,omitempty"`
+	heldKnown   bool    // HeldSeconds is set, for the text line
 }
 
 // seenNode is what a watch remembers of a contender between listings.
 type seenNode struct {
 	view      nodeView
 	held      bool
-	heldSince time.Time
+	heldSince time.Time // when the watch saw the grant; zero if it held as the watch began
 }
 
 // watcher follows one lock path.
@@ -171,7 +173,7 @@ func (w *watcher) report(v lockView) error {
 		prev := w.seen[n.Node]
 		switch {
 		case prev == nil && first:
-			w.seen[n.Node] = &seenNode{view: n, held: true, heldSince: n.Since}
+			w.seen[n.Node] = &seenNode{view: n, held: true}
 			grants = append(grants, w.event(now, evHolding, n))
 		case prev == nil:
 			w.seen[n.Node] = &seenNode{view: n, held: true, heldSince: now}
@@ -204,7 +206,10 @@ func (w *watcher) report(v lockView) error {
 		delete(w.seen, node)
 		ev := w.event(now, evLeft, prev.view)
 		if prev.held {
-			ev.Event, ev.HeldSeconds = evReleased, seconds(now.Sub(prev.heldSince))
+			ev.Event = evReleased
+			if !prev.heldSince.IsZero() {
+				ev.HeldSeconds, ev.heldKnown = seconds(now.Sub(prev.heldSince)), true
+			}
 		} else {
 			ev.WaitedSeconds = seconds(now.Sub(prev.view.Since))
 		}
@@ -250,13 +255,15 @@ func (w *watcher) emit(ev watchEvent) error {
 	}
 	n := ev.Node
 	var took string
-	switch ev.Event {
-	case evReleased:
+	switch {
+	case ev.Event == evReleased && ev.heldKnown:
 		took = "held " + age(ev.HeldSeconds)
-	case evGranted, evLeft:
+	case ev.Event == evReleased:
+		took = "held since before the watch, " + queued(n.AgeSeconds)
+	case ev.Event == evGranted || ev.Event == evLeft:
 		took = "waited " + age(ev.WaitedSeconds)
 	default:
-		took = "age " + age(n.AgeSeconds)
+		took = queued(n.AgeSeconds)
 	}
 	_, err := fmt.Fprintf(w.out, "%s  %-12s  %s  %s  %s  %s\n", stamp, ev.Event, n.Node, n.Client, took, who(*n))
 	return err

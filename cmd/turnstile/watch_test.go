@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,21 +56,24 @@ func TestWatchText(t *testing.T) {
 	w.end(t)
 	t.Logf("turnstile watch %s:\n%s", p, w.out)
 
+	// time, event, node, client, what is known of its times, owner=…
+	line := regexp.MustCompile(`^\S+\s+(\S+)\s+(\S+)\s+(\S+)\s+` +
+		`(held since before the watch, queued [0-9.µmsh]+ ago|held [0-9.µmsh]+|waited [0-9.µmsh]+|queued [0-9.µmsh]+ ago)\s+(owner="[^"]*")`)
+	times := strings.NewReplacer("held since before the watch, queued", "held-before", " ago", "")
 	var seen []string
-	for _, line := range got {
-		// time, event, node, client, "held"/"waited"/"age" d, owner=…
-		f := strings.Fields(line)
-		if len(f) < 7 || !strings.HasPrefix(f[2], p+"/_c_") || f[3] != "turnstile" {
-			t.Fatalf("watch line %q", line)
+	for _, l := range got {
+		m := line.FindStringSubmatch(l)
+		if m == nil || !strings.HasPrefix(m[2], p+"/_c_") || m[3] != "turnstile" {
+			t.Fatalf("watch line %q", l)
 		}
-		seen = append(seen, f[1]+" "+f[4]+" "+f[6])
+		seen = append(seen, m[1]+" "+strings.Fields(times.Replace(m[4]))[0]+" "+m[5])
 	}
 	want := []string{
-		`holding age owner="first"`,
-		`queued age owner="quitter"`,
+		`holding queued owner="first"`,
+		`queued queued owner="quitter"`,
 		`left waited owner="quitter"`,
-		`queued age owner="next"`,
-		`released held owner="first"`,
+		`queued queued owner="next"`,
+		`released held-before owner="first"`,
 		`granted waited owner="next"`,
 		`released held owner="next"`,
 	}
