@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -38,6 +39,66 @@ type Leadership struct {
 	mu      sync.Mutex
 	value   []byte
 }
+
+// lease is the term's lease, or nil for a nil *Leadership: a nil
+// *engine.Lease answers every method as a lease that was never made, so a
+// nil Leadership answers the same rather than panicking on its field.
+func (l *Leadership) lease() *engine.Lease {
+	if l == nil {
+		return nil
+	}
+	return l.Lease
+}
+
+// The Lease methods are declared again here, each the embedded lease's, so
+// that they read with the type in go doc and a nil *Leadership answers
+// them (as an unmade lease) instead of panicking.
+
+// Path is the election's path (engine.Lease.Path).
+func (l *Leadership) Path() string { return l.lease().Path() }
+
+// Engine is the engine the term was won on (engine.Lease.Engine).
+func (l *Leadership) Engine() *engine.Engine { return l.lease().Engine() }
+
+// Node is the leader's node (engine.Lease.Node).
+func (l *Leadership) Node() string { return l.lease().Node() }
+
+// Token is the term's fencing token (engine.Lease.Token).
+func (l *Leadership) Token() int64 { return l.lease().Token() }
+
+// TrustedUntil is when the term will have seen Lost if it is to be lost
+// (engine.Lease.TrustedUntil).
+func (l *Leadership) TrustedUntil() time.Time { return l.lease().TrustedUntil() }
+
+// Lost closes when the leader must stop acting as one (engine.Lease.Lost).
+func (l *Leadership) Lost() <-chan struct{} { return l.lease().Lost() }
+
+// Err says why the term ended, nil while it holds (engine.Lease.Err).
+func (l *Leadership) Err() error { return l.lease().Err() }
+
+// Suspended closes while the connection is down (engine.Lease.Suspended).
+func (l *Leadership) Suspended() <-chan struct{} { return l.lease().Suspended() }
+
+// Context ends with the term (engine.Lease.Context).
+func (l *Leadership) Context() context.Context { return l.lease().Context() }
+
+// Held reports whether the term still leads (engine.Lease.Held).
+func (l *Leadership) Held() bool { return l.lease().Held() }
+
+// Revoked is the lease's (engine.Lease.Revoked): a candidate campaigns
+// without revocation, so it never closes.
+func (l *Leadership) Revoked() <-chan struct{} { return l.lease().Revoked() }
+
+// Guarded writes ops only while the term holds (engine.Lease.Guarded).
+func (l *Leadership) Guarded(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.lease().Guarded(ctx, ops...)
+}
+
+// Release ends the term, as Resign does (engine.Lease.Release).
+func (l *Leadership) Release(ctx context.Context) error { return l.lease().Release(ctx) }
+
+// ReleaseAsync ends the term without waiting (engine.Lease.ReleaseAsync).
+func (l *Leadership) ReleaseAsync() *engine.Future[struct{}] { return l.lease().ReleaseAsync() }
 
 // Value is the leader's value: the one it campaigned with, or the last one
 // Proclaim wrote. It must not be modified.
@@ -136,5 +197,5 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("%w: Resign of a nil *election.Leadership", engine.ErrInvalidRequest)
 	}
-	return l.Release(ctx)
+	return l.Lease.Release(ctx)
 }

@@ -60,12 +60,6 @@ type Walk struct {
 	Values map[string]reflect.Type
 	// NoZero are the types whose zero value is not walked, with why.
 	NoZero map[string]string
-	// NilPromoted are the types whose methods promoted from an embedded
-	// pointer are not called on a nil receiver, with why: Go dereferences
-	// the nil outer pointer to reach the field before any code of the
-	// project runs. Their zero value, whose embedded pointer is nil, is
-	// walked.
-	NilPromoted map[string]string
 	// NoLive are the functions and methods ("pkg.Name", "pkg.Type.Method")
 	// not called with usable arguments, with why: they would start a
 	// ZooKeeper server, say.
@@ -128,9 +122,6 @@ func (w *Walk) Run(t *testing.T) {
 				sample := r.make(t)
 				for i := range reflect.TypeOf(sample).NumMethod() {
 					m := reflect.TypeOf(sample).Method(i)
-					if r.name == "nil" && w.NilPromoted[typ] != "" && !slices.Contains(methods[typ], m.Name) {
-						continue // promoted: see NilPromoted
-					}
 					mu.Lock()
 					called[typ+"."+m.Name] = true
 					mu.Unlock()

@@ -77,9 +77,6 @@ func TestWalk(t *testing.T) {
 			"turnstiletest.New":         turnstiletest.New,
 			"turnstiletest.Start":       turnstiletest.Start,
 		},
-		NilPromoted: map[string]string{
-			"election.Leadership": "its Lease methods are promoted from the embedded *engine.Lease",
-		},
 		NoLive: map[string]string{
 			"turnstiletest.New":   "it starts a ZooKeeper server: turnstiletest's own tests call it",
 			"turnstiletest.Start": "it starts a ZooKeeper server: turnstiletest's own tests call it",
