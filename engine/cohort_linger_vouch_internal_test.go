@@ -20,7 +20,7 @@ import (
 // watchdog's clock, read by the Vouch's wake before it takes the cohorts'
 // mutex, cancels the waiter's context and waits until the cancel has
 // been stepped (the waiter's future failed).
-func TestCohortReviewLingerVouchOfAWaiterThatLeft(t *testing.T) {
+func TestCohortLingerVouchOfAWaiterThatLeft(t *testing.T) {
 	e := cohortEngineWith(t, CohortConfig{Linger: time.Hour, MaxHold: time.Hour})
 	e.rt.afterFunc = func(time.Duration, func()) timer { return noTimer{} }
 	req := Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways}

@@ -20,7 +20,7 @@ import (
 // Close has returned, every lease whose holder had not begun to release it
 // is lost; and the other engine is granted the lock after, with a greater
 // token.
-func TestCohortReviewCloseDuringPasses(t *testing.T) {
+func TestCohortCloseDuringPasses(t *testing.T) {
 	cfgs := []engine.Config{paced, lingering,
 		{Cohort: engine.CohortConfig{MaxHold: time.Hour, YieldToOthers: true}}}
 	rng := rand.New(rand.NewPCG(7, 11))

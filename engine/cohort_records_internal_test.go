@@ -54,7 +54,7 @@ func seated(e *Engine) (records, inSlots int) {
 // hearing of the grant: the loss finds the node not granted yet and leaves
 // it; the grant then finds the lease lost. Nobody is handed the lost node,
 // its record goes, and the waiters, in their order, queue the next node.
-func TestCohortReviewLossBeforeTheGrantReachesTheShell(t *testing.T) {
+func TestCohortLossBeforeTheGrantReachesTheShell(t *testing.T) {
 	e := cohortEngineWith(t, CohortConfig{MaxHold: time.Hour})
 	req := Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways}
 	first := e.Acquire(context.Background(), req)
@@ -99,7 +99,7 @@ func TestCohortReviewLossBeforeTheGrantReachesTheShell(t *testing.T) {
 // while the slot it had seats the next node: they change nothing of the
 // next node. Under YieldToOthers a foreign child in that stale listing,
 // taken for the new node's, would give the node back instead of passing.
-func TestCohortReviewStaleNodeInputsLeaveTheSlotsNextNode(t *testing.T) {
+func TestCohortStaleNodeInputsLeaveTheSlotsNextNode(t *testing.T) {
 	e := cohortEngineWith(t, CohortConfig{MaxHold: time.Hour, YieldToOthers: true})
 	carrierA, stale, req := holding(t, e, "/p", queue.KindMutex, 1)
 	attemptA := carrierA.id &^ carrierIDs
@@ -157,7 +157,7 @@ func TestCohortReviewStaleNodeInputsLeaveTheSlotsNextNode(t *testing.T) {
 // marked): whichever comes first, every lease handed on the lost node is
 // lost once the loss returns, the release resolves, and the waiter left is
 // either handed a lost lease or queued for the next node, never stranded.
-func TestCohortReviewReleaseRacingTheCarriersLoss(t *testing.T) {
+func TestCohortReleaseRacingTheCarriersLoss(t *testing.T) {
 	const rounds = 300
 	outcomes := map[string]int{}
 	for i := range rounds {
@@ -227,7 +227,7 @@ func TestCohortReviewReleaseRacingTheCarriersLoss(t *testing.T) {
 // same, goes back with no release waiting on it: its future is nil, and
 // a failed deletion is logged, not resolved. The same when its lease is
 // already lost as it goes back (resolved at once, on the caller).
-func TestCohortReviewGiveBackWithNobodyWaiting(t *testing.T) {
+func TestCohortGiveBackWithNobodyWaiting(t *testing.T) {
 	for _, lostFirst := range []bool{false, true} {
 		e := cohortEngineWith(t, CohortConfig{MaxHold: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
