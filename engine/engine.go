@@ -74,12 +74,11 @@ type Request struct {
 	Cohort bool
 }
 
-// Engine runs acquisitions on one ZooKeeper session. It is the runtime
-// around a deterministic core (package engine/internal/core): the runtime
-// owns the ZooKeeper client, the loop goroutine that steps the core, the
-// requests' goroutines, timers, contexts and the futures' callbacks
-// (runtime.go, executor.go). A nil *Engine, or one Start did not return,
-// is closed: its calls report ErrInvalidRequest, its counters zero.
+// Engine runs acquisitions on one ZooKeeper session: one goroutine, its
+// loop, takes every request, reply and watch event of every lock and
+// decides what to send next, so that a waiter costs a node, a watch and a
+// future, not a goroutine. A nil *Engine, or one Start did not return, is
+// closed: its calls report ErrInvalidRequest, its counters zero.
 type Engine struct {
 	cfg   Config
 	log   *slog.Logger

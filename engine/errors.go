@@ -8,8 +8,7 @@ import (
 )
 
 // Errors the engine returns. Each is a sentinel that errors.Is finds in a
-// wrapped error. Those the contender machine produces are its own values
-// (package engine/internal/contender), the same ones here.
+// wrapped error.
 var (
 	// ErrClosed: the engine is closed or closing. Waiters' futures resolve
 	// with it; leases still held at Close are lost with it.

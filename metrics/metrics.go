@@ -70,25 +70,6 @@
 // in election_candidates, not in acquisitions_pending, so that an alert on
 // waiters that pile up is not set off by a healthy election.
 //
-// # Changes
-//
-// Since the first version of this package:
-//
-//   - turnstile_sessions_expired_total is renamed
-//     turnstile_session_expirations_total, like the other session_*
-//     counters.
-//   - turnstile_acquisitions_total and turnstile_acquisitions_pending have a
-//     recipe label.
-//   - A TryAcquire that finds the lock taken ends with outcome="would_block",
-//     no longer "failed"; "failed" is left to errors.
-//   - Election candidates are labelled recipe="election", no longer "other";
-//     a candidate not elected counts in the new turnstile_election_candidates
-//     gauge instead of turnstile_acquisitions_pending, and an election's
-//     observer counts nowhere (each used to pend for good).
-//   - New gauges: turnstile_elections_led and turnstile_session_state.
-//   - WithAcquireBuckets and WithHoldBuckets are one option, WithBuckets;
-//     DefaultBuckets is no longer exported (WithBuckets says what it is).
-//
 // This package is a module of its own, so that a program that uses the
 // library without it does not depend on the Prometheus client.
 package metrics
