@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/internal/zkmodel"
+	"github.com/turnstile-go/turnstile/queue"
 )
 
 // The simulated world: one in-memory ZooKeeper (zkmodel), a clock, timers
@@ -122,12 +124,17 @@ type client struct {
 	// an expiry or the close sends EventNotWatching. A cohort polls its
 	// channel to learn that another client queued.
 	childWatches map[string][]chan zk.Event
-	unsent       []*call         // sent by the client, not yet at the server
-	waiting      map[int64]*call // at the server, reply not yet taken
-	pings        []time.Duration // send times of pings at the server
-	nextXid      int64
-	coros        map[*coro]struct{} // live coroutines
-	parked       []*coro            // coroutines waiting to be scheduled (see park)
+	unsent       []*call // sent by the client, not yet at the server
+	// queued is, per session and lock path, the latest lock node the
+	// client's replies told it was made, with its request's xid: one
+	// engine's nodes on a path must be numbered in the order it asked for
+	// them (see queuedInOrder).
+	queued  map[queuedKey]queuedNode
+	waiting map[int64]*call // at the server, reply not yet taken
+	pings   []time.Duration // send times of pings at the server
+	nextXid int64
+	coros   map[*coro]struct{} // live coroutines
+	parked  []*coro            // coroutines waiting to be scheduled (see park)
 
 	stalledUntil     time.Duration // the loop processes nothing before this
 	partitionedUntil time.Duration // no server answers a connect before this
@@ -405,10 +412,19 @@ func stat(s zkmodel.Stat) *zk.Stat {
 
 // The simulator's moves on a client.
 
-// submit has the oldest unsent request reach the server.
+// submit has an unsent request reach the server: mostly the oldest, but
+// one time in four any other. The runtime sends each request from a
+// goroutine of its own, so two requests in flight at once may reach the
+// connection, and the server, in either order; a runtime that relies on
+// the order it made them in must fail here.
 func (c *client) submit() {
-	cl := c.unsent[0]
-	c.unsent = c.unsent[1:]
+	i := 0
+	if len(c.unsent) > 1 && c.w.rng.IntN(4) == 0 {
+		i = 1 + c.w.rng.IntN(len(c.unsent)-1)
+		c.w.tracef("%s #%d overtakes #%d", c.name, c.unsent[i].xid, c.unsent[0].xid)
+	}
+	cl := c.unsent[i]
+	c.unsent = slices.Delete(c.unsent, i, i+1)
 	// The client wrote it when it was made, or, made while there was no
 	// connection, once this one was made.
 	c.wire.SentAt(int32(cl.xid), max(cl.sent, c.connectedAt))
@@ -438,6 +454,7 @@ func (c *client) receive() {
 			return // the close's reply
 		}
 		delete(c.waiting, rep.Xid)
+		c.queuedInOrder(rep)
 		c.watches.Replied(cl.req, rep)
 		cl.rep = rep
 		c.w.tracef("%s #%d reply %v zxid %d %s", c.name, cl.xid, rep.Err, rep.Zxid, replied(rep))
@@ -453,6 +470,57 @@ func (c *client) receive() {
 	case zkmodel.MsgClosed:
 		c.w.tracef("%s: the server closed the connection", c.name)
 		c.lose()
+	}
+}
+
+// queuedKey names one lock path's queue as one session sees it.
+type queuedKey struct {
+	session  zkmodel.SessionID
+	lockPath string
+}
+
+// queuedNode is a lock node made: the xid of the request that made it and
+// the zxid the server made it at. Zxids, not sequence numbers, give the
+// server's order: a lock path reaped as an empty container and made again
+// numbers its children from 0 again.
+type queuedNode struct {
+	xid, zxid int64
+	name      string
+}
+
+// queuedInOrder holds the engine to FIFO within itself: the lock nodes it
+// makes on one path, in one session, are numbered in the order it asked
+// for them (the order of their requests' xids), since that order is the
+// order its callers queue in. The server makes them in the order the
+// requests reach it, which is the order they were sent only when no two
+// were in flight at once (submit lets a later one overtake); nodes of one
+// multi are numbered in the multi's order.
+func (c *client) queuedInOrder(rep zkmodel.Reply) {
+	made := []string{rep.Path}
+	if rep.Op == zkmodel.OpMulti {
+		made = made[:0]
+		for _, r := range rep.Results {
+			made = append(made, r.Path)
+		}
+	}
+	for _, p := range made {
+		if _, ok := queue.Parse(path.Base(p)); p == "" || !ok {
+			continue
+		}
+		key := queuedKey{c.session, path.Dir(p)}
+		node := queuedNode{rep.Xid, rep.Zxid, path.Base(p)}
+		if last, seen := c.queued[key]; seen && last.xid != rep.Xid && (last.xid < rep.Xid) != (last.zxid < rep.Zxid) {
+			first, then := last, node
+			if then.xid < first.xid {
+				first, then = then, first
+			}
+			c.w.fail("fifo: %s asked for %s (#%d) after %s (#%d), but the server made it first: two creates on %s were in flight at once",
+				c.name, then.name, then.xid, first.name, first.xid, key.lockPath)
+		}
+		if c.queued == nil {
+			c.queued = make(map[queuedKey]queuedNode)
+		}
+		c.queued[key] = node
 	}
 }
 

@@ -220,6 +220,16 @@ var mutants = []mutant{
 		changes: []change{leaseWithoutGuard},
 		checks:  []check{simOnly("liveness"), test("./internal/interop", "TestTurnstileSemaphoreLapseWithALostLeaseCreateBesideCurator")},
 	},
+	{
+		// Only reordering shows it: sent in order, two creates of one path
+		// are numbered in order even when both are in flight, so the
+		// simulator's FIFO checker is asked alone, and it sees the fault
+		// only because its clients let a later request overtake.
+		name:    "creates-fly-together",
+		class:   "two creates on one lock path in flight at once: the group commit sends a second create before the first is answered, and the server may take them in either order, queueing the later caller first",
+		changes: []change{{"groupcommit.go", "if held[lockPath] || (lockPath != \"\" && g.creating[lockPath] > 0 && !inBatch[lockPath]) {", "if held[lockPath] {"}},
+		checks:  []check{simOnly("fifo"), test("./engine/internal/core", "TestGroupCommit")},
+	},
 }
 
 // leaseWithoutGuard undoes 715140e: a semaphore's lease acquisition goes on
