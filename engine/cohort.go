@@ -146,6 +146,14 @@ func (cs *cohorts) lost(l *Lease, cause error) {
 	cs.step(l.eng, &cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: cause}, n, nil)
 }
 
+// clear sends back path's nodes that linger (cohort.Clear): the future
+// resolves once their deletes are answered; nil if none lingers.
+func (cs *cohorts) clear(e *Engine, path string) *Future[struct{}] {
+	cs.mu.Lock()
+	gone, _ := cs.step(e, &cohort.Input{Kind: cohort.Clear, Path: path}, nil, nil)
+	return gone
+}
+
 // seal: a node with a borrowed number is made on path (a downgrade).
 func (cs *cohorts) seal(e *Engine, path string) {
 	cs.mu.Lock()
@@ -163,7 +171,8 @@ type deed struct {
 
 // step steps the machine with in (mu held) and does what it decided, the
 // records under mu and the rest after; n is the node found, if any, holder
-// a Release's lease, whose outcome is returned; joined: false if no cohort.
+// a Release's lease, whose outcome is returned (for a Clear, the deletions
+// of the nodes it sent back); joined: false if no cohort.
 func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (released *Future[struct{}], joined bool) {
 	cs.m.Step(in)
 	buf, joined := make([]deed, 0, 4), true
@@ -226,6 +235,11 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 			back := &releaseCmd{lease: d.node.lease, req: core.Release{Sent: d.Yield}}
 			if d.Waiter != 0 {
 				back.passed, back.fut = holder, future.Make[struct{}]()
+			}
+			if in.Kind == cohort.Clear { // the try waits for every node sent back
+				back.fut = future.Make[struct{}]()
+				released = future.Both(released, e.release(back))
+				continue
 			}
 			released = cmp.Or(e.release(back), released)
 		case cohort.Start:

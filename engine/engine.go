@@ -325,6 +325,15 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 		return e.cohorts.acquire(e, ctx, path, req, true)
 	}
 	cmd := &acquireCmd{ctx: ctx, fut: future.Make[*Lease](), req: coreAcquire(req)}
+	if req.TryOnly && e.cfg.Cohort.Linger > 0 {
+		// A node this engine lingers on is held by no one: it goes back
+		// first, and the try's node is made once its delete is answered,
+		// so the try never finds it in its way.
+		if gone := e.cohorts.clear(e, path); gone != nil {
+			gone.Then(func(struct{}, error) { e.acquire(cmd) })
+			return cmd.fut
+		}
+	}
 	e.acquire(cmd)
 	return cmd.fut
 }

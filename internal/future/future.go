@@ -54,6 +54,27 @@ func Resolved[T any](v T, err error) *Future[T] {
 	return f
 }
 
+// Both returns a future resolved, with no error, once a and b are
+// resolved, whatever their outcomes (theirs to report); b itself when a is
+// nil, so that a chain begins with nil.
+func Both[T any](a, b *Future[T]) *Future[T] {
+	if a == nil {
+		return b
+	}
+	f := Make[T]()
+	var left atomic.Int32
+	left.Store(2)
+	done := func(T, error) {
+		if left.Add(-1) == 0 {
+			var zero T
+			f.resolve(zero, nil)
+		}
+	}
+	a.Then(done)
+	b.Then(done)
+	return f
+}
+
 // Resolve sets f's outcome; the first call wins and later ones report
 // false. Callbacks given to Then run on goroutines of their own.
 func Resolve[T any](f *Future[T], v T, err error) bool { return f.resolve(v, err) }

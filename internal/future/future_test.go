@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestFutureResolvesOnce(t *testing.T) {
@@ -70,4 +71,24 @@ func TestSlowCallbackDoesNotBlockResolver(t *testing.T) {
 	f.resolve(1, nil) // returns although the callback blocks
 	close(release)
 	wg.Wait()
+}
+
+// Both resolves once both have, with no error of its own, and is the
+// second future itself when the first is nil.
+func TestBothWaitsForBoth(t *testing.T) {
+	a, b := Make[struct{}](), Make[struct{}]()
+	if Both(nil, b) != b {
+		t.Fatal("Both(nil, b) is not b")
+	}
+	f := Both(a, b)
+	Resolve(a, struct{}{}, errors.New("a's"))
+	select {
+	case <-f.Done():
+		t.Fatal("resolved with one of two")
+	case <-time.After(10 * time.Millisecond):
+	}
+	Resolve(b, struct{}{}, nil)
+	if _, err := f.Wait(context.Background()); err != nil {
+		t.Fatalf("Both: %v, want no error of its own", err)
+	}
 }

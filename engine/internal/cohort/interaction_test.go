@@ -30,6 +30,7 @@ import (
 //	lost A [cause=closed|expired|lost]
 //	cancel ctx=G
 //	seal [path=P]
+//	clear [path=P]
 //	wake A [now=D] [timer] [fired] [untrusted] [carrier-lost]
 //	stats                      (no input) what the machine counted
 //
@@ -193,6 +194,11 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		in.Trusted, in.CarrierLost, in.Fired = !has("untrusted"), has("carrier-lost"), has("fired")
 	case "seal":
 		in.Kind, in.Path = Seal, "/l"
+		if v, ok := arg("path"); ok {
+			in.Path = v
+		}
+	case "clear":
+		in.Kind, in.Path = Clear, "/l"
 		if v, ok := arg("path"); ok {
 			in.Path = v
 		}

@@ -160,6 +160,12 @@ const (
 	// Linger effect armed fired; else a Vouch is answered or the watch
 	// fired. Trusted, Now, CarrierLost and Fired as for Release.
 	Wake
+	// Clear: an acquisition of Path that is no cohort's member (a try of
+	// another recipe) is about to queue a node of its own: every node of
+	// Path that lingers, with no holder and no waiter, goes back now
+	// (GiveBack, Yield), so that the acquisition finds it gone rather than
+	// in its way. A lingering node is held by no one.
+	Clear
 )
 
 // Input is one event. The fields each kind reads are named at the kind.
@@ -431,6 +437,16 @@ func (m *Machine) Step(in *Input) {
 		}
 	case Wake:
 		m.wake(in)
+	case Clear:
+		// A copy: a cohort given back with nobody waiting is forgotten,
+		// and leaves the path's list.
+		for _, c := range append([]*cohort(nil), m.byPath[in.Path]...) {
+			if c.lingering && c.waiting == 0 {
+				c.foreign = true // nothing of this engine goes with the deletion
+				m.stats.Yielded++
+				m.giveBack(c, 0)
+			}
+		}
 	}
 }
 
