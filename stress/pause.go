@@ -225,10 +225,13 @@ type pauseResult struct {
 	SecondHolderIn int     `json:"second_holder_in"` // stalls during which another holder wrote
 	// GotInAfterS: for each of those, seconds from the stop to the first
 	// other holder's write.
-	GotInAfterS     []float64 `json:"got_in_after_s,omitempty"`
-	WitnessSawStale int64     `json:"witness_saw_stale"` // grants that found the stalled holder's witness file
-	StaleAccepted   int       `json:"stale_writes_accepted"`
-	StaleRefused    int       `json:"stale_writes_refused"`
+	GotInAfterS []float64 `json:"got_in_after_s,omitempty"`
+	// OthersWrote: for each stall, the writes the resource accepted from
+	// other holders between the stalled holder's read and its continue.
+	OthersWrote     []int64 `json:"others_wrote"`
+	WitnessSawStale int64   `json:"witness_saw_stale"` // grants that found the stalled holder's witness file
+	StaleAccepted   int     `json:"stale_writes_accepted"`
+	StaleRefused    int     `json:"stale_writes_refused"`
 	// StaleAcceptedWithToken: accepted although the stalled holder had a
 	// fencing token: the token failed to fence (a violation).
 	StaleAcceptedWithToken int64    `json:"stale_accepted_with_token"`
@@ -248,6 +251,7 @@ func (p *pauser) summary(witnessSaw int64) *pauseResult {
 	s := &pauseResult{Stalls: len(p.stalls), PauseS: p.pauseFor.Seconds(), WitnessSawStale: witnessSaw}
 	judged := p.res.judgesTokens()
 	for _, o := range p.stalls {
+		s.OthersWrote = append(s.OthersWrote, o.othersWrote)
 		if o.othersWrote > 0 {
 			s.SecondHolderIn++
 			s.GotInAfterS = append(s.GotInAfterS, o.gotInAfter.Seconds())

@@ -228,17 +228,20 @@ func printPauseTable(w io.Writer, results []*result) {
 	}
 	fmt.Fprintln(w, "\npause on a PostgreSQL account: each hold reads the balance, then writes it plus a deposit of 1; the stalled holder is stopped between its read and its write")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "impl\tfence\tstalls\tanother holder in\tstale writes accepted\trefused\tdeposits acknowledged\tfinal balance\tlost updates\tcycles/s\t")
+	fmt.Fprintln(tw, "impl\tfence\tstalls\tanother holder in\tits writes in each\tstale writes accepted\trefused\tdeposits acknowledged\tfinal balance\tlost updates\tcycles/s\t")
 	for _, r := range rows {
 		p, a := r.Pause, r.Pause.Account
 		fenced := "none"
 		if a.Fenced {
 			fenced = "sqlfence"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t\n", r.Impl, fenced, p.Stalls, p.SecondHolderIn,
+		var wrote []string
+		for _, n := range p.OthersWrote {
+			wrote = append(wrote, fmt.Sprint(n))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%.0f\t\n", r.Impl, fenced, p.Stalls, p.SecondHolderIn, strings.Join(wrote, ","),
 			p.StaleAccepted, p.StaleRefused, a.Acknowledged, a.Balance, a.LostUpdates, r.CyclesPerS)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, strings.TrimSpace(`
-(stale writes: the stalled holder's, when continued; lost updates: deposits acknowledged less the final balance)`))
+	fmt.Fprintln(w, "(its writes in each: another holder's, in each stall, between the stalled holder's read and its continue; stale writes: the stalled holder's, when continued; lost updates: deposits acknowledged less the final balance: the others' writes a stale write overwrote, or the stale write's own deposit when it landed between another holder's read and write)")
 }

@@ -40,8 +40,8 @@ func TestAccountBooks(t *testing.T) {
 func TestPauseTable(t *testing.T) {
 	var b bytes.Buffer
 	printPauseTable(&b, []*result{
-		{Impl: "turnstile", Pause: &pauseResult{Stalls: 3, SecondHolderIn: 3, StaleAccepted: 3, Account: account(false, 100, 3, 40, 103)}},
-		{Impl: "turnstile-sqlfence", Pause: &pauseResult{Stalls: 3, SecondHolderIn: 3, StaleRefused: 3, Account: account(true, 90, 0, 90, 90)}},
+		{Impl: "turnstile", Pause: &pauseResult{Stalls: 3, SecondHolderIn: 3, OthersWrote: []int64{20, 21, 22}, StaleAccepted: 3, Account: account(false, 100, 3, 40, 103)}},
+		{Impl: "turnstile-sqlfence", Pause: &pauseResult{Stalls: 3, SecondHolderIn: 3, OthersWrote: []int64{30, 0, 31}, StaleRefused: 3, Account: account(true, 90, 0, 90, 90)}},
 		{Impl: "gozk", Pause: &pauseResult{Stalls: 3}},
 	})
 	out := b.String()
@@ -52,8 +52,8 @@ func TestPauseTable(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"turnstile none 3 3 3 0 103 40 63 0",
-		"turnstile-sqlfence sqlfence 3 3 0 3 90 90 0 0",
+		"turnstile none 3 3 20,21,22 3 0 103 40 63 0",
+		"turnstile-sqlfence sqlfence 3 3 30,0,31 0 3 90 90 0 0",
 	} {
 		if rows[strings.Fields(want)[0]] != want {
 			t.Errorf("want the row %q:\n%s", want, out)

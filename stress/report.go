@@ -318,6 +318,12 @@ func (p *pauseResult) String() string {
 	if len(in) > 0 {
 		gotIn += " (" + strings.Join(in, ", ") + " s after the stop)"
 	}
+	var wrote []string
+	for _, n := range p.OthersWrote {
+		wrote = append(wrote, fmt.Sprint(n))
+	}
+	gotIn += " and wrote " + strings.Join(wrote, ", ") + " times"
+
 	s := fmt.Sprintf("%d stalls of at least %.1fs: %s, and found the stalled holder's witness file %d times; "+
 		"the stalled holder's write when continued: accepted %d, refused %d; %s; releases: %s",
 		p.Stalls, p.PauseS, gotIn, p.WitnessSawStale, p.StaleAccepted, p.StaleRefused, told, strings.Join(p.Releases, ", "))
