@@ -75,6 +75,9 @@ func openPGAccount(ctx context.Context, dsn, path string, fenced, create bool) (
 	if err != nil {
 		return nil, err
 	}
+	// Connections kept open for every worker: a new one is a new server
+	// process, which would be most of a hold's time.
+	db.SetMaxIdleConns(64)
 	a := &pgAccount{db: db, path: path}
 	if fenced {
 		if a.fence, err = sqlfence.New(db, path, sqlfence.Options{}); err != nil {
