@@ -177,9 +177,10 @@ pause: deps
 # make pause on an account in a PostgreSQL server of the run's own: each
 # hold reads the balance and writes it plus a deposit of 1, the stalled
 # holder stopped between the two; turnstile unfenced and fenced with
-# fence/sqlfence (the check inside the write's transaction), go-zookeeper's
-# Lock and the Redis lock unfenced. The books at the end (deposits
-# acknowledged against the final balance) count the lost updates.
+# fence/sqlfence (the token checked first in each transaction, the write's
+# included), go-zookeeper's Lock and the Redis lock unfenced. The books at
+# the end (deposits acknowledged against the final balance) count the lost
+# updates; one table sets the four side by side (about a minute).
 pause-pg: deps
 	$(GO) run ./stress -impl turnstile,turnstile-sqlfence,gozk,redis -faults pause -pause-resource postgres \
 		-workload contended -workers 8 -session-timeout 2s -fault-interval 1s -duration 12s
