@@ -20,10 +20,10 @@ import (
 // lock path, witness file and resource (the fenced file of resource.go, or
 // with -pause-resource postgres an account, pause_pg.go). At each fault the
 // harness has it acquire the lock (and read the account), stops it with
-// SIGSTOP as soon as it holds, waits
-// longer than its session timeout (ZooKeeper) or TTL (Redis), continues it
-// with SIGCONT, and has it write to the resource at once, as a holder that
-// checked its lease just before it stalled would. Meanwhile:
+// SIGSTOP as soon as it holds, waits longer than its session timeout
+// (ZooKeeper) or TTL (Redis), continues it with SIGCONT, and has it write
+// to the resource at once, as a holder that checked its lease just before
+// it stalled would. Meanwhile:
 //   - the workers' witness checks see whether another holder got in while
 //     the stalled one still believed it held (the checker's staleOverlaps);
 //   - the resource counts the other holders' writes during the stall;
