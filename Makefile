@@ -11,6 +11,8 @@
 #   make bench-latency  cold keys and open-loop latency (BENCHMARKS.md, about 5 minutes)
 #   make bench-twoproc  two processes on one lock against the peers' one (about 2 minutes)
 #   make pause   what each lock does when its holder stalls past its lease
+#   make pause-pg  the same on a PostgreSQL account: the lost updates of
+#                each lock, and none with turnstile and fence/sqlfence
 #   make stress  a bounded soak under connection cuts
 #   make mutate  plant known bugs, one at a time, and report which checker
 #                catches each (MUTATE_RUN: a regexp of mutant names)
@@ -47,7 +49,7 @@ JAVA_DEB := openjdk-17-jdk-headless
 export ZK_JAR
 export ZK_CLASSPATH
 
-.PHONY: all deps test vet fmt-check fuzz run stress bench bench-latency bench-twoproc pause simulate mutate partition nemesis
+.PHONY: all deps test vet fmt-check fuzz run stress bench bench-latency bench-twoproc pause pause-pg simulate mutate partition nemesis
 
 all: test
 
@@ -171,6 +173,17 @@ bench-twoproc: deps
 pause: deps
 	$(GO) run ./stress -impl turnstile,gozk,redis -faults pause -workload contended -workers 8 \
 		-session-timeout 2s -fault-interval 1s -duration 12s
+
+# make pause on an account in a PostgreSQL server of the run's own: each
+# hold reads the balance and writes it plus a deposit of 1, the stalled
+# holder stopped between the two; turnstile unfenced and fenced with
+# fence/sqlfence (the token checked first in each transaction, the write's
+# included), go-zookeeper's Lock and the Redis lock unfenced. The books at
+# the end (deposits acknowledged against the final balance) count the lost
+# updates; one table sets the four side by side (about a minute).
+pause-pg: deps
+	$(GO) run ./stress -impl turnstile,turnstile-sqlfence,gozk,redis -faults pause -pause-resource postgres \
+		-workload contended -workers 8 -session-timeout 2s -fault-interval 1s -duration 12s
 
 # The simulator's soak (engine/sim_test.go): seeds from SIM_FIRST on, one
 # per core at a time, each single-threaded and reproducible, for

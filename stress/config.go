@@ -35,6 +35,7 @@ type config struct {
 	RedisFsync     string
 	Faults         faultSet
 	FaultInterval  time.Duration
+	PauseResource  string // what the pause fault's holders write: "file" or "postgres"
 	Latency        time.Duration
 	Jitter         time.Duration
 	CancelRatio    float64
@@ -134,6 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.RedisRetry, "redis-retry", time.Millisecond, "redis: a waiter retries its SET after this long, +/-50%")
 	fs.StringVar(&c.RedisFsync, "redis-appendfsync", "", "redis: run redis-server with an append-only file and this fsync policy (always | everysec); default: redis-server's defaults (snapshots only)")
 	fs.StringVar(&faults, "faults", "none", "comma-separated: none | conn-cut | latency | expire | leader-kill | cancel | pause (stop a holder process with SIGSTOP for longer than its session / TTL; contended only)")
+	fs.StringVar(&c.PauseResource, "pause-resource", "file", "with -faults pause, what every holder writes once per hold: file (a file under flock that refuses a token below the greatest it has seen) | postgres (an account in a PostgreSQL server the harness starts: the holder reads the balance, then writes it plus a deposit of 1, the stalled holder stopped in between; unfenced, but for -impl turnstile-sqlfence, whose transactions check the token with fence/sqlfence; the books are balanced at the end)")
 	fs.DurationVar(&c.FaultInterval, "fault-interval", 2*time.Second, "mean time between injected faults (each wait is drawn from 0.5x..1.5x)")
 	fs.DurationVar(&c.Latency, "latency", 5*time.Millisecond, "with -faults latency: delay added by the proxy in each direction")
 	fs.DurationVar(&c.Jitter, "jitter", 2*time.Millisecond, "with -faults latency: +/- jitter on that delay")
@@ -262,6 +264,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.Faults.has("pause") && c.Workload != "contended" {
 		return nil, bad("-faults pause runs on -workload contended: the stalled holder and the workers share its one path")
+	}
+	switch {
+	case c.PauseResource != "file" && c.PauseResource != "postgres":
+		return nil, bad("-pause-resource %q: file or postgres", c.PauseResource)
+	case c.PauseResource == "postgres" && !c.Faults.has("pause"):
+		return nil, bad("-pause-resource postgres is what the holders of -faults pause write")
+	case c.PauseResource != "postgres" && slices.ContainsFunc(c.Impls, sqlFenced):
+		return nil, bad("-impl turnstile-sqlfence fences the pause fault's PostgreSQL account: give -faults pause -pause-resource postgres")
 	}
 	if (c.Bench || c.BenchLatency || c.BenchTwoproc) && (set["workload"] || set["impl"] || set["workers"] || set["paths"] || set["cycles"] || set["rate"] || len(c.Faults) > 0) {
 		return nil, bad("-bench, -bench-latency and -bench-twoproc run their own workloads, impls and workers: give only -duration, -warmup, -hold and server flags with them")

@@ -7,9 +7,11 @@ require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-zookeeper/zk v1.0.4
+	github.com/lib/pq v1.12.3
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/zerolog v1.28.0
 	github.com/turnstile-go/turnstile v0.1.0
+	github.com/turnstile-go/turnstile/fence v0.1.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.24.0
 )
@@ -36,3 +38,7 @@ require (
 // The harness is built from this repository's library; go.work at the root
 // says the same for workspace builds, this replace for GOWORK=off.
 replace github.com/turnstile-go/turnstile => ../
+
+// The pause fault's PostgreSQL account is fenced with the fence module's
+// sqlfence, built from this repository as the library is.
+replace github.com/turnstile-go/turnstile/fence => ../fence

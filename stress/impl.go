@@ -145,6 +145,8 @@ func implByName(name string) (impl, error) {
 		return turnstileImpl{strictFIFO: true}, nil
 	case "turnstile-delpaths":
 		return turnstileImpl{deletePaths: true}, nil
+	case "turnstile-sqlfence":
+		return turnstileImpl{sqlFence: true}, nil
 	case "gozk":
 		return gozkImpl{}, nil
 	case "rawzk":

@@ -15,8 +15,12 @@ import (
 // waiting for one lock pass a granted node among themselves (lock
 // cohorting); strictFIFO ("turnstile-fifo") has each queue a node of its
 // own, as the other libraries do; deletePaths ("turnstile-delpaths") sets
-// Config.DeleteLockPaths, for keys locked once.
-type turnstileImpl struct{ strictFIFO, deletePaths bool }
+// Config.DeleteLockPaths, for keys locked once. sqlFence
+// ("turnstile-sqlfence") is the same lock, whose holders check their token
+// with package sqlfence in every transaction on the pause fault's
+// PostgreSQL account (pause_pg.go); plain turnstile's holders write it
+// unfenced.
+type turnstileImpl struct{ strictFIFO, deletePaths, sqlFence bool }
 
 func (i turnstileImpl) Name() string {
 	switch {
@@ -24,6 +28,8 @@ func (i turnstileImpl) Name() string {
 		return "turnstile-fifo"
 	case i.deletePaths:
 		return "turnstile-delpaths"
+	case i.sqlFence:
+		return "turnstile-sqlfence"
 	}
 	return "turnstile"
 }
@@ -34,8 +40,14 @@ func (i turnstileImpl) Supports(workload string, faults faultSet) error {
 	if workload == "twoproc" && len(faults) > 0 {
 		return unsupported(i.Name(), "-faults with -workload twoproc", "its second process runs outside the harness's fault injection")
 	}
+	if i.sqlFence && !faults.has("pause") {
+		return unsupported(i.Name(), "a run without -faults pause", "it is turnstile, fencing the pause fault's PostgreSQL account")
+	}
 	return nil
 }
+
+// sqlFenced: impl name's holders fence the PostgreSQL account.
+func sqlFenced(name string) bool { return name == "turnstile-sqlfence" }
 
 func (i turnstileImpl) Open(ctx context.Context, o openOptions) (client, error) {
 	cfg := turnstileConfig(o.Servers, o.SessionTimeout, o.MaxInFlight, i.strictFIFO, i.deletePaths, o.Logger)

@@ -16,6 +16,7 @@
 //	go run ./stress -impl all -plain -workload uncontended -workers 64 -duration 10s
 //	go run ./stress -impl all -workload waiters -paths 100 -workers 100
 //	go run ./stress -impl turnstile,redis -faults pause -session-timeout 2s -duration 12s
+//	go run ./stress -impl turnstile,turnstile-sqlfence,gozk -faults pause -pause-resource postgres -session-timeout 2s -duration 12s
 //	go run ./stress -ensemble 3 -faults leader-kill -workload paths -duration 60s
 //	go run ./stress nemesis -duration 2m -seed 1   (as root: see nemesis.go)
 //

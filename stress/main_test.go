@@ -292,6 +292,9 @@ func TestFlags(t *testing.T) {
 		{"-bench", "-bench-twoproc"},
 		{"-rate", "-1"},
 		{"-rate", "10", "-workload", "waiters"}, // nothing to start at a rate
+		{"-pause-resource", "postgres"},         // written by the pause fault's holders only
+		{"-pause-resource", "disk", "-faults", "pause"},
+		{"-impl", "turnstile-sqlfence", "-faults", "pause"}, // it fences the account, not the file
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage {

@@ -17,29 +17,35 @@ import (
 // The pause fault: what a lock does when its holder stalls (a GC pause, a
 // VM frozen, SIGSTOP) for longer than its lease. One holder runs in a
 // process of its own (pause_child.go) beside the run's workers, on the same
-// lock path, witness file and fenced resource. At each fault the harness
-// has it acquire the lock, stops it with SIGSTOP as soon as it holds, waits
-// longer than its session timeout (ZooKeeper) or TTL (Redis), continues it
-// with SIGCONT, and has it write to the resource at once, as a holder that
-// checked its lease just before it stalled would. Meanwhile:
+// lock path, witness file and resource (the fenced file of resource.go, or
+// with -pause-resource postgres an account, pause_pg.go). At each fault the
+// harness has it acquire the lock (and read the account), stops it with
+// SIGSTOP as soon as it holds, waits longer than its session timeout
+// (ZooKeeper) or TTL (Redis), continues it with SIGCONT, and has it write
+// to the resource at once, as a holder that checked its lease just before
+// it stalled would. Meanwhile:
 //   - the workers' witness checks see whether another holder got in while
 //     the stalled one still believed it held (the checker's staleOverlaps);
 //   - the resource counts the other holders' writes during the stall;
 //   - the stale write after the stall is accepted or refused: a lock with
-//     fencing tokens lets the resource refuse it, one without cannot;
+//     fencing tokens lets the resource refuse it, one without cannot (nor
+//     can an account written without the fence's check);
+//   - on an account, the books at the end: deposits acknowledged against
+//     the balance, the difference being the updates the stale writes lost;
 //   - the holder reports whether and when its library told it the lease was
 //     lost, and what its release said.
 type pauser struct {
 	child    *interop.Peer
-	res      *fencedResource
+	res      holdResource
 	pauseFor time.Duration
 	wait     time.Duration // bound on each exchange with the child
 
-	mu     sync.Mutex
-	n      int
-	stalls []stallOutcome
-	errs   []string
-	closed bool
+	mu       sync.Mutex
+	n        int
+	deposits int64 // the stalled holder's writes accepted (committed)
+	stalls   []stallOutcome
+	errs     []string
+	closed   bool
 }
 
 // stallOutcome is one stall, as the child and the resource saw it.
@@ -53,18 +59,20 @@ type stallOutcome struct {
 	release     string
 }
 
-// startPauser starts the stalled holder's process for impl im on servers.
-func startPauser(ctx context.Context, cfg *config, env *runEnv, im impl, servers []string, marker []byte) (*pauser, error) {
+// startPauser starts the stalled holder's process for impl im on servers,
+// writing to res: the file at cfg.WitnessFile + ".resource", or the
+// account in the database of pgDSN.
+func startPauser(ctx context.Context, cfg *config, env *runEnv, im impl, servers []string, marker []byte, res holdResource, pgDSN string) (*pauser, error) {
 	o := pauseChildOptions{
 		workloadSpec: cfg.spec(servers),
-		resource:     cfg.WitnessFile + ".resource", marker: string(marker) + ":stalled",
+		resource:     cfg.WitnessFile + ".resource", marker: string(marker) + ":stalled", pgDSN: pgDSN,
 	}
 	o.impl, o.workers, o.witness = im.Name(), 1, cfg.WitnessFile
 	child, err := startChild(ctx, "pause", o.args())
 	if err != nil {
 		return nil, err
 	}
-	p := &pauser{child: child, res: &fencedResource{path: o.resource}}
+	p := &pauser{child: child, res: res}
 	// Longer than the lease by every measure: the session the server
 	// granted plus two ticks of its expiry sweep, or the TTL, and a second.
 	lease := cfg.RedisTTL
@@ -98,7 +106,7 @@ func (p *pauser) stall() error {
 	if err != nil {
 		return err
 	}
-	before, err := p.res.state()
+	before, err := p.res.writes(wctx)
 	if err != nil {
 		return err
 	}
@@ -110,8 +118,8 @@ func (p *pauser) stall() error {
 		return err
 	}
 	stopped := time.Now()
-	gotIn := p.watchOthers(before.writes, stopped)
-	after, err := p.res.state()
+	gotIn := p.watchOthers(wctx, before, stopped)
+	after, err := p.res.writes(wctx)
 	if err := errors.Join(err, p.child.Signal(syscall.SIGCONT)); err != nil {
 		return err
 	}
@@ -122,7 +130,7 @@ func (p *pauser) stall() error {
 	if err != nil {
 		return err
 	}
-	out := stallOutcome{othersWrote: after.writes - before.writes, token: heldLine, gotInAfter: gotIn}
+	out := stallOutcome{othersWrote: after - before, token: heldLine, gotInAfter: gotIn}
 	for _, f := range strings.Fields(done) {
 		k, v, _ := strings.Cut(f, "=")
 		switch k {
@@ -138,6 +146,9 @@ func (p *pauser) stall() error {
 	}
 	p.mu.Lock()
 	p.stalls = append(p.stalls, out)
+	if out.write == "accepted" {
+		p.deposits++
+	}
 	p.mu.Unlock()
 	return nil
 }
@@ -147,13 +158,13 @@ func (p *pauser) stall() error {
 // it waits for one up to twice as long again (a loaded server may expire
 // the session late), so that what the lock allows shows. It returns when
 // the first other write was seen, after the stop (0: none).
-func (p *pauser) watchOthers(writes0 int64, stopped time.Time) time.Duration {
+func (p *pauser) watchOthers(ctx context.Context, writes0 int64, stopped time.Time) time.Duration {
 	var first time.Duration
 	limit := stopped.Add(3 * p.pauseFor)
 	for {
 		el := time.Since(stopped)
 		if first == 0 {
-			if st, err := p.res.state(); err == nil && st.writes > writes0 {
+			if n, err := p.res.writes(ctx); err == nil && n > writes0 {
 				first = el
 			}
 		}
@@ -214,10 +225,13 @@ type pauseResult struct {
 	SecondHolderIn int     `json:"second_holder_in"` // stalls during which another holder wrote
 	// GotInAfterS: for each of those, seconds from the stop to the first
 	// other holder's write.
-	GotInAfterS     []float64 `json:"got_in_after_s,omitempty"`
-	WitnessSawStale int64     `json:"witness_saw_stale"` // grants that found the stalled holder's witness file
-	StaleAccepted   int       `json:"stale_writes_accepted"`
-	StaleRefused    int       `json:"stale_writes_refused"`
+	GotInAfterS []float64 `json:"got_in_after_s,omitempty"`
+	// OthersWrote: for each stall, the writes the resource accepted from
+	// other holders between the stalled holder's read and its continue.
+	OthersWrote     []int64 `json:"others_wrote"`
+	WitnessSawStale int64   `json:"witness_saw_stale"` // grants that found the stalled holder's witness file
+	StaleAccepted   int     `json:"stale_writes_accepted"`
+	StaleRefused    int     `json:"stale_writes_refused"`
 	// StaleAcceptedWithToken: accepted although the stalled holder had a
 	// fencing token: the token failed to fence (a violation).
 	StaleAcceptedWithToken int64    `json:"stale_accepted_with_token"`
@@ -227,13 +241,17 @@ type pauseResult struct {
 	NoLost                 int      `json:"no_lost"`    // the lock has no Lost()
 	LostAfterMs            []int64  `json:"lost_after_ms,omitempty"`
 	Releases               []string `json:"releases,omitempty"` // what each stalled holder's release said
+	// Account: the books of a run on a PostgreSQL account (nil: the file).
+	Account *accountResult `json:"account,omitempty"`
 }
 
 func (p *pauser) summary(witnessSaw int64) *pauseResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := &pauseResult{Stalls: len(p.stalls), PauseS: p.pauseFor.Seconds(), WitnessSawStale: witnessSaw}
+	judged := p.res.judgesTokens()
 	for _, o := range p.stalls {
+		s.OthersWrote = append(s.OthersWrote, o.othersWrote)
 		if o.othersWrote > 0 {
 			s.SecondHolderIn++
 			s.GotInAfterS = append(s.GotInAfterS, o.gotInAfter.Seconds())
@@ -242,7 +260,7 @@ func (p *pauser) summary(witnessSaw int64) *pauseResult {
 		switch {
 		case o.write == "accepted":
 			s.StaleAccepted++
-			if hasToken && o.othersWrote > 0 {
+			if hasToken && judged && o.othersWrote > 0 {
 				s.StaleAcceptedWithToken++
 			}
 		case o.write == "refused":
@@ -264,6 +282,21 @@ func (p *pauser) summary(witnessSaw int64) *pauseResult {
 		s.Releases = append(s.Releases, o.release)
 	}
 	return s
+}
+
+// stalledDeposits is the stalled holder's writes accepted.
+func (p *pauser) stalledDeposits() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.deposits
+}
+
+// account is the books of a run on an account; nil for p nil or the file.
+func (p *pauseResult) account() *accountResult {
+	if p == nil {
+		return nil
+	}
+	return p.Account
 }
 
 // notes are the child's errors and the stalls that went wrong.

@@ -20,12 +20,16 @@ import (
 // lines on stdin:
 //
 //	acquire N   acquire the lock; see that the lease is not lost; create the
-//	            witness file; print "HELD N <token|->". The harness now stops
-//	            the process, longer than the session timeout / the TTL, and
-//	            continues it.
-//	write N     (read right after the process continues) write to the fenced
+//	            witness file; read the account (-pg: its balance, in a
+//	            transaction of its own, fenced with the token for
+//	            turnstile-sqlfence); print "HELD N <token|->". The harness
+//	            now stops the process, longer than the session timeout / the
+//	            TTL, and continues it.
+//	write N     (read right after the process continues) write to the
 //	            resource with the token, at once, as a holder that checked its
-//	            lease just before it stalled does; then wait, a bounded time,
+//	            lease just before it stalled does (-pg: the balance it read
+//	            plus 1, in a transaction that checks the token first when
+//	            fenced, and none otherwise); then wait, a bounded time,
 //	            for the library to say the lease is lost; remove the witness
 //	            file; release; print "DONE N write=accepted|refused
 //	            lost_at_write=<bool> lost_after=<ms>|never|none release=<ok|error>"
@@ -34,14 +38,15 @@ import (
 // Anything that fails is printed as "ERROR N <what>" and the child goes on.
 
 // pauseChildOptions are the child's flags: the workload's (one worker on
-// its path, and the witness file), and where the resource is.
+// its path, and the witness file), and where the resource is: the file, or
+// with pgDSN the account in that database.
 type pauseChildOptions struct {
 	workloadSpec
-	resource, marker string
+	resource, marker, pgDSN string
 }
 
 func (o pauseChildOptions) args() []string {
-	return append(o.workloadSpec.args(), "-resource", o.resource, "-marker", o.marker)
+	return append(o.workloadSpec.args(), "-resource", o.resource, "-marker", o.marker, "-pg", o.pgDSN)
 }
 
 func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -52,6 +57,7 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	o.register(fl, &servers)
 	fl.StringVar(&o.resource, "resource", "", "")
 	fl.StringVar(&o.marker, "marker", "", "")
+	fl.StringVar(&o.pgDSN, "pg", "", "")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -89,7 +95,18 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		return exitFailed
 	}
 	defer func() { c.Close() }()
-	res := &fencedResource{path: o.resource}
+	var res holdResource = fileHold{&fencedResource{path: o.resource}}
+	if o.pgDSN != "" {
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		a, err := openPGAccount(octx, o.pgDSN, o.path, sqlFenced(o.impl), false)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "pause child:", err)
+			return exitFailed
+		}
+		defer a.close()
+		res = a
+	}
 	who := fmt.Sprintf("%d.stalled", os.Getpid())
 	lines := bufio.NewScanner(stdin)
 	next := func() (cmd, n string) {
@@ -130,6 +147,12 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		} else if errors.Is(err, fs.ErrExist) {
 			fmt.Fprintf(stdout, "ERROR %s witness file already there when granted\n", n)
 		}
+		readCtx, cancelRead := context.WithTimeout(ctx, time.Minute)
+		read, rerr := res.read(readCtx, token, hasToken)
+		cancelRead()
+		if rerr != nil {
+			fmt.Fprintf(stdout, "ERROR %s read: %s\n", n, oneLine(rerr))
+		}
 		fmt.Fprintf(stdout, "HELD %s %s\n", n, tokenText(token, hasToken))
 
 		if cmd, _ := next(); cmd != "write" {
@@ -137,9 +160,17 @@ func pauseChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		}
 		resumed := time.Now()
 		lostAtWrite := closedChan(lost)
-		accepted, _, werr := res.write(token, hasToken, who)
+		var accepted bool
+		var werr error
+		if rerr == nil { // nothing read, nothing to write
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			accepted, werr = res.write(wctx, token, hasToken, read, who)
+			cancel()
+		}
 		outcome := "refused"
 		switch {
+		case rerr != nil:
+			outcome = "error:read"
 		case werr != nil:
 			outcome = "error:" + oneLine(werr)
 		case accepted:

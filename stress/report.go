@@ -241,6 +241,7 @@ func printTable(w io.Writer, cfg *config, results []*result, load string) {
 			fmt.Fprintf(w, "pause (%s): %s\n", r.Impl, r.Pause)
 		}
 	}
+	printPauseTable(w, results)
 	for _, r := range results {
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "note (%s): %s\n", r.Impl, n)
@@ -317,7 +318,17 @@ func (p *pauseResult) String() string {
 	if len(in) > 0 {
 		gotIn += " (" + strings.Join(in, ", ") + " s after the stop)"
 	}
-	return fmt.Sprintf("%d stalls of at least %.1fs: %s, and found the stalled holder's witness file %d times; "+
+	var wrote []string
+	for _, n := range p.OthersWrote {
+		wrote = append(wrote, fmt.Sprint(n))
+	}
+	gotIn += " and wrote " + strings.Join(wrote, ", ") + " times"
+
+	s := fmt.Sprintf("%d stalls of at least %.1fs: %s, and found the stalled holder's witness file %d times; "+
 		"the stalled holder's write when continued: accepted %d, refused %d; %s; releases: %s",
 		p.Stalls, p.PauseS, gotIn, p.WitnessSawStale, p.StaleAccepted, p.StaleRefused, told, strings.Join(p.Releases, ", "))
+	if p.Account != nil {
+		s += "; " + p.Account.String()
+	}
+	return s
 }

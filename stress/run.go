@@ -173,6 +173,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer env.rs.Close()
 		con.logf("redis-server %s, version %s", env.rs.addr, env.rs.version)
 	}
+	if cfg.PauseResource == "postgres" {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		env.pg, err = startPostgres(pctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "stress:", err)
+			return exitFailed
+		}
+		defer env.pg.Close()
+		con.logf("postgres 127.0.0.1:%d, version %s", env.pg.port, env.pg.version)
+	}
 
 	var all []*result
 	idx := 0
@@ -282,6 +293,7 @@ type runEnv struct {
 	con     *console
 	cl      *cluster     // ZooKeeper; empty when no impl needs it
 	rs      *redisServer // nil when no impl needs Redis
+	pg      *pgServer    // nil but with -pause-resource postgres
 	curator *curatorBuild
 }
 
@@ -590,9 +602,29 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 	}
 
 	var pz *pauser
+	var acct *pgAccount
 	if cfg.Faults.has("pause") {
-		if r.resource, err = newFencedResource(cfg.WitnessFile + ".resource"); err == nil {
-			pz, err = startPauser(hard, cfg, env, im, servers, marker)
+		var dsn string
+		if cfg.PauseResource == "postgres" {
+			// A database of the run's own, its account at 0.
+			dsn = env.pg.dsn(fmt.Sprintf("pause_%d", idx))
+			octx, cancel := context.WithTimeout(hard, time.Minute)
+			if err = createPGDatabase(octx, env.pg, fmt.Sprintf("pause_%d", idx)); err == nil {
+				acct, err = openPGAccount(octx, dsn, cfg.LockPath, sqlFenced(im.Name()), true)
+			}
+			cancel()
+			if err == nil {
+				defer acct.close()
+				r.resource = acct
+			}
+		} else {
+			var f *fencedResource
+			if f, err = newFencedResource(cfg.WitnessFile + ".resource"); err == nil {
+				r.resource = fileHold{f}
+			}
+		}
+		if err == nil {
+			pz, err = startPauser(hard, cfg, env, im, servers, marker, r.resource, dsn)
 		}
 		if err != nil {
 			res.Error = "pause fault: " + err.Error()
@@ -787,6 +819,16 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		pz.close()
 		res.Pause = pz.summary(r.check.staleOverlaps.Load())
 		res.Notes = append(res.Notes, pz.notes()...)
+		if acct != nil {
+			fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			balance, committed, err := acct.final(fctx)
+			cancel()
+			if err != nil {
+				res.Error = "postgres account: " + err.Error()
+			} else {
+				res.Pause.Account = account(acct.judgesTokens(), r.deposits.Load(), pz.stalledDeposits(), balance, committed)
+			}
+		}
 	}
 	if sc != nil {
 		res.scanOrphans(sc, cfg.LockRoot, marker, v.settle)
@@ -801,6 +843,13 @@ func runInProcess(hard context.Context, cfg *config, env *runEnv, im inProcess, 
 		res.Violations += res.Pause.StaleAcceptedWithToken
 		if res.ViolationsDetail != nil {
 			res.ViolationsDetail["stale_write_accepted"] = res.Pause.StaleAcceptedWithToken
+		}
+	}
+	if a := res.Pause.account(); a != nil && a.violations() > 0 {
+		// A fenced account whose books do not balance.
+		res.Violations += a.violations()
+		if res.ViolationsDetail != nil {
+			res.ViolationsDetail["lost_update"] = a.violations()
 		}
 	}
 	res.Lost = r.lost.Load()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/fence"
 )
 
 // runState is what the workers of one run share.
@@ -30,8 +31,10 @@ type runState struct {
 	stop    context.Context
 	stopNow context.CancelFunc
 
-	// resource, in pause runs, is written by every holder with its token.
-	resource *fencedResource
+	// resource, in pause runs, is written by every holder with its token;
+	// deposits counts the writes it accepted.
+	resource holdResource
+	deposits atomic.Int64
 
 	cycles    atomic.Int64
 	lost      atomic.Int64
@@ -374,15 +377,30 @@ func (r *runState) holdAndRelease(id int, path, wbase string, k kind, h held) {
 	r.cycles.Add(1)
 }
 
-// writeResource is a holder's one write to the fenced resource of a pause
-// run. A refusal of a holder that was not told it lost is a violation.
+// writeResource is a holder's one read and write of the resource of a
+// pause run. A refusal of a holder that was not told it lost is a
+// violation. The run's end does not cut it short: a deposit is made or
+// refused, so that the books at the end balance.
 func (r *runState) writeResource(path string, id int, h held, lost <-chan struct{}) {
 	token, hasToken := h.Token()
-	accepted, _, err := r.resource.write(token, hasToken, fmt.Sprintf("%d.%d", os.Getpid(), id))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := r.resource.read(ctx, token, hasToken)
+	accepted := false
+	if err == nil {
+		accepted, err = r.resource.write(ctx, token, hasToken, v, fmt.Sprintf("%d.%d", os.Getpid(), id))
+	}
 	switch {
+	case err != nil && errors.Is(err, fence.ErrStale):
+		// A fenced read refused: nothing was written either.
+		if !closedChan(lost) {
+			r.check.refused(path, id, token)
+		}
 	case err != nil:
-		r.noteErr("fenced resource", err)
-	case !accepted && !closedChan(lost):
+		r.noteErr("resource", err)
+	case accepted:
+		r.deposits.Add(1)
+	case !closedChan(lost):
 		r.check.refused(path, id, token)
 	}
 }
