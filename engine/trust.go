@@ -51,8 +51,16 @@ type sessionTrust struct {
 	changed func(lapsed, expired bool)
 
 	mu      sync.Mutex
-	session int64         // the session the latest answered handshake named; 0 when none
-	granted time.Duration // the session timeout the server granted it
+	session int64 // the session the latest answered handshake named; 0 when none
+	// granted is the smallest session timeout any handshake of session
+	// granted: each server grants within its own [minSessionTimeout,
+	// maxSessionTimeout], and the leader sets the session's expiry at
+	// every touch from the timeout that touch carries. A follower the
+	// client left forwards, with its next ping reply, a touch carrying
+	// the timeout its connection had, so the leader may expire the
+	// session that long after that touch, however much longer a later
+	// handshake elsewhere granted.
+	granted time.Duration
 	// lifetime is how long after heard the session is trusted: granted
 	// less the margin scaled to it.
 	lifetime time.Duration
@@ -127,9 +135,11 @@ func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs in
 		// nodes are gone. Its deadline passed long ago (the server expired
 		// it), so this lapse has normally happened already.
 		t.lapse(ErrSessionExpired)
-		t.session, t.heard = session, sent
+		t.session, t.heard, t.granted = session, sent, 0
 	}
-	t.granted = t.grantedTimeout(timeoutMs)
+	if g := t.grantedTimeout(timeoutMs); t.granted == 0 || g < t.granted {
+		t.granted = g
+	}
 	// margin × granted / asked, rounded up, in 128 bits: the product of
 	// two durations overflows 64. The quotient is below granted, as
 	// margin is below asked (Config checks it), so it fits.

@@ -143,6 +143,7 @@ func TestTrustTimeoutWhenUnread(t *testing.T) {
 	var lapses []bool
 	tr := newTestTrust(&clock, &lapses) // asks for an hour
 	defer tr.stop()
+	session := int64(0x10)
 	for _, c := range []struct {
 		ms   int32
 		want time.Duration
@@ -153,7 +154,8 @@ func TestTrustTimeoutWhenUnread(t *testing.T) {
 		{int32(40 * time.Minute / time.Millisecond), 40 * time.Minute},
 		{0, 30 * time.Minute},
 	} {
-		tr.Handshake(0, 0x10, c.ms)
+		session++ // each a session of its own: within one, the smallest grant stays
+		tr.Handshake(0, session, c.ms)
 		if got := grantedTimeout(tr); got != c.want {
 			t.Fatalf("after a handshake granting %dms: timeout %v, want %v", c.ms, got, c.want)
 		}
@@ -325,5 +327,29 @@ func TestTrustHandshakes(t *testing.T) {
 	}
 	if want := []bool{false, true, false}; !slices.Equal(lapses, want) {
 		t.Fatalf("trust changes %v, want %v", lapses, want)
+	}
+}
+
+// A session's timeout is the smallest any of its handshakes granted: each
+// server grants within bounds of its own, and the leader expires the
+// session that long after the touch a follower the client left still
+// forwards, with the timeout of its connection. A new session starts
+// afresh.
+func TestTrustKeepsTheSessionsSmallestTimeout(t *testing.T) {
+	var clock fakeClock
+	var lapses []bool
+	tr := newTestTrust(&clock, &lapses) // asks for an hour, margin 12 minutes
+	defer tr.stop()
+	tr.Handshake(0, 0x10, hourMs)
+	if got, want := tr.Lifetime(), 48*time.Minute; got != want {
+		t.Fatalf("lifetime %v after an hour's grant, want %v", got, want)
+	}
+	tr.Handshake(time.Second, 0x10, 2*hourMs) // another server grants two hours
+	if got, want := tr.Lifetime(), 48*time.Minute; got != want {
+		t.Fatalf("lifetime %v after a second handshake of the session granted two hours, want %v: the hour still bounds it", got, want)
+	}
+	tr.Handshake(2*time.Second, 0x11, 2*hourMs)
+	if got, want := tr.Lifetime(), 96*time.Minute; got != want {
+		t.Fatalf("lifetime %v of a new session granted two hours, want %v", got, want)
 	}
 }
