@@ -256,6 +256,8 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 				}
 				return func() { cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: n.attempt, Fired: true}, n, nil, nil) }
 			})
+		case cohort.Mark, cohort.Unmark:
+			e.markNode(d.node.lease.node, d.Req.(*Request).Data)
 		case cohort.Vouch: // its wake, at once, with the watchdog's verdict
 			cs.stepNode(e, &cohort.Input{Kind: cohort.Wake, Attempt: d.Attempt}, d.node, nil, nil)
 		}

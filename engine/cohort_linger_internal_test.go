@@ -41,6 +41,9 @@ func (c *watchConn) Delete(p string, _ int32) error {
 	return nil
 }
 
+// Set takes the lingering node's mark (Engine.markNode).
+func (c *watchConn) Set(string, []byte, int32) (*zk.Stat, error) { return &zk.Stat{}, nil }
+
 // noTimer is the linger's timer, never fired: the test decides the wake.
 type noTimer struct{}
 
@@ -82,6 +85,7 @@ func lingeringOnAWatch(t *testing.T) (e *Engine, conn *watchConn, l *Lease, wg *
 		t.Fatalf("node %s, want %s", l.node, conn.self)
 	}
 	wait.Until(t, "the listing answered", func() bool { return e.CohortListed("/p") })
+	wg.Wait() // the listing's goroutine and the mark's: a test may swap conn
 	return e, conn, l, wg
 }
 

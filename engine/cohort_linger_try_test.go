@@ -2,8 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/lock"
@@ -65,5 +68,83 @@ func TestCohortLingerTryOfAnotherRecipeIsGranted(t *testing.T) {
 	t.Run("reader beside a lingering writer", func(t *testing.T) {
 		rw := lock.NewRWMutex(eng, root+"/rw")
 		tryBesideLinger(t, eng, rw.Path(), rw.Writer().Lock, rw.Reader().TryAcquire)
+	})
+}
+
+// marked waits until every lock node under p is marked lingering, as the
+// lingering engine writes once its last holder released: a try of another
+// client tells a lingering node from a held one by that mark.
+func marked(t *testing.T, raw *zk.Conn, p string) {
+	t.Helper()
+	eventually(t, "the lingering node marked", func() bool {
+		nodes := ephemerals(t, raw, p)
+		for _, n := range nodes {
+			_, st, err := raw.Get(n)
+			if err != nil || st.Version%2 != 1 {
+				return false
+			}
+		}
+		return len(nodes) > 0
+	})
+}
+
+// Another engine's try on a lock this engine lingers on is granted: it
+// reads the marked node ahead, waits, and is let in by the give-back its
+// arrival causes; its own recipe or another (a semaphore, whose guard
+// lingers) alike.
+func TestCohortLingerTryOfAnotherEngineIsGranted(t *testing.T) {
+	lingerer, other := startEngine(t, lingering), startEngine(t, lingering)
+	raw := rawConn(t)
+	root := testRoot(t)
+	ctx := context.Background()
+	const rounds = 20
+	t.Run("mutex", func(t *testing.T) {
+		p := root + "/m"
+		for i := range rounds {
+			lingerOnce(t, lingerer, lock.NewMutex(lingerer, p))
+			marked(t, raw, p)
+			got, err := lock.NewMutex(other, p).TryAcquire(ctx)
+			if err != nil {
+				t.Fatalf("round %d of %d: another engine's try with nobody holding the lock failed: %v", i+1, rounds, err)
+			}
+			release(t, got)
+		}
+	})
+	t.Run("semaphore of 3", func(t *testing.T) {
+		p := root + "/s"
+		mine, err := lock.NewSemaphore(lingerer, p, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := lock.NewSemaphore(other, p, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rounds {
+			l, err := mine.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			release(t, l)
+			marked(t, raw, p+"/locks")
+			got, err := theirs.TryAcquire(ctx)
+			if err != nil {
+				t.Fatalf("round %d of %d: another engine's semaphore try with no lease held failed: %v", i+1, rounds, err)
+			}
+			release(t, got)
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		// A node held, marked from an earlier linger or not, still keeps
+		// the other engine's try out.
+		p := root + "/h"
+		m := lock.NewMutex(lingerer, p)
+		lingerOnce(t, lingerer, m)
+		marked(t, raw, p)
+		held := mustGet(t, m.Acquire(ctx)) // a pass: held, still marked
+		if _, err := lock.NewMutex(other, p).TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
+			t.Fatalf("another engine's try on a held lock: %v, want ErrWouldBlock", err)
+		}
+		release(t, held)
 	})
 }

@@ -80,6 +80,25 @@ func (e *Engine) watchChildren(path string, id uint64, then func(children []stri
 	})
 }
 
+// markNode writes node's data again, data unchanged, from a goroutine of
+// its own: the version moves by one, and an odd one tells other clients'
+// tries that the node lingers, held by no one (cohort.Mark). A write that
+// fails leaves the mark as it was: such a try then fails, or waits for the
+// node's give-back at its holder's release.
+func (e *Engine) markNode(node string, data []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.count.marks.Add(1)
+	e.rt.goroutine(func() {
+		if _, err := e.conn.Set(node, data, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			e.log.Debug("lock cohort: marking the node", "node", e.namespacePath(node), "err", err)
+		}
+	})
+}
+
 // setData writes a node's data on the engine's session, whatever its version.
 func (e *Engine) setData(ctx context.Context, path string, data []byte) error {
 	path, err := e.serverPath(path)

@@ -48,12 +48,15 @@ type Stats struct {
 	// number made unnecessary: a number the pinned path's count predicted,
 	// or 0 on a path made with the node (not in Requests: none was sent).
 	Pins, Predicted uint64
+	// Marks counts the writes of a cohort's node's data, unchanged, that
+	// mark it lingering and held again, for other clients' tries.
+	Marks uint64
 }
 
 // Requests is the total number of requests.
 func (s Stats) Requests() uint64 {
 	return s.Creates + s.ParentCreates + s.Lists + s.Watches + s.Deletes + s.RevokeWatches - s.Batched + s.Multis +
-		2*s.Recoveries + s.OwnerChecks + s.Pins
+		2*s.Recoveries + s.OwnerChecks + s.Pins + s.Marks
 }
 
 type counters struct {
@@ -65,6 +68,7 @@ type counters struct {
 	ownerChecks  atomic.Uint64 // exists requests of recovery reads
 	predicted    atomic.Uint64 // listings answered from a create's own number
 	atOnce       atomic.Uint64 // deletes sent at once, not by the loop (see Engine.post)
+	marks        atomic.Uint64 // lingering marks and unmarks (see Engine.markNode)
 }
 
 func (c *counters) snapshot() Stats {
@@ -82,6 +86,7 @@ func (c *counters) snapshot() Stats {
 		OwnerChecks:   c.ownerChecks.Load(),
 		Pins:          c.n[input.OpPin].Load() + c.n[input.OpUnpin].Load(),
 		Predicted:     c.predicted.Load(),
+		Marks:         c.marks.Load(),
 	}
 }
 
@@ -146,8 +151,13 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 		}
 	case input.OpWatch:
 		// A data watch, not an exists watch: on a node already gone it
-		// fails with no-node and leaves no watch behind.
-		_, _, _, done.Err = e.conn.GetW(o.Path)
+		// fails with no-node and leaves no watch behind. Its version says
+		// whether the node lingers (contender.Lingering).
+		_, stat, _, err := e.conn.GetW(o.Path)
+		done.Err = err
+		if err == nil && stat != nil {
+			done.Version = stat.Version
+		}
 	case input.OpWatchChildren:
 		children, stat, _, err := e.conn.ChildrenW(o.Path)
 		done.Children, done.Err = children, err

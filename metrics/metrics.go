@@ -330,6 +330,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.requests, s.RevokeWatches, "revoke_watch")
 	counter(c.requests, s.Deletes, "delete")
 	counter(c.requests, s.Pins, "pin")
+	counter(c.requests, s.Marks, "mark")
 	counter(c.multis, s.Multis)
 	counter(c.batched, s.Batched)
 	counter(c.localWaits, s.LocalWatches)

@@ -163,6 +163,7 @@ func requestsOf(s engine.Stats) map[string]float64 {
 		`turnstile_multi_ops_total`:                     float64(s.Batched),
 		`turnstile_local_waits_total`:                   float64(s.LocalWatches),
 		`turnstile_requests_total{op="pin"}`:            float64(s.Pins),
+		`turnstile_requests_total{op="mark"}`:           float64(s.Marks),
 		`turnstile_listings_predicted_total`:            float64(s.Predicted),
 	}
 }

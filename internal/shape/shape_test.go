@@ -30,9 +30,10 @@ func lines(t *testing.T, path string) int {
 // makes the shape worse, so a change that needs the lines raises it, and
 // says why.
 // Package engine holds at most 3,200 lines outside tests, the cohort's
-// shell (cohort.go) at most 265: 250 until a try of another recipe had to
-// find its engine's lingering node gone (the shell sends it back first),
-// lines that go with the shell when the core steps the cohort machine.
+// shell (cohort.go) at most 270: 250 until tries had to find a lingering
+// node no obstacle (the shell sends it back before a try of its engine,
+// and marks it for other clients'), lines that go with the shell when the
+// core steps the cohort machine.
 func TestEngineSize(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "engine", "*.go"))
 	if err != nil {
@@ -46,8 +47,8 @@ func TestEngineSize(t *testing.T) {
 		rel, _ := filepath.Rel(root, f)
 		n := lines(t, rel)
 		total += n
-		if rel == filepath.Join("engine", "cohort.go") && n > 265 {
-			t.Errorf("engine/cohort.go holds %d lines, over 265", n)
+		if rel == filepath.Join("engine", "cohort.go") && n > 270 {
+			t.Errorf("engine/cohort.go holds %d lines, over 270", n)
 		}
 	}
 	if total == 0 {

@@ -258,6 +258,10 @@ func (s *script) format(e Effect) string {
 		return fmt.Sprintf("linger a%d, wake in %v", e.Attempt, e.After)
 	case Vouch:
 		return fmt.Sprintf("vouch a%d", e.Attempt)
+	case Mark:
+		return fmt.Sprintf("mark a%d lingering", e.Attempt)
+	case Unmark:
+		return fmt.Sprintf("unmark a%d: held", e.Attempt)
 	case Follow:
 		return "follow ctx " + s.names[e.Group]
 	case Unfollow:

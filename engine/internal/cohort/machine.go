@@ -41,6 +41,13 @@
 // client seen, the watchdog's trust gone, the node lost or the time up: the
 // node goes back at once. So a client arriving at a lingering node waits
 // for the watch's notification and the node's deletion, no longer.
+//
+// A try of another client cannot wait for what it cannot see: a node that
+// lingers is marked (Mark) as it starts to, and unmarked (Unmark) once
+// another client is seen while a holder of this engine has it again, so
+// a try that finds a marked node ahead waits for the give-back or the
+// unmark, one notification and one write away, and fails only on a node
+// held (see contender's try).
 package cohort
 
 import (
@@ -254,6 +261,12 @@ const (
 	// Vouch: a waiter joined Attempt's lingering node: step Wake for it
 	// with the watchdog's verdict.
 	Vouch
+	// Mark and Unmark: write Attempt's node's data again (Req's, unchanged)
+	// to mark it lingering, or held again, for other clients' tries: each
+	// write moves its data version by one, and an odd version says it
+	// lingers (queue.Lingering).
+	Mark
+	Unmark
 )
 
 // Effect is one thing to do. The fields each kind reads are named at the
@@ -330,6 +343,8 @@ type cohort struct {
 	// armed: a Linger timer is pending; vouching: a Vouch is asked.
 	lingering, armed, vouching bool
 	lingerUntil                time.Duration
+	// marked: a Mark of the node was asked, and no Unmark since.
+	marked bool
 }
 
 // waiter is one acquisition queued in a cohort.
@@ -614,7 +629,17 @@ func (m *Machine) attempt(c *cohort) {
 func (m *Machine) dropCarrier(c *cohort) {
 	delete(m.attempts, c.carrier)
 	c.carrier = 0
-	c.lingering, c.armed, c.vouching = false, false, false
+	c.lingering, c.armed, c.vouching, c.marked = false, false, false, false
+}
+
+// unmarkIfSeen unmarks c's node once another client is seen while a
+// holder of this engine has it again: that client's try, if it found the
+// node marked, waits for this write and fails on it, the lock held.
+func (m *Machine) unmarkIfSeen(c *cohort) {
+	if c.marked && c.foreign && !c.lingering && c.carrier != 0 {
+		c.marked = false
+		m.emit(Effect{Kind: Unmark, Cohort: c.id, Attempt: c.carrier, Req: c.req})
+	}
 }
 
 // granted takes the outcome of an attempt.
@@ -676,6 +701,7 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	if in.Fired {
 		c.foreign = true
 	}
+	m.unmarkIfSeen(c)
 	bounded := !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses || in.Now-c.grantedAt >= m.cfg.MaxHold
 	switch {
 	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !c.foreign:
@@ -746,6 +772,7 @@ func (m *Machine) watched(in *Input) {
 		m.stats.Yielded++
 		m.giveBack(c, 0) // another client waits: it gets the node at once
 	}
+	m.unmarkIfSeen(c)
 	if !c.parked {
 		return
 	}
@@ -772,6 +799,10 @@ func (m *Machine) linger(c *cohort, in *Input, holder uint64) {
 		c.armed = true
 		m.emit(Effect{Kind: Linger, Cohort: c.id, Attempt: c.carrier, After: c.lingerUntil - in.Now})
 	}
+	if !c.marked {
+		c.marked = true
+		m.emit(Effect{Kind: Mark, Cohort: c.id, Attempt: c.carrier, Req: c.req})
+	}
 }
 
 // wake decides on a lingering node: waiters joined, it passes (next
@@ -794,6 +825,7 @@ func (m *Machine) wake(in *Input) {
 	c.foreign = c.foreign || in.Fired
 	switch {
 	case !c.lingering:
+		m.unmarkIfSeen(c)
 	case c.waiting > 0:
 		c.lingering, c.vouching = false, false
 		m.next(c, in, 0)

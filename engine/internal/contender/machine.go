@@ -88,6 +88,7 @@ type Machine struct {
 	untrusted  bool        // the server may have expired the session: grant no one (only the watchdog's inputs change it)
 	lost       bool        // the lease was declared lost
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
+	peeking    bool        // tryOnly watches the node ahead, which may be lingering (see onWatchSet)
 	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
 }
 
@@ -577,6 +578,11 @@ func (c *Machine) onListed(in Input) []Effect {
 		// holder that left long ago would keep every later try out. Fail
 		// only on children the server shows after the try began.
 		return c.list()
+	case c.tryOnly && !d.WatchChildren && mayLinger(d.Watch):
+		// The node ahead may be another engine's, lingering, held by no
+		// one: watched, its reply tells (Lingering), and the try waits for
+		// it to go, or fails when it is held.
+		c.peeking = true
 	case c.tryOnly:
 		c.wouldBlock = true
 		c.cancelled = true
@@ -636,10 +642,19 @@ func (c *Machine) onWatchSet(in Input) []Effect {
 	if c.cancelled {
 		return c.cleanup()
 	}
+	peeked := c.peeking
+	c.peeking = false
 	switch in.Outcome {
 	case input.OK:
 		if c.fired {
 			return c.list()
+		}
+		if peeked && !Lingering(in.Version) {
+			// Held (or our own engine's, which sends a lingering node
+			// back before a try): the try fails. The watch fires in vain.
+			c.wouldBlock = true
+			c.cancelled = true
+			return c.cleanup()
 		}
 		if in.ChildWatch {
 			// A children watch answers with the children: the holder that
@@ -668,6 +683,13 @@ func (c *Machine) onWatchSet(in Input) []Effect {
 		return c.fail(ErrClosed)
 	}
 	return c.fail(refused("watch", c.watch, in))
+}
+
+// mayLinger reports whether the node named may be a cohort's node, kept
+// after its last holder (mutex and write nodes: the kinds cohorts take).
+func mayLinger(name string) bool {
+	n, ok := queue.Parse(name)
+	return ok && (n.Kind == queue.KindMutex || n.Kind == queue.KindWrite)
 }
 
 func (c *Machine) onWatchFired() []Effect {

@@ -532,12 +532,44 @@ func TestNodeDeletedByOthersRequeues(t *testing.T) {
 	s.step(listed(101, other(6)), create(2))
 }
 
+// A try behind a node that may linger (a mutex or write node) reads it
+// with a watch: held (an even data version), the try fails once its own
+// node is gone; marked lingering (odd), it waits for the node to go or to
+// be unmarked, and is granted when it goes.
 func TestTryOnly(t *testing.T) {
 	s := newScript(t, tryOnly)
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
-	s.step(listed(100, other(4), node(1, 5)), del(node(1, 5)))
+	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
+	s.step(Input{Kind: WatchSet, Outcome: input.OK, Version: 2}, del(node(1, 5)))
 	// The future fails only once the node is gone.
+	s.step(reply(Deleted, input.OK), fail(ErrWouldBlock), done)
+
+	s = newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
+	s.step(Input{Kind: WatchSet, Outcome: input.OK, Version: 1})
+	s.phase(Waiting)
+	s.step(Input{Kind: WatchFired}, list) // unmarked: held after all
+	s.step(listed(101, other(4), node(1, 5)), watch(other(4)))
+	s.step(Input{Kind: WatchSet, Outcome: input.OK, Version: 2}, del(node(1, 5)))
+	s.step(reply(Deleted, input.OK), fail(ErrWouldBlock), done)
+
+	s = newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, other(4), node(1, 5)), watch(other(4)))
+	s.step(Input{Kind: WatchSet, Outcome: input.OK, Version: 1})
+	s.step(Input{Kind: WatchFired}, list) // given back
+	s.step(listed(101, node(1, 5)), grant(101))
+
+	// Behind a node that never lingers (a reader's), a try fails at once.
+	reader := "_c_ffffffff-0000-4000-8000-000000000000-__READ__0000000004"
+	s = newScript(t, tryOnly)
+	s.step(Input{Kind: Start}, create(1))
+	s.step(created(node(1, 5)), list)
+	s.step(listed(100, reader, node(1, 5)), del(node(1, 5)))
 	s.step(reply(Deleted, input.OK), fail(ErrWouldBlock), done)
 
 	s = newScript(t, tryOnly)
@@ -566,7 +598,8 @@ func TestTryOnlyOnAPrediction(t *testing.T) {
 	s.step(Input{Kind: Start}, create(1))
 	s.step(created(node(1, 5)), list)
 	s.step(predicted(100, other(4), node(1, 5)), list)
-	s.step(listed(101, other(4), node(1, 5)), del(node(1, 5)))
+	s.step(listed(101, other(4), node(1, 5)), watch(other(4)))
+	s.step(Input{Kind: WatchSet, Outcome: input.OK}, del(node(1, 5)))
 	s.step(reply(Deleted, input.OK), fail(ErrWouldBlock), done)
 
 	s = newScript(t, tryOnly)

@@ -83,6 +83,9 @@ type Input struct {
 	// ChildWatch, with WatchSet: the reply to a children watch, with
 	// Children and Pzxid.
 	ChildWatch bool
+	// Version, with WatchSet of a data watch: the watched node's data
+	// version; odd when its engine marked it lingering (Lingering).
+	Version int32
 	// Foreign, with Listed, the reply to a recovery read: a node carries
 	// our id but another session owns it.
 	Foreign bool
@@ -179,3 +182,11 @@ func (e Effect) String() string {
 // path, does self (the machine's node name) hold, and if not, what does it
 // wait for.
 type Decider func(l *queue.Listing, self string) queue.Decision
+
+// Lingering reports whether a lock node whose data version is version is
+// marked lingering: held by no one, kept by its engine until another
+// client shows (the cohort machine's Mark). Each mark and unmark writes
+// the node's data again, unchanged, moving the version by one; nothing
+// else writes a lock node's data but a revocation request, to a revocable
+// holder's node, which never lingers.
+func Lingering(version int32) bool { return version%2 == 1 }

@@ -35,7 +35,7 @@ import (
 //	                           x:N a mutex node of another client, w:N a writer,
 //	                           pin the engine's pin
 //	pinned | unpinned [path=P] [outcome=O]   the pin's create or delete answered
-//	watch-set NAME [outcome=O] [children=(...)]
+//	watch-set NAME [outcome=O] [children=(...)] [version=V]
 //	fired NAME|x:N [path=P] [type=deleted|data-changed|children-changed]
 //	deleted NAME [zxid=Z] [outcome=O] [pruned]
 //	                           pruned: the lock path was deleted too
@@ -158,6 +158,11 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		done := input.OpDone{Op: input.OpWatch, Contender: en.id, Path: en.watching, Outcome: outcomeArg(t, d)}
 		if d.HasArg("children") {
 			done.Op, done.Children = input.OpWatchChildren, s.children(t, d)
+		}
+		if d.HasArg("version") {
+			var v int
+			d.ScanArgs(t, "version", &v)
+			done.Version = int32(v)
 		}
 		ev = done
 	case "fired":

@@ -34,7 +34,7 @@ func (c *Core) handleOpDone(d input.OpDone) {
 	case input.OpRecover:
 		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case input.OpWatch:
-		in.Kind = contender.WatchSet
+		in.Kind, in.Version = contender.WatchSet, d.Version
 	case input.OpWatchChildren:
 		in.Kind, in.Children, in.Pzxid, in.ChildWatch = contender.WatchSet, d.Children, d.Pzxid, true
 		in.Listing = c.parseListing(d.Path, d.Children)

@@ -177,6 +177,7 @@ type OpDone struct {
 	Name      string // OpCreate: the created node's name (last path element); OpRecover: the contender's own node, if found
 	Children  []string
 	Data      []byte // OpRevokeWatch: the node's data
+	Version   int32  // OpWatch: the watched node's data version (0 for a node of this engine, watched locally)
 	Pzxid     int64  // OpList, OpRecover, OpWatchChildren: the parent's pzxid at the time of the listing
 	// Cversion, with Pzxid: the parent's child version at the time of the
 	// listing, as the server reports it: 2×(children ever created) −
