@@ -3,7 +3,9 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"path"
+	"slices"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -12,6 +14,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
 	"github.com/turnstile-go/turnstile/engine/internal/slots"
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/future"
 )
 
@@ -146,6 +149,31 @@ func (cs *cohorts) lost(l *Lease, cause error) {
 	cs.step(l.eng, &cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: cause}, n, nil)
 }
 
+// report is a member's report about n's node, Kind of waiter's turn.
+func (n *node) report(kind events.ReportKind, waiter uint64, err error) events.Report {
+	l := n.lease
+	return events.Report{Kind: kind, ID: waiter, Path: l.eng.namespacePath(l.path), Node: path.Base(l.node),
+		Token: l.token >> cohort.PassBits, Err: err}
+}
+
+// reportMember has the loop hand the observer a cohort member's report
+// (events.Report.Member): the loop runs the observer. Posted under the
+// cohorts' mutex, a member's reports reach it in the order they happened.
+func (e *Engine) reportMember(r events.Report) {
+	if e.cfg.Observer == nil {
+		return
+	}
+	m := r // made here, so that an engine with no observer allocates nothing
+	m.Member = true
+	if !e.post(&m) {
+		e.mu.Lock()
+		if e.late != nil { // the loop drains its inbox: see shutdown
+			e.late = append(e.late, m)
+		}
+		e.mu.Unlock()
+	}
+}
+
 // clear sends back path's nodes that linger (cohort.Clear): the future
 // resolves once their deletes are answered; nil if none lingers.
 func (cs *cohorts) clear(e *Engine, path string) *Future[struct{}] {
@@ -176,7 +204,11 @@ type deed struct {
 func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (released *Future[struct{}], joined bool) {
 	cs.m.Step(in)
 	buf, joined := make([]deed, 0, 4), true
-	for _, f := range cs.m.Ready() {
+	effects := cs.m.Ready()
+	if in.Kind == cohort.Join && e.cfg.Observer != nil && !slices.ContainsFunc(effects, func(f cohort.Effect) bool { return f.Kind == cohort.NotJoined }) {
+		e.reportMember(events.Report{Kind: events.Acquiring, ID: in.Waiter, Path: in.Key.Path, NodeKind: in.Key.Kind})
+	}
+	for _, f := range effects {
 		d := deed{Effect: f}
 		if d.node = n; f.Attempt != 0 && (n == nil || n.attempt != f.Attempt) {
 			d.node = cs.nodes.Get(f.Attempt)
@@ -189,16 +221,28 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 		case cohort.Hand:
 			d.lease = d.node.lease.passTo(passedIDs|d.node.slot, f.Pass)
 			d.node.holder, d.node.holderID = d.lease, f.Waiter
+			e.reportMember(d.node.report(events.Granted, f.Waiter, nil))
 		case cohort.LoseHolder:
 			d.node.holder.markLost(f.Err)
 			d.node.holder = nil
+			e.reportMember(d.node.report(events.Lost, f.Waiter, f.Err))
 			continue
 		case cohort.Ended: // of holder, whose node is n
 			n.holder = nil
+			e.reportMember(n.report(events.Released, f.Waiter, nil))
+		case cohort.Fail:
+			kind := events.Failed
+			if errors.Is(f.Err, context.Canceled) || errors.Is(f.Err, context.DeadlineExceeded) || errors.Is(f.Err, ErrClosed) {
+				kind = events.Cancelled
+			}
+			e.reportMember(events.Report{Kind: kind, ID: f.Waiter, Path: f.Path, Err: f.Err})
 		case cohort.GiveBack:
 			cs.nodes.Take(f.Attempt)
 			d.node.holder = nil
 			stopTimer(d.node.linger)
+			if f.Waiter != 0 { // its turn ends with the deletion
+				e.reportMember(d.node.report(events.Released, f.Waiter, nil))
+			}
 		case cohort.Start:
 			ctx, cancel := context.WithCancel(context.Background())
 			req, started := *f.Req.(*Request), &node{attempt: f.Attempt, cohort: f.Cohort, cancel: cancel}

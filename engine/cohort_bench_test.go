@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -18,8 +19,16 @@ import (
 // is granted, the loop played by the benchmark. What it leaves out is
 // what costs the same whatever the shell does: the goroutines woken.
 func BenchmarkCohortPass(b *testing.B) {
+	b.Run("unobserved", func(b *testing.B) { benchCohortPass(b, nil) })
+	// With an observer each caller's reports are posted to the inbox (three
+	// a pass); the loop that would hand them to it is not run here.
+	b.Run("observed", func(b *testing.B) { benchCohortPass(b, func(events.Report) {}) })
+}
+
+func benchCohortPass(b *testing.B, observer func(events.Report)) {
 	const queued = 8
-	cfg, err := Config{Servers: []string{"127.0.0.1:1"}, Cohort: CohortConfig{MaxPasses: cohort.MaxPasses, MaxHold: time.Hour}}.withDefaults()
+	cfg, err := Config{Servers: []string{"127.0.0.1:1"}, Cohort: CohortConfig{MaxPasses: cohort.MaxPasses, MaxHold: time.Hour},
+		Observer: observer}.withDefaults()
 	if err != nil {
 		b.Fatal(err)
 	}

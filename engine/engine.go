@@ -27,6 +27,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/inbox"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
+	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
@@ -118,6 +119,10 @@ type Engine struct {
 
 	mu     sync.Mutex // orders user commands against the loop's exit
 	closed bool
+	// late, while the loop shuts down, collects the cohort members'
+	// reports that could no longer be posted (their waiters failed as
+	// the inbox is drained); the loop hands them to the observer last.
+	late []events.Report
 
 	// Owned by the loop goroutine.
 	core   *core.Core

@@ -10,6 +10,7 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/events"
 )
 
 // The runtime: the loop goroutine that owns the core (internal/core),
@@ -178,6 +179,9 @@ func (e *Engine) step(ev input.Event) {
 			e.releasing[cmd.req.ID] = cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
 			return
+		case *events.Report: // a cohort member's (reportMember)
+			e.cfg.Observer(*cmd)
+			return
 		}
 	}
 	e.core.Step(ev)
@@ -267,7 +271,7 @@ func (e *Engine) notice(n core.Notice) {
 	case core.NoteReport:
 		if e.cfg.Observer != nil {
 			r := n.Report
-			r.Path = e.namespacePath(r.Path)
+			r.Path, r.Carrier = e.namespacePath(r.Path), r.ID&carrierIDs != 0
 			e.cfg.Observer(r)
 		}
 	case core.NoteDropped:
@@ -314,7 +318,7 @@ func (t loopTrust) Follows(session int64) bool { return t.e.trust.follows(sessio
 // shutdown closes the session; the loop then exits.
 func (e *Engine) shutdown() {
 	e.mu.Lock()
-	e.closed = true
+	e.closed, e.late = true, []events.Report{}
 	e.mu.Unlock()
 	e.trust.stop()
 	for id, t := range e.timers {
@@ -335,7 +339,16 @@ func (e *Engine) shutdown() {
 			e.acquired(cmd, nil, ErrClosed)
 		case *releaseCmd:
 			e.released(cmd, cmd.lease.Err())
+		case *events.Report:
+			e.cfg.Observer(*cmd)
 		}
+	}
+	e.mu.Lock()
+	late := e.late
+	e.late = nil
+	e.mu.Unlock()
+	for _, r := range late {
+		e.cfg.Observer(r)
 	}
 }
 

@@ -56,6 +56,12 @@ type checker struct {
 	owners map[*lock.Lease]zkmodel.SessionID
 	// cohort holds the cohorts' passes to their bound (simcohort_test.go).
 	cohort cohortCheck
+	// granted: a cohort member's acquisition taken in (false) or granted
+	// (true) and its turn not yet reported ended; memberGrants counts
+	// those granted.
+	granted      map[acquisition]bool
+	memberGrants int
+	members      []acquisition // every member acquisition taken in
 }
 
 // acqRecord is what the checker keeps of one acquisition to judge its
@@ -70,7 +76,8 @@ type acqRecord struct {
 func newChecker(w *world) checker {
 	return checker{w: w, lastToken: make(map[string]int64), seen: make(map[*lock.Lease]bool),
 		outcomes: make(map[acquisition]int), election: newElectionCheck(), acqs: make(map[acquisition]*acqRecord),
-		lapses: make(map[*client]int), owners: make(map[*lock.Lease]zkmodel.SessionID), cohort: newCohortCheck()}
+		lapses: make(map[*client]int), owners: make(map[*lock.Lease]zkmodel.SessionID), cohort: newCohortCheck(),
+		granted: make(map[acquisition]bool)}
 }
 
 // acquisition names one acquisition of one engine, as its reports do.
@@ -83,6 +90,10 @@ func (k *checker) report(c *client, r events.Report) {
 	w := k.w
 	w.tracef("%s: %v #%d %s %s token %d %v", c.name, r.Kind, r.ID, r.Path, r.Node, r.Token, r.Err)
 	key := acquisition{c, r.ID}
+	if r.Member {
+		k.member(c, r, key)
+		return
+	}
 	switch r.Kind {
 	case events.Acquiring:
 		if _, ok := k.outcomes[key]; ok {
@@ -129,6 +140,46 @@ func (k *checker) report(c *client, r events.Report) {
 		k.lastToken[r.Path] = r.Token
 	}
 	k.all()
+}
+
+// member judges a cohort member's report: one Acquiring, then exactly one
+// of Granted, Failed and Cancelled, and a Released or Lost only after a
+// Granted. What its leases hold the checker judges from the engines'
+// leases, and its node's grant from its carrier's reports.
+func (k *checker) member(c *client, r events.Report, key acquisition) {
+	w := k.w
+	n, taken := k.outcomes[key]
+	switch r.Kind {
+	case events.Acquiring:
+		if taken {
+			w.fail("reports: %s reported member acquisition %d on %s twice", c.name, r.ID, r.Path)
+		}
+		k.outcomes[key] = 0
+		k.granted[key] = false
+		k.members = append(k.members, key)
+	case events.Granted, events.Failed, events.Cancelled:
+		switch {
+		case !taken:
+			w.fail("reports: %s reported %v of member acquisition %d on %s, never taken in", c.name, r.Kind, r.ID, r.Path)
+		case n > 0:
+			w.fail("reports: %s reported a second outcome, %v, of member acquisition %d on %s", c.name, r.Kind, r.ID, r.Path)
+		}
+		k.outcomes[key] = n + 1
+		k.granted[key] = r.Kind == events.Granted
+		k.memberGrants += b2i(r.Kind == events.Granted)
+	case events.Released, events.Lost:
+		if !k.granted[key] {
+			w.fail("reports: %s reported %v of member acquisition %d on %s, never granted", c.name, r.Kind, r.ID, r.Path)
+		}
+		delete(k.granted, key)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // kindOf is the kind of the lock node named (or at) node.
@@ -375,6 +426,12 @@ func (k *checker) allResolved() {
 				w.fail("reports: %s reported %d outcomes of acquisition %d", c.name, n, id)
 				return
 			}
+		}
+	}
+	for _, m := range k.members {
+		if n := k.outcomes[m]; n != 1 {
+			w.fail("reports: %s reported %d outcomes of member acquisition %d", m.c.name, n, m.id)
+			return
 		}
 	}
 }

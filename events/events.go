@@ -55,4 +55,16 @@ type Report struct {
 	// report carries. Compare reports' tokens with each other only.
 	Token int64
 	Err   error // for Failed, Lost and Cancelled
+	// Carrier: the contender is a node acquired for a cohort of the
+	// engine's acquisitions (lock cohorting), passed among them; each of
+	// them is reported as an acquisition of its own, with Member. An
+	// observer that counts callers' acquisitions counts members and
+	// skips carriers.
+	Carrier bool
+	// Member: the acquisition joined a cohort, and is granted a cohort's
+	// node (its Granted names the node, and its Token is the node's),
+	// whether the node was acquired for it or passed to it. Its reports
+	// come from the loop too, in the order they happened, but not in
+	// order with its carrier's.
+	Member bool
 }

@@ -14,11 +14,14 @@ import (
 	"github.com/turnstile-go/turnstile/lock"
 )
 
-// reports records what an engine tells its observer, per contender.
+// reports records what an engine tells its observer, per contender:
+// callers' acquisitions, and apart, the nodes acquired for cohorts of them
+// (events.Report.Carrier).
 type reports struct {
-	mu    sync.Mutex
-	byID  map[uint64][]events.ReportKind
-	order []uint64 // ids in the order of their first report
+	mu       sync.Mutex
+	byID     map[uint64][]events.ReportKind
+	order    []uint64 // ids in the order of their first report
+	carriers map[uint64]bool
 }
 
 func (r *reports) observe(rep events.Report) {
@@ -30,23 +33,33 @@ func (r *reports) observe(rep events.Report) {
 	if _, seen := r.byID[rep.ID]; !seen {
 		r.order = append(r.order, rep.ID)
 	}
+	if rep.Carrier {
+		if r.carriers == nil {
+			r.carriers = make(map[uint64]bool)
+		}
+		r.carriers[rep.ID] = true
+	}
 	r.byID[rep.ID] = append(r.byID[rep.ID], rep.Kind)
 }
 
-// sequences returns each contender's reports, in the order contenders began.
-func (r *reports) sequences() [][]events.ReportKind {
+// sequences returns each contender's reports, in the order contenders
+// began: the callers' acquisitions, or the cohorts' carriers.
+func (r *reports) sequences(carriers bool) [][]events.ReportKind {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out [][]events.ReportKind
 	for _, id := range r.order {
-		out = append(out, slices.Clone(r.byID[id]))
+		if r.carriers[id] == carriers {
+			out = append(out, slices.Clone(r.byID[id]))
+		}
 	}
 	return out
 }
 
 // Every acquisition is reported from its start, and every report about it
 // and its lease carries one ID: a granted one, a try that would block, and
-// one cancelled while it waited.
+// one cancelled while it waited. The two that joined a cohort are
+// reported as callers, and the nodes their cohorts acquired as carriers.
 func TestObserverReportsEachAcquisitionUnderOneID(t *testing.T) {
 	ctx := context.Background()
 	path := lockRoot(t) + "/L"
@@ -84,9 +97,16 @@ func TestObserverReportsEachAcquisitionUnderOneID(t *testing.T) {
 		{events.Acquiring, events.Cancelled},
 	}
 	// The loop reports just after it resolves a future: wait for the last.
-	eventually(t, "the cancelled waiter reported", func() bool { return len(seen.sequences()) == 3 && len(seen.sequences()[2]) == 2 })
-	if got := seen.sequences(); !slices.EqualFunc(got, want, slices.Equal) {
-		t.Fatalf("reports per contender: %v, want %v", got, want)
+	eventually(t, "the cancelled waiter reported", func() bool {
+		got := seen.sequences(false)
+		return len(got) == 3 && len(got[2]) == 2 && len(seen.sequences(true)) == 2
+	})
+	if got := seen.sequences(false); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("reports per caller's acquisition: %v, want %v", got, want)
+	}
+	eventually(t, "the carriers reported", func() bool { return len(seen.sequences(true)[1]) == 2 })
+	if got, want := seen.sequences(true), [][]events.ReportKind{want[0], want[2]}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("reports per cohort node: %v, want %v", got, want)
 	}
 }
 

@@ -237,7 +237,7 @@ func (tr *trustTrial) run(t *testing.T, server string, timeout time.Duration) {
 	b, err := engine.Start(ctx, engine.Config{
 		Servers: []string{server},
 		Observer: func(r events.Report) {
-			if r.Kind == events.Granted && r.Path == tr.path {
+			if r.Kind == events.Granted && r.Path == tr.path && !r.Member { // the node's grant
 				tr.grantedAt = time.Now()
 				tr.lostAtGrant = closed(tr.held.Lost())
 				close(tr.granted)

@@ -29,7 +29,10 @@
 // lease), read and write (RWMutex), semaphore (a Semaphore's lease),
 // election (an election candidate) or other (a Request of one's own).
 //
-// Fed by the observer:
+// Fed by the observer, for every caller's acquisition: one a lock cohort
+// served (events.Report.Member) counts as any other, whether the node was
+// acquired for it or passed to it, and the cohort's node itself
+// (Carrier) only while suspended, in leases_suspended:
 //
 //	acquire_duration_seconds{recipe}        histogram: start to grant
 //	hold_duration_seconds{recipe}           histogram: grant to release or loss
@@ -137,10 +140,14 @@ type Collector struct {
 	mu sync.Mutex
 	// started holds each pending acquisition, leases each held lease, and
 	// observers the election observers, which are counted nowhere; all are
-	// keyed by the contender's ID and hold live contenders only.
+	// keyed by the contender's ID and hold live contenders only. carriers
+	// are the held nodes of cohorts (events.Report.Carrier), by whether
+	// they are suspended: the callers they serve are counted as members,
+	// and a carrier only in the suspended gauge.
 	started   map[uint64]pendingRecord
 	leases    map[uint64]*leaseRecord
 	observers map[uint64]struct{}
+	carriers  map[uint64]bool
 
 	// Read from the engine at each scrape.
 	requests    *prometheus.Desc // op
@@ -237,6 +244,7 @@ func New(opts ...Option) *Collector {
 		started:   make(map[uint64]pendingRecord),
 		leases:    make(map[uint64]*leaseRecord),
 		observers: make(map[uint64]struct{}),
+		carriers:  make(map[uint64]bool),
 
 		requests: desc("requests_total",
 			"ZooKeeper operations sent, by op; creates and deletes sent inside a multi request count here too (see multi_ops_total).", "op"),
@@ -259,7 +267,7 @@ func New(opts ...Option) *Collector {
 		cohortGrants: desc("cohort_grants_total",
 			"Lock nodes granted to a cohort: acquisitions of one engine that pass the lock among themselves."),
 		cohortPasses: desc("cohort_passes_total",
-			"Leases passed from one holder to the next in a cohort, without a request; not in acquisitions_total."),
+			"Leases passed from one holder to the next in a cohort, without a request; each is in acquisitions_total too."),
 		cohortBack: desc("cohort_given_back_total",
 			"Cohort nodes given back with local waiters still queued, by why: another_client seen waiting, or a bound.", "why"),
 		cohortWaiting: desc("cohort_waiting",
@@ -371,6 +379,10 @@ func (c *Collector) Observe(r events.Report) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r.Carrier {
+		c.observeCarrier(r)
+		return
+	}
 	if _, ok := c.observers[r.ID]; ok {
 		// An election's observer: a contender that only watches, never
 		// granted (should it be, its recipe gives the lease straight back).
@@ -444,6 +456,27 @@ func (c *Collector) Observe(r events.Report) {
 			recipe = l.recipe
 		}
 		c.revocations.WithLabelValues(recipe).Inc()
+	}
+}
+
+// observeCarrier follows a cohort's node (mu held): its callers, the
+// cohort's members, are reported and counted as acquisitions of their
+// own, so it counts only while suspended.
+func (c *Collector) observeCarrier(r events.Report) {
+	suspended, held := c.carriers[r.ID]
+	switch r.Kind {
+	case events.Granted:
+		c.carriers[r.ID] = false
+	case events.Suspended, events.Resumed:
+		if on := r.Kind == events.Suspended; held && suspended != on {
+			c.carriers[r.ID] = on
+			c.suspended.Add(map[bool]float64{true: 1, false: -1}[on])
+		}
+	case events.Released, events.Lost:
+		if suspended {
+			c.suspended.Dec()
+		}
+		delete(c.carriers, r.ID)
 	}
 }
 

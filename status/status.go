@@ -107,6 +107,9 @@ func (v *View) Observe(r events.Report) {
 	if v.byID == nil { // a zero View
 		v.byID = make(map[uint64]*contender)
 	}
+	if r.Member {
+		return // a cohort's caller: counted in cohort_waiting, and held as its node
+	}
 	now := v.clock()
 	c := v.byID[r.ID]
 	switch r.Kind {

@@ -280,6 +280,8 @@ type Effect struct {
 	After                   time.Duration
 	Err                     error
 	Req, Data               any
+	// Path is a Fail's waiter's lock path, for its report.
+	Path string
 }
 
 // Stats counts what the machine did (see engine.CohortStats).
@@ -601,7 +603,7 @@ func (m *Machine) pop(c *cohort) *waiter {
 // failAll ends every waiter of c with err.
 func (m *Machine) failAll(c *cohort, err error) {
 	for w := m.pop(c); w != nil; w = m.pop(c) {
-		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: err, Data: w.data})
+		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: err, Data: w.data, Path: c.key.Path})
 	}
 }
 
@@ -612,7 +614,7 @@ func (m *Machine) failTries(c *cohort) {
 		next := w.next
 		if w.try {
 			m.remove(w)
-			m.emit(Effect{Kind: Fail, Waiter: w.id, Err: m.cfg.WouldBlock, Data: w.data})
+			m.emit(Effect{Kind: Fail, Waiter: w.id, Err: m.cfg.WouldBlock, Data: w.data, Path: c.key.Path})
 		}
 		w = next
 	}
@@ -872,9 +874,11 @@ func (m *Machine) cancel(in *Input) {
 		return
 	}
 	m.emit(Effect{Kind: Unfollow, Group: in.Group})
-	for _, w := range ws {
+	paths := make([]string, len(ws))
+	for i, w := range ws {
 		w.group = 0 // the group is gone already
 		c := w.c
+		paths[i] = c.key.Path
 		m.remove(w)
 		if c.waiting == 0 && c.pending != 0 {
 			m.emit(Effect{Kind: Abandon, Cohort: c.id, Attempt: c.pending})
@@ -883,7 +887,7 @@ func (m *Machine) cancel(in *Input) {
 			m.forgetIfIdle(c)
 		}
 	}
-	for _, w := range ws {
-		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: in.Err, Data: w.data})
+	for i, w := range ws {
+		m.emit(Effect{Kind: Fail, Waiter: w.id, Err: in.Err, Data: w.data, Path: paths[i]})
 	}
 }
