@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -142,7 +143,11 @@ func TestCohortLingerTryOfAnotherEngineIsGranted(t *testing.T) {
 		lingerOnce(t, lingerer, m)
 		marked(t, raw, p)
 		held := mustGet(t, m.Acquire(ctx)) // a pass: held, still marked
-		if _, err := lock.NewMutex(other, p).TryAcquire(ctx); !errors.Is(err, engine.ErrWouldBlock) {
+		// Bounded, so that a try left waiting on the mark fails here
+		// rather than hang: it must fail on the unmark, one write away.
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if _, err := lock.NewMutex(other, p).TryAcquire(tctx); !errors.Is(err, engine.ErrWouldBlock) {
 			t.Fatalf("another engine's try on a held lock: %v, want ErrWouldBlock", err)
 		}
 		release(t, held)

@@ -230,6 +230,30 @@ var mutants = []mutant{
 		changes: []change{{"groupcommit.go", "if held[lockPath] || (lockPath != \"\" && g.creating[lockPath] > 0 && !inBatch[lockPath]) {", "if held[lockPath] {"}},
 		checks:  []check{simOnly("fifo"), test("./engine/internal/core", "TestGroupCommit")},
 	},
+	{
+		name:    "linger-try-blocked-by-own-node",
+		class:   "a try of another recipe of the engine finds the engine's own lingering node in its way: the node is not sent back first",
+		changes: []change{{"engine.go", "if req.TryOnly && e.cfg.Cohort.Linger > 0 {", "if false && req.TryOnly && e.cfg.Cohort.Linger > 0 {"}},
+		checks:  []check{test("./engine", "TestCohortLingerTryOfAnotherRecipeIsGranted")},
+	},
+	{
+		name:    "linger-try-ignores-the-mark",
+		class:   "another engine's try fails on a lingering node, held by no one: the mark is not read",
+		changes: []change{{"vocabulary.go", "func Lingering(version int32) bool { return version%2 == 1 }", "func Lingering(version int32) bool { return false }"}},
+		checks:  []check{test("./engine", "TestCohortLingerTryOfAnotherEngineIsGranted"), test("./engine/internal/contender", "TestTryOnly")},
+	},
+	{
+		name:    "linger-mark-kept-while-held",
+		class:   "a lingering node passed again stays marked when another client shows: that client's try waits on a held lock",
+		changes: []change{{"machine.go", "\tif c.marked && c.foreign && !c.lingering && c.carrier != 0 {", "\tif false {"}},
+		checks:  []check{test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "TestCohortLingerTryOfAnotherEngineIsGranted")},
+	},
+	{
+		name:    "members-unreported",
+		class:   "the callers a cohort serves go unreported: observers and metrics count the cohort's nodes, not its callers",
+		changes: []change{{"cohort.go", "\tm := r // made here, so that an engine with no observer allocates nothing\n", "\treturn\n\tm := r\n"}},
+		checks:  []check{sim, test("./metrics", "TestCohortMetrics"), test("./lock", "TestObserverReportsEachAcquisitionUnderOneID")},
+	},
 }
 
 // leaseWithoutGuard undoes 715140e: a semaphore's lease acquisition goes on
