@@ -53,10 +53,10 @@ type nemCheck struct {
 	// LostMargin is the least time from a Lost() seen (by a holder not
 	// stopped or killed, before its release) to the next grant of the
 	// path to another lease; -1 when no such loss was followed by a grant.
-	LostMargin   time.Duration
-	Fenced       int // fenced writes refused for an old token
-	FenceErrors  int // fenced writes that failed (the register unreadable): the fence checks are then incomplete
-	Overlaps     int
+	LostMargin  time.Duration
+	Fenced      int // fenced writes refused for an old token
+	FenceErrors int // fenced writes that failed (the register unreadable): the fence checks are then incomplete
+	Overlaps    int
 	// CmdOverlaps: leases granted while a CLI lease's command, granted
 	// earlier, was still alive.
 	CmdOverlaps int
@@ -67,8 +67,11 @@ type nemCheck struct {
 	// grant of the path to another lease (-1: none followed).
 	CLILeases, CLILost int
 	CmdAfterLost       time.Duration
-	CmdMargin          time.Duration
-	TokenOrder         int
+	// CmdAfterKill: the most time a command lived on after its CLI was
+	// killed (-1: no CLI killed while its command ran).
+	CmdAfterKill time.Duration
+	CmdMargin    time.Duration
+	TokenOrder   int
 	FenceOrder   int
 	LostWrites   int
 	Linearizable porcupine.CheckResult
@@ -129,7 +132,7 @@ type leaseKey struct{ client, inc, n int }
 // checkNemesis judges a run's history. finals[i] is register i's value
 // read at the end, at time end; fence is the fence's log.
 func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end int64, fence []fenceRecord) *nemCheck {
-	r := &nemCheck{LostMargin: -1, CmdAfterLost: -1, CmdMargin: -1}
+	r := &nemCheck{LostMargin: -1, CmdAfterLost: -1, CmdAfterKill: -1, CmdMargin: -1}
 	leases := map[leaseKey]*nemLease{}
 	lastAcquire := map[[2]int]int64{}
 	acquiredBy := map[leaseKey]int64{} // the CLI participant's acquire, which names its lease
@@ -225,6 +228,9 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 			if l.cli && w.killed {
 				// The CLI killed: its supervisor kills the command at
 				// once, well within the session the server still keeps.
+				if w.from >= l.granted && (l.end == 0 || w.from < l.end) {
+					r.CmdAfterKill = max(r.CmdAfterKill, time.Duration(endOr(l.end, end)-w.from))
+				}
 				continue
 			}
 			// Stopped, or killed, while it held.

@@ -195,8 +195,9 @@ func TestNemesisCheckCLICommandAliveBesideAGrant(t *testing.T) {
 	// Its CLI killed at 10: no excuse.
 	killed := []nemWindow{{client: 4, inc: 1, from: 10 * 1e6, killed: true}}
 	r = checkNemesis(b.evs, killed, []int64{1}, 1000*1e6, fenceFromEvents(b.evs))
-	if r.CmdOverlaps != 1 || r.Excused != 0 {
-		t.Fatalf("the CLI killed while it held: command overlaps %d, excused %d; want 1, 0", r.CmdOverlaps, r.Excused)
+	if r.CmdOverlaps != 1 || r.Excused != 0 || r.CmdAfterKill != 290*time.Millisecond {
+		t.Fatalf("the CLI killed while it held: command overlaps %d, excused %d, the command lived %v after; want 1, 0, 290ms",
+			r.CmdOverlaps, r.Excused, r.CmdAfterKill)
 	}
 
 	// A command whose end the fence never saw is alive to the run's end:

@@ -122,10 +122,14 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		return netns.Heal(srv[i])
 	case "client-cut":
 		clients := pick(c.hosts, n.rng.Perm(len(c.hosts))[:1+n.rng.IntN(2)])
-		if h := n.holder(); h != nil && n.rng.IntN(2) == 0 {
+		servers := pick(srv, n.rng.Perm(len(srv))[:1+n.rng.IntN(len(srv))])
+		if clis := n.cliProcs(); len(clis) > 0 && n.rng.IntN(2) == 0 {
+			// A CLI participant whose command writes, cut from every
+			// server: its Lost(), and its command's stop, put to the test.
+			clients[0], servers = n.busyCLI(ctx, clis).host, srv
+		} else if h := n.holder(); h != nil && n.rng.IntN(2) == 0 {
 			clients[0] = h.host // the holder, so that its Lost() is put to the test
 		}
-		servers := pick(srv, n.rng.Perm(len(srv))[:1+n.rng.IntN(len(srv))])
 		if err := netns.Partition(clients, servers); err != nil {
 			return err
 		}
@@ -135,9 +139,9 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		p := n.victim(ctx)
 		_, inc := p.phase()
 		from := time.Now().UnixNano()
-		p.signal(syscall.SIGSTOP)
+		p.pause()
 		n.hold(ctx, n.session+time.Second, n.session+3*time.Second)
-		p.signal(syscall.SIGCONT)
+		p.resume()
 		n.windows = append(n.windows, nemWindow{client: p.id, inc: inc, from: from, to: time.Now().UnixNano()})
 		return nil
 	case "kill-server":
@@ -151,6 +155,18 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		return s.Restart(rctx)
 	case "kill-client":
 		p := c.clients[n.rng.IntN(len(c.clients))]
+		if clis := n.cliProcs(); len(clis) > 0 && n.rng.IntN(2) == 0 {
+			p = n.busyCLI(ctx, clis)
+		}
+		if p.cli {
+			// The turnstile process dies (its supervisor must kill the
+			// command at once); the participant starts the next.
+			_, inc := p.phase()
+			n.windows = append(n.windows, nemWindow{client: p.id, inc: inc, from: time.Now().UnixNano(), killed: true})
+			p.send("kill")
+			n.hold(ctx, 500*time.Millisecond, 2*time.Second)
+			return nil
+		}
 		from := time.Now().UnixNano()
 		inc := p.kill()
 		n.windows = append(n.windows, nemWindow{client: p.id, inc: inc, from: from, killed: true})
@@ -215,19 +231,49 @@ func (n *nemesis) partition(ctx context.Context, a, b []*netns.Host) error {
 }
 
 // victim is the client to stop: preferably one between its read and its
-// writes, where a stop does the most harm, waiting a little for one.
+// writes, where a stop does the most harm, waiting a little for one; half
+// the time, when there is one, a CLI participant whose command writes.
 func (n *nemesis) victim(ctx context.Context) *nemProc {
+	if clis := n.cliProcs(); len(clis) > 0 && n.rng.IntN(2) == 0 {
+		return n.busyCLI(ctx, clis)
+	}
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		for _, i := range n.rng.Perm(len(n.c.clients)) {
 			p := n.c.clients[i]
-			if ev, _ := p.phase(); ev.Kind == evReadDone && ev.Out == outOK {
+			if ev, _ := p.phase(); !p.cli && ev.Kind == evReadDone && ev.Out == outOK {
 				return p
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	return n.c.clients[n.rng.IntN(len(n.c.clients))]
+}
+
+// cliProcs are the CLI participants.
+func (n *nemesis) cliProcs() []*nemProc {
+	var out []*nemProc
+	for _, p := range n.c.clients {
+		if p.cli {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// busyCLI is one of the CLI participants, preferably one whose command
+// has written and thinks before its next write, waiting a little for one.
+func (n *nemesis) busyCLI(ctx context.Context, clis []*nemProc) *nemProc {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, i := range n.rng.Perm(len(clis)) {
+			if ev, _ := clis[i].phase(); ev.Kind == evFenceDone {
+				return clis[i]
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return clis[n.rng.IntN(len(clis))]
 }
 
 // holder is a client in a critical section, if one is.
