@@ -176,11 +176,12 @@ func (p *nemCLI) run(ctx context.Context) {
 // hold runs one turnstile lock process, and returns its exit status
 // (128+N when signal N ended it, -1 when it could not start).
 func (p *nemCLI) hold(ctx context.Context, path, n int) int {
-	// The writer: 2 to 12 rounds of a think time (up to twice a client's)
-	// and a fenced write, a job of a second or two, long enough for a
-	// fault to find it running.
+	// The writer: 4 to 20 rounds of a think time (up to twice a client's)
+	// and a fenced write, a job of two or three seconds on average: long
+	// enough that a cut from the servers often finds it running when the
+	// CLI's lease is lost, a session's timeout less its margin later.
 	argv := []string{"-fence", p.o.fence, "-path", strconv.Itoa(path), "-lease", strconv.Itoa(n),
-		"-name", p.o.name, "-think", (2 * p.o.think).String(), "-rounds", strconv.Itoa(2 + p.rng.IntN(11)),
+		"-name", p.o.name, "-think", (2 * p.o.think).String(), "-rounds", strconv.Itoa(4 + p.rng.IntN(17)),
 		"-seed", strconv.FormatUint(p.rng.Uint64(), 10)}
 	if p.rng.IntN(2) == 0 {
 		argv = append(argv, "-stubborn")
