@@ -157,7 +157,7 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	start := time.Now()
 	nctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	n := &nemesis{c: c, rng: rand.New(rand.NewPCG(o.seed, 22)), session: o.session}
+	n := &nemesis{c: c, rng: rand.New(rand.NewPCG(o.seed, 22)), session: o.session, cliFirst: control}
 	nerr := n.run(nctx)
 	elapsed := time.Since(start)
 	// Every fault is healed; let the clients go on a moment on a whole

@@ -398,11 +398,14 @@ func nemesisCmdMain(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	out := &eventWriter{w: stdout}
 	rng := rand.New(rand.NewPCG(*seed, uint64(os.Getpid())))
-	for range *rounds {
+	// Each event's V is the rounds left after this one: the nemesis
+	// picks a command with much left to do.
+	for i := range *rounds {
+		left := int64(*rounds - 1 - i)
 		time.Sleep(time.Duration(rng.Int64N(int64(*think) + 1)))
-		out.emit(nemEvent{Kind: evFenceInv, Path: *path, Lease: *lease, Token: token})
+		out.emit(nemEvent{Kind: evFenceInv, Path: *path, Lease: *lease, Token: token, V: left})
 		seq, err := fenceWrite(*fence, *path, token, !*control, *name)
-		fd := nemEvent{Kind: evFenceDone, Path: *path, Lease: *lease, Token: token}
+		fd := nemEvent{Kind: evFenceDone, Path: *path, Lease: *lease, Token: token, V: left}
 		switch {
 		case errors.Is(err, errFenceRefused):
 			fd.Out = outFail

@@ -37,6 +37,10 @@ type nemesis struct {
 	session time.Duration
 	counts  map[string]int
 	windows []nemWindow
+	// cliFirst: kill-client and client-cut always take a CLI participant
+	// when there is one (the control's, whose escaped writer is what they
+	// must bring to light), not half the time.
+	cliFirst bool
 }
 
 func (n *nemesis) run(ctx context.Context) error {
@@ -123,7 +127,7 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 	case "client-cut":
 		clients := pick(c.hosts, n.rng.Perm(len(c.hosts))[:1+n.rng.IntN(2)])
 		servers := pick(srv, n.rng.Perm(len(srv))[:1+n.rng.IntN(len(srv))])
-		if clis := n.cliProcs(); len(clis) > 0 && n.rng.IntN(2) == 0 {
+		if clis := n.cliProcs(); len(clis) > 0 && (n.rng.IntN(2) == 0 || n.cliFirst) {
 			// A CLI participant whose command writes, cut from every
 			// server: its Lost(), and its command's stop, put to the test.
 			clients[0], servers = n.busyCLI(ctx, clis).host, srv
@@ -155,7 +159,7 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		return s.Restart(rctx)
 	case "kill-client":
 		p := c.clients[n.rng.IntN(len(c.clients))]
-		if clis := n.cliProcs(); len(clis) > 0 && n.rng.IntN(2) == 0 {
+		if clis := n.cliProcs(); len(clis) > 0 && (n.rng.IntN(2) == 0 || n.cliFirst) {
 			p = n.busyCLI(ctx, clis)
 		}
 		if p.cli {
@@ -262,19 +266,30 @@ func (n *nemesis) cliProcs() []*nemProc {
 }
 
 // busyCLI is one of the CLI participants, preferably one whose command
-// has written and thinks before its next write, waiting a little for one.
+// has written and has at least cliRoundsLeft rounds to go (two seconds or
+// so: past the next grant, were the CLI's lease lost now), waiting a
+// while for one; else one whose command writes at all.
 func (n *nemesis) busyCLI(ctx context.Context, clis []*nemProc) *nemProc {
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	var any *nemProc
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		for _, i := range n.rng.Perm(len(clis)) {
 			if ev, _ := clis[i].phase(); ev.Kind == evFenceDone {
-				return clis[i]
+				if ev.V >= cliRoundsLeft {
+					return clis[i]
+				}
+				any = clis[i]
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	if any != nil {
+		return any
+	}
 	return clis[n.rng.IntN(len(clis))]
 }
+
+const cliRoundsLeft = 10
 
 // holder is a client in a critical section, if one is.
 func (n *nemesis) holder() *nemProc {
