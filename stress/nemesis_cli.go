@@ -63,7 +63,8 @@ const (
 	nemesisCmdMode = "nemesis-cmd"
 )
 
-// nemCLIFlags are the participant's flags beyond a client's.
+// cliArgs are a CLI participant's arguments: a client's, and the turnstile
+// binary and the runner's socket.
 func (o nemClientOptions) cliArgs(turnstile, runner string) []string {
 	return append(o.args(), "-turnstile", turnstile, "-runner", runner)
 }

@@ -22,9 +22,9 @@ var nemKinds = []string{
 	"partition-bridge",   // two sides that only one server (the bridge) sees both of
 	"partition-oneway",   // one server hears none of the others, which hear it
 	"client-cut",         // clients cut from some or all of the servers
-	"pause-client",       // a client stopped (SIGSTOP) past its session, mid critical section
+	"pause-client",       // a client stopped (SIGSTOP) past its session, mid critical section; a CLI participant's turnstile process, its CMD running on
 	"kill-server",        // a server killed (SIGKILL) and restarted
-	"kill-client",        // a client killed (SIGKILL) and started again
+	"kill-client",        // a client killed (SIGKILL) and started again; a CLI participant's turnstile process killed, mid CMD
 	"stall-server",       // a server stopped for under a second: latency on every request through it
 	"latency",            // clients' links to every server delayed, by their own proxy (nemesis_proxy.go)
 }
