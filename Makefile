@@ -223,17 +223,22 @@ partition: deps
 # namespace of its own, under faults drawn from NEMESIS_SEED (0: from the
 # clock) for NEMESIS_DURATION: partitions, client cuts, stopped and killed
 # clients, killed and stalled servers, latency. The clients write a register
-# through Lease.Guarded and a fenced register (a process); porcupine and the exclusion checks
-# judge the history. Then a control run under the same schedule (at most
-# 2m) writes without guard or fence, and must show violations. The last
+# through Lease.Guarded and a fenced register (a process); beside them a
+# participant holds through the CLI, `turnstile lock PATH -- CMD`, whose
+# CMD writes the fenced register with its token and may not live beside
+# another holder's grant. Porcupine and the exclusion checks judge the
+# history. Then a control run under the same schedule (at most 2m) writes
+# without guard or fence, its CLI's CMD handing the writes to a service
+# outside its tree, and must show violations, that one included. The last
 # line sums both up; the exit status is non-zero on any violation of the
-# real run, or a control without one. Built first, so that the summary
-# stays the last line.
+# real run, or a control without one. Built first (the harness and the
+# CLI), so that the summary stays the last line.
 NEMESIS_DURATION ?= 2m
 NEMESIS_SEED ?= 0
 NEMESIS_NODES ?= 3
 nemesis: deps
 	@dir=$$(mktemp -d); status=0; \
-	$(GO) build -o $$dir/stress ./stress && \
-	$$dir/stress nemesis -duration $(NEMESIS_DURATION) -seed $(NEMESIS_SEED) -nodes $(NEMESIS_NODES) || status=$$?; \
+	$(GO) build -o $$dir/stress ./stress && $(GO) build -o $$dir/turnstile ./cmd/turnstile && \
+	$$dir/stress nemesis -duration $(NEMESIS_DURATION) -seed $(NEMESIS_SEED) -nodes $(NEMESIS_NODES) \
+		-turnstile $$dir/turnstile || status=$$?; \
 	rm -rf $$dir; exit $$status

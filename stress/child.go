@@ -16,6 +16,8 @@ import (
 //	pause   the holder the pause fault stalls (pause_child.go)
 //	nemesis-client  a client of the nemesis run (nemesis_client.go)
 //	nemesis-fence   the nemesis run's fenced register (nemesis_fence.go)
+//	nemesis-cli     the nemesis run's participant that holds through turnstile lock (nemesis_cli.go)
+//	nemesis-cmd     that participant's CMD, the writer under turnstile lock (nemesis_cli.go)
 //
 // An environment variable rather than an argument, so that the test binary,
 // whose arguments belong to the testing package, can be re-executed too.
@@ -38,6 +40,10 @@ func childMode() (code int, ok bool) {
 		return nemesisClientMain(args, os.Stdin, os.Stdout, os.Stderr), true
 	case nemesisFenceMode:
 		return nemesisFenceMain(args, os.Stdin, os.Stdout, os.Stderr), true
+	case nemesisCLIMode:
+		return nemesisCLIMain(args, os.Stdin, os.Stdout, os.Stderr), true
+	case nemesisCmdMode:
+		return nemesisCmdMain(args, os.Stdout, os.Stderr), true
 	}
 	fmt.Fprintf(os.Stderr, "stress: unknown %s=%q\n", childEnv, mode)
 	return exitUsage, true

@@ -27,13 +27,21 @@ import (
 // turn and write a register in ZooKeeper through Lease.Guarded and a
 // fenced register, a process of its own, with their token
 // (nemesis_client.go, nemesis_fence.go); the history is then checked
-// (nemesis_check.go). A control run follows, under the same
-// schedule, whose clients write without the guard and without the token:
-// its checker must find violations, or the checker is blind.
+// (nemesis_check.go). Beside the clients, CLI participants (-cli, given
+// the turnstile command's binary with -turnstile) hold the lock through
+// `turnstile lock PATH -- CMD`, where CMD writes the fenced register with
+// the token the CLI hands it; the fence observes each CMD's life, and no
+// other holder may be granted the lock while one lives (nemesis_cli.go).
+// A control run follows, under the same schedule, whose clients write
+// without the guard and without the token, and whose CLI participants'
+// CMD hands its writing to a service outside its process tree, which the
+// CLI's kill on Lost() does not reach: its checker must find violations,
+// and one of a CMD alive beside a grant when a CLI participant ran, or
+// the checker is blind.
 //
 // It ends with one line:
 //
-//	nemesis: M min, N operations, faults <kind>=<n> ..., violations V, linearizable yes|no, control violations C
+//	nemesis: M min, N operations, faults <kind>=<n> ..., violations V, linearizable yes|no, control violations C, CLI: L leases, commands alive beside a grant A, control A'
 
 type nemOptions struct {
 	duration, controlDuration time.Duration
@@ -41,6 +49,8 @@ type nemOptions struct {
 	nodes, clients, paths     int
 	session, think            time.Duration
 	keep                      bool
+	cli                       int    // CLI participants
+	turnstile                 string // the turnstile command's binary
 }
 
 func nemesisMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -56,12 +66,19 @@ func nemesisMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fl.DurationVar(&o.session, "session", 2*time.Second, "the clients' session timeout")
 	fl.DurationVar(&o.think, "think", 200*time.Millisecond, "the longest pause between a holder's read and its writes")
 	fl.BoolVar(&o.keep, "keep", false, "keep the run's directory (client and fence logs)")
+	fl.StringVar(&o.turnstile, "turnstile", "", "the turnstile command's binary (go build ./cmd/turnstile), which the CLI participants run; none without it")
+	fl.IntVar(&o.cli, "cli", 1, "CLI participants, beside the clients, when -turnstile is given")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
-	if o.nodes != 3 && o.nodes != 5 || o.clients < 2 || o.paths < 1 || o.duration <= 0 {
-		fmt.Fprintln(stderr, "nemesis: -nodes 3|5, -clients ≥ 2, -paths ≥ 1, -duration > 0")
+	if o.nodes != 3 && o.nodes != 5 || o.clients < 2 || o.paths < 1 || o.duration <= 0 || o.cli < 0 {
+		fmt.Fprintln(stderr, "nemesis: -nodes 3|5, -clients ≥ 2, -paths ≥ 1, -duration > 0, -cli ≥ 0")
 		return exitUsage
+	}
+	if o.turnstile == "" {
+		o.cli = 0
+	} else if abs, err := filepath.Abs(o.turnstile); err == nil {
+		o.turnstile = abs
 	}
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
@@ -70,8 +87,8 @@ func nemesisMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		o.controlDuration = min(o.duration, 2*time.Minute)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	fmt.Fprintf(stdout, "nemesis: seed %d, %d servers, %d clients, %d path(s), session %v, %v (control %v)\n",
-		o.seed, o.nodes, o.clients, o.paths, o.session, o.duration, o.controlDuration)
+	fmt.Fprintf(stdout, "nemesis: seed %d, %d servers, %d clients, %d CLI participant(s), %d path(s), session %v, %v (control %v)\n",
+		o.seed, o.nodes, o.clients, o.cli, o.paths, o.session, o.duration, o.controlDuration)
 
 	real, err := nemesisRun(ctx, o, false, o.duration, log, stdout)
 	if errors.Is(err, netns.ErrUnsupported) {
@@ -95,9 +112,13 @@ func nemesisMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			lin = "unknown (porcupine timed out)"
 		}
 	}
-	fmt.Fprintf(stdout, "nemesis: %.1f min, %d operations, faults %s, violations %d, linearizable %s, control violations %d\n",
-		real.elapsed.Minutes(), real.check.Operations, faultCounts(real.faults), v, lin, cv)
+	fmt.Fprintf(stdout, "nemesis: %.1f min, %d operations, faults %s, violations %d, linearizable %s, control violations %d, CLI: %d leases, commands alive beside a grant %d, control %d\n",
+		real.elapsed.Minutes(), real.check.Operations, faultCounts(real.faults), v, lin, cv,
+		real.check.CLILeases, real.check.CmdOverlaps, control.check.CmdOverlaps)
 	if v > 0 || lin != "yes" || cv == 0 || missingKinds(real.faults) != "" || real.check.FenceErrors > 0 {
+		return exitFailed
+	}
+	if o.cli > 0 && (real.check.CLILeases == 0 || control.check.CmdOverlaps == 0) {
 		return exitFailed
 	}
 	return 0
@@ -119,6 +140,7 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	}
 	c, err := newNemCluster(ctx, o.nodes, o.clients, nemClientOptions{
 		paths: o.paths, session: o.session, think: o.think, control: control, seed: o.seed,
+		cli: o.cli, turnstile: o.turnstile,
 	}, log)
 	if err != nil {
 		return nil, err
@@ -135,7 +157,7 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	start := time.Now()
 	nctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	n := &nemesis{c: c, rng: rand.New(rand.NewPCG(o.seed, 22)), session: o.session}
+	n := &nemesis{c: c, rng: rand.New(rand.NewPCG(o.seed, 22)), session: o.session, cliFirst: control}
 	nerr := n.run(nctx)
 	elapsed := time.Since(start)
 	// Every fault is healed; let the clients go on a moment on a whole
@@ -161,14 +183,25 @@ func nemesisRun(ctx context.Context, o nemOptions, control bool, d time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the fence's log: %w", name, err)
 	}
+	lives, err := c.cmdLives()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if nerr != nil {
 		return nil, fmt.Errorf("%s: %w", name, nerr)
 	}
-	events := c.hist.snapshot()
+	// The writers' lives, as the fence saw them, among the processes'
+	// own events: in the order of time, which every process shares.
+	events := append(c.hist.snapshot(), lives...)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].T < events[j].T })
 	r := checkNemesis(events, n.windows, finals, end, fence)
 	fmt.Fprintf(stdout, "nemesis: %s run: %d operations, %d leases (%d lost, the next grant %s after a loss at the closest; %d stopped or killed while held), %d register writes refused (%d by ZooKeeper's check), %d fenced writes refused (%d failed), faults %s; overlaps %d, token order %d, fence order %d, lost writes %d, linearizable %s; registers end at %v\n",
 		name, r.Operations, r.Leases, r.Lost, margin(r.LostMargin), r.Excused, r.Refused, r.ServerRefused, r.Fenced, r.FenceErrors, faultCounts(n.counts),
 		r.Overlaps, r.TokenOrder, r.FenceOrder, r.LostWrites, r.Linearizable, finals)
+	if o.cli > 0 {
+		fmt.Fprintf(stdout, "nemesis: %s run: CLI participant(s): %d leases, %d losses reported by turnstile lock, a command's life after its CLI reported the loss at most %s, after its CLI was killed at most %s, the next grant %s after a command's end at the closest; commands alive beside a grant %d\n",
+			name, r.CLILeases, r.CLILost, margin(r.CmdAfterLost), margin(r.CmdAfterKill), margin(r.CmdMargin), r.CmdOverlaps)
+	}
 	for _, e := range r.Examples {
 		fmt.Fprintf(stdout, "nemesis: %s: %s\n", name, e)
 	}

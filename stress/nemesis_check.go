@@ -19,6 +19,16 @@ import (
 //     stopped or killed while it held cannot see its Lost() in time; its
 //     lease is left out of this check (counted as excused), and the guard
 //     and the fence must stop it instead.
+//   - the CLI's command: a lease taken through turnstile lock (the CLI
+//     participant, nemesis_cli.go) runs from its command's writer's hello
+//     to the fence until the fence saw that process end; no other lease of
+//     the path may be granted while it lives (the CLI kills its command's
+//     tree on Lost() within the margin, and at once when the CLI itself
+//     dies). A CLI stopped while it held cannot see its Lost(), and its
+//     command runs on (the tool does not promise otherwise): that lease is
+//     excused, and the fence must refuse the command's late writes. A CLI
+//     killed is not: its supervisor's promise is to kill the command at
+//     once.
 //   - tokens: a lease granted before another was asked for has the smaller
 //     token.
 //   - fence: the fence process accepted tokens in non-decreasing order, by
@@ -43,10 +53,24 @@ type nemCheck struct {
 	// LostMargin is the least time from a Lost() seen (by a holder not
 	// stopped or killed, before its release) to the next grant of the
 	// path to another lease; -1 when no such loss was followed by a grant.
-	LostMargin   time.Duration
-	Fenced       int // fenced writes refused for an old token
-	FenceErrors  int // fenced writes that failed (the register unreadable): the fence checks are then incomplete
-	Overlaps     int
+	LostMargin  time.Duration
+	Fenced      int // fenced writes refused for an old token
+	FenceErrors int // fenced writes that failed (the register unreadable): the fence checks are then incomplete
+	Overlaps    int
+	// CmdOverlaps: leases granted while a CLI lease's command, granted
+	// earlier, was still alive.
+	CmdOverlaps int
+	// CLI: the CLI participant's leases (counted in Leases too), the
+	// losses its turnstile processes reported, the most time a command
+	// lived on after its CLI reported the loss (-1: no loss while a
+	// command ran), and the least time from a command's end to the next
+	// grant of the path to another lease (-1: none followed).
+	CLILeases, CLILost int
+	CmdAfterLost       time.Duration
+	// CmdAfterKill: the most time a command lived on after its CLI was
+	// killed (-1: no CLI killed while its command ran).
+	CmdAfterKill time.Duration
+	CmdMargin    time.Duration
 	TokenOrder   int
 	FenceOrder   int
 	LostWrites   int
@@ -57,7 +81,7 @@ type nemCheck struct {
 // Violations is the sum of every violation found, counting each register
 // that is not linearizable as one.
 func (r *nemCheck) Violations(paths int) int {
-	v := r.Overlaps + r.TokenOrder + r.FenceOrder + r.LostWrites
+	v := r.Overlaps + r.CmdOverlaps + r.TokenOrder + r.FenceOrder + r.LostWrites
 	if r.Linearizable != porcupine.Ok {
 		v += paths
 	}
@@ -79,6 +103,10 @@ type nemLease struct {
 	end                  int64 // the earlier of Lost() seen and the release's start; 0: never seen
 	lostFirst            bool  // end is the Lost() seen, before any release
 	excused              bool
+	// cli: taken through turnstile lock; granted is its command's hello
+	// to the fence and end the command's end as the fence saw it.
+	cli  bool
+	lost int64 // a CLI's report of the loss; 0: none
 
 	rounds []*nemRound // the critical section's rounds
 }
@@ -104,9 +132,11 @@ type leaseKey struct{ client, inc, n int }
 // checkNemesis judges a run's history. finals[i] is register i's value
 // read at the end, at time end; fence is the fence's log.
 func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end int64, fence []fenceRecord) *nemCheck {
-	r := &nemCheck{LostMargin: -1}
+	r := &nemCheck{LostMargin: -1, CmdAfterLost: -1, CmdAfterKill: -1, CmdMargin: -1}
 	leases := map[leaseKey]*nemLease{}
 	lastAcquire := map[[2]int]int64{}
+	acquiredBy := map[leaseKey]int64{} // the CLI participant's acquire, which names its lease
+	cliLost := map[leaseKey]int64{}
 	var order []*nemLease
 	for _, ev := range events {
 		switch ev.Kind {
@@ -125,24 +155,48 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 			r.Fenced++
 		case ev.Kind == evFenceDone && ev.Out == outUnknown:
 			r.FenceErrors++
+		case ev.Kind == evCLILost:
+			r.CLILost++
 		}
+		k := leaseKey{ev.Client, ev.Inc, ev.Lease}
 		if ev.Kind == evAcquire {
 			lastAcquire[[2]int{ev.Client, ev.Inc}] = ev.T
+			if ev.Lease != 0 {
+				acquiredBy[k] = ev.T
+			}
 			continue
 		}
 		if ev.Lease == 0 {
 			continue
 		}
-		k := leaseKey{ev.Client, ev.Inc, ev.Lease}
+		if ev.Kind == evCLILost {
+			// Possibly before the command's hello: kept apart.
+			if t, seen := cliLost[k]; !seen || ev.T < t {
+				cliLost[k] = ev.T
+			}
+			continue
+		}
 		l := leases[k]
 		if l == nil {
-			if ev.Kind != evGrant {
+			switch ev.Kind {
+			case evGrant:
+				l = &nemLease{client: ev.Client, inc: ev.Inc, n: ev.Lease, path: ev.Path, token: ev.Token,
+					acquired: lastAcquire[[2]int{ev.Client, ev.Inc}], granted: ev.T}
+			case evCmdStart:
+				l = &nemLease{client: ev.Client, inc: ev.Inc, n: ev.Lease, path: ev.Path, token: ev.Token,
+					acquired: acquiredBy[k], granted: ev.T, cli: true}
+				r.CLILeases++
+			default:
 				continue
 			}
-			l = &nemLease{client: ev.Client, inc: ev.Inc, n: ev.Lease, path: ev.Path, token: ev.Token,
-				acquired: lastAcquire[[2]int{ev.Client, ev.Inc}], granted: ev.T}
 			leases[k] = l
 			order = append(order, l)
+			continue
+		}
+		if l.cli {
+			if ev.Kind == evCmdEnd {
+				l.end = ev.T
+			}
 			continue
 		}
 		switch ev.Kind {
@@ -164,8 +218,19 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 	}
 	r.Leases = len(order)
 	for _, l := range order {
+		if l.cli {
+			l.lost = cliLost[leaseKey{l.client, l.inc, l.n}]
+		}
 		for _, w := range windows {
 			if w.client != l.client || w.inc != l.inc {
+				continue
+			}
+			if l.cli && w.killed {
+				// The CLI killed: its supervisor kills the command at
+				// once, well within the session the server still keeps.
+				if w.from >= l.granted && (l.end == 0 || w.from < l.end) {
+					r.CmdAfterKill = max(r.CmdAfterKill, time.Duration(endOr(l.end, end)-w.from))
+				}
 				continue
 			}
 			// Stopped, or killed, while it held.
@@ -181,6 +246,9 @@ func checkNemesis(events []nemEvent, windows []nemWindow, finals []int64, end in
 		}
 		if l.excused {
 			r.Excused++
+		}
+		if l.cli && !l.excused && l.lost != 0 && l.end > l.lost {
+			r.CmdAfterLost = max(r.CmdAfterLost, time.Duration(l.end-l.lost))
 		}
 	}
 	paths := len(finals)
@@ -215,6 +283,25 @@ func (r *nemCheck) checkExclusion(path int, ls []*nemLease) {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].granted < sorted[j].granted })
 	for i, a := range sorted {
 		if a.excused {
+			continue
+		}
+		if a.cli {
+			for _, b := range sorted[i+1:] {
+				if b.granted >= a.end && (b.client != a.client || b.inc != a.inc) {
+					if d := time.Duration(b.granted - a.end); r.CmdMargin < 0 || d < r.CmdMargin {
+						r.CmdMargin = d
+					}
+					break
+				}
+			}
+			for _, b := range sorted[i+1:] {
+				if b.granted >= a.end {
+					break
+				}
+				r.CmdOverlaps++
+				r.note("path %d: client %d's lease (token %d) granted while the command of client %d's turnstile lock (token %d, granted %v earlier) was alive, for %v more",
+					path, b.client, b.token, a.client, a.token, nanos(b.granted-a.granted), nanos(a.end-b.granted))
+			}
 			continue
 		}
 		if a.lostFirst {

@@ -138,3 +138,87 @@ func fenceFromEvents(evs []nemEvent) []fenceRecord {
 	}
 	return out
 }
+
+// cli is a lease taken through turnstile lock by the CLI participant: its
+// acquire at t (the turnstile process started), its command's hello to
+// the fence at start and its end, as the fence saw it, at end (0: never
+// seen), with one accepted fenced write.
+func (b *histBuilder) cli(client, lease int, token int64, t, start, end, seq int64) {
+	b.ev(client, lease, evAcquire, t, nil)
+	b.ev(client, lease, evCmdStart, start, func(e *nemEvent) { e.Token = token })
+	b.ev(client, lease, evFenceInv, start+1, func(e *nemEvent) { e.Token = token })
+	b.ev(client, lease, evFenceDone, start+2, func(e *nemEvent) { e.Token, e.Seq, e.Out = token, seq, outOK })
+	if end != 0 {
+		b.ev(client, lease, evCmdEnd, end, nil)
+	}
+}
+
+// A CLI participant's command alive when another holder is granted the
+// lock is a violation, unless the CLI was stopped while it held (the
+// tool does not promise to see its loss then); a CLI killed is no excuse,
+// since its supervisor kills the command at once.
+func TestNemesisCheckCLICommandAliveBesideAGrant(t *testing.T) {
+	// Client 4 (the CLI) holds from 0; its turnstile process reports the
+	// loss at 40 and its command ends at 45; client 0 is granted at 101.
+	var clean histBuilder
+	clean.cli(4, 1, 10, 0, 5, 45, 1)
+	clean.ev(4, 1, evCLILost, 40, nil)
+	clean.ev(4, 1, evCLIExit, 50, func(e *nemEvent) { e.V = 1 })
+	clean.section(0, 1, 20, 100, 0, 2, outOK)
+	r := checkNemesis(clean.evs, nil, []int64{1}, 1000*1e6, fenceFromEvents(clean.evs))
+	if v := r.Violations(1); v != 0 || r.CLILeases != 1 || r.Leases != 2 || r.CLILost != 1 {
+		t.Fatalf("a command gone before the next grant: %d violations, %d CLI leases of %d, %d lost; want 0, 1 of 2, 1: %v",
+			v, r.CLILeases, r.Leases, r.CLILost, r.Examples)
+	}
+	if r.CmdAfterLost != 5*time.Millisecond || r.CmdMargin != 56*time.Millisecond {
+		t.Fatalf("the command lived %v after the loss, %v before the next grant; want 5ms and 56ms", r.CmdAfterLost, r.CmdMargin)
+	}
+
+	// The control's writer, which escaped the CLI's tree: it lives to 300,
+	// beside client 0's grant at 101.
+	var b histBuilder
+	b.cli(4, 1, 10, 0, 5, 300, 1)
+	b.ev(4, 1, evCLILost, 40, nil)
+	b.section(0, 1, 20, 100, 0, 2, outOK)
+	r = checkNemesis(b.evs, nil, []int64{1}, 1000*1e6, fenceFromEvents(b.evs))
+	if r.CmdOverlaps != 1 || r.Overlaps != 0 || r.Violations(1) != 1 {
+		t.Fatalf("a command alive beside a grant: command overlaps %d, overlaps %d, violations %d; want 1, 0, 1: %v",
+			r.CmdOverlaps, r.Overlaps, r.Violations(1), r.Examples)
+	}
+
+	// Its CLI stopped from 10 to 200: excused.
+	stopped := []nemWindow{{client: 4, inc: 1, from: 10 * 1e6, to: 200 * 1e6}}
+	r = checkNemesis(b.evs, stopped, []int64{1}, 1000*1e6, fenceFromEvents(b.evs))
+	if r.CmdOverlaps != 0 || r.Excused != 1 {
+		t.Fatalf("the CLI stopped while it held: command overlaps %d, excused %d; want 0, 1", r.CmdOverlaps, r.Excused)
+	}
+	// Its CLI killed at 10: no excuse.
+	killed := []nemWindow{{client: 4, inc: 1, from: 10 * 1e6, killed: true}}
+	r = checkNemesis(b.evs, killed, []int64{1}, 1000*1e6, fenceFromEvents(b.evs))
+	if r.CmdOverlaps != 1 || r.Excused != 0 || r.CmdAfterKill != 290*time.Millisecond {
+		t.Fatalf("the CLI killed while it held: command overlaps %d, excused %d, the command lived %v after; want 1, 0, 290ms",
+			r.CmdOverlaps, r.Excused, r.CmdAfterKill)
+	}
+
+	// A command whose end the fence never saw is alive to the run's end:
+	// a later grant overlaps it.
+	var open histBuilder
+	open.cli(4, 1, 10, 0, 5, 0, 1)
+	open.section(0, 1, 20, 500, 0, 2, outOK)
+	r = checkNemesis(open.evs, nil, []int64{1}, 1000*1e6, fenceFromEvents(open.evs))
+	if r.CmdOverlaps != 1 {
+		t.Fatalf("a command never seen to end: command overlaps %d, want 1: %v", r.CmdOverlaps, r.Examples)
+	}
+
+	// The other way: the CLI's command starts while a client's lease,
+	// granted earlier, has not seen Lost().
+	var late histBuilder
+	late.ev(0, 0, evAcquire, 0, nil)
+	late.ev(0, 1, evGrant, 1, func(e *nemEvent) { e.Token = 10 })
+	late.cli(4, 1, 20, 2, 50, 60, 1)
+	late.ev(0, 1, evLost, 100, nil)
+	r = checkNemesis(late.evs, nil, []int64{0}, 1000*1e6, fenceFromEvents(late.evs))
+	if r.Overlaps != 1 || r.CmdOverlaps != 0 {
+		t.Fatalf("the CLI's command started beside a holder: overlaps %d, command overlaps %d; want 1, 0: %v", r.Overlaps, r.CmdOverlaps, r.Examples)
+	}
+}

@@ -52,6 +52,11 @@ type nemClientOptions struct {
 	fence   string // the fence process's socket
 	name    string // the writer's name at the fence: c<client>.<incarnation>
 	seed    uint64
+
+	// The CLI participants (nemesis_cli.go), beside the clients: how
+	// many, and the turnstile command's binary they run.
+	cli       int
+	turnstile string
 }
 
 func (o nemClientOptions) args() []string {

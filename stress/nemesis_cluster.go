@@ -33,7 +33,7 @@ type nemCluster struct {
 	net       *netns.Net
 	ctl       *netns.Host
 	servers   []*netns.Host // servers[i] runs ens.Servers[i]
-	hosts     []*netns.Host // the clients' namespaces
+	hosts     []*netns.Host // the clients' namespaces, then the CLI participants'
 	ens       *zkserver.Ensemble
 	dir       string // the fence's socket and the client logs
 	fence     *exec.Cmd
@@ -85,7 +85,7 @@ func newNemCluster(ctx context.Context, nodes, clients int, opts nemClientOption
 	for i := range nodes {
 		c.servers = append(c.servers, add("s"+strconv.Itoa(i+1)))
 	}
-	for i := range clients {
+	for i := range clients + opts.cli {
 		c.hosts = append(c.hosts, add("c"+strconv.Itoa(i+1)))
 	}
 	if err != nil {
@@ -115,7 +115,7 @@ func newNemCluster(ctx context.Context, nodes, clients int, opts nemClientOption
 		return nil, err
 	}
 	for i, h := range c.hosts {
-		p := &nemProc{id: i, host: h}
+		p := &nemProc{id: i, host: h, cli: i >= clients}
 		c.clients = append(c.clients, p)
 		if err = c.start(p); err != nil {
 			return nil, err
@@ -191,6 +191,29 @@ func (c *nemCluster) fenceRecords() ([]fenceRecord, error) {
 	return fenceLog(c.opts.fence)
 }
 
+// cmdLives reads the lives of the CLI participants' writers, as the fence
+// observed them, as history events.
+func (c *nemCluster) cmdLives() ([]nemEvent, error) {
+	lives, err := fenceLives(c.opts.fence)
+	if err != nil {
+		return nil, err
+	}
+	var out []nemEvent
+	for _, l := range lives {
+		var client, inc int
+		if _, err := fmt.Sscanf(l.Who, "c%d.%d", &client, &inc); err != nil {
+			return nil, fmt.Errorf("fence lives: writer %q: %w", l.Who, err)
+		}
+		ev := nemEvent{Client: client, Inc: inc, Kind: evCmdStart, T: l.Start, Lease: l.Lease, Path: l.Path, Token: l.Token}
+		out = append(out, ev)
+		if l.End != 0 {
+			ev.Kind, ev.T = evCmdEnd, l.End
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
 // stopFence ends the fence process: stdin closed, then killed (by its
 // os.Process, never by name) if it has not exited within a bound.
 func (c *nemCluster) stopFence() {
@@ -256,6 +279,7 @@ func (c *nemCluster) registers() ([]int64, error) {
 type nemProc struct {
 	id   int
 	host *netns.Host
+	cli  bool // a CLI participant (nemesis_cli.go), not a client
 
 	mu      sync.Mutex
 	inc     int
@@ -281,6 +305,11 @@ func (c *nemCluster) start(p *nemProc) error {
 	o.name = fmt.Sprintf("c%d.%d", p.id, inc)
 	cmd := p.host.Command(self, o.args()...)
 	cmd.Env = append(os.Environ(), childEnv+"="+nemesisClientMode)
+	if p.cli {
+		runner := filepath.Join(c.dir, fmt.Sprintf("runner-%d.sock", p.id))
+		cmd = p.host.Command(self, o.cliArgs(o.turnstile, runner)...)
+		cmd.Env = append(os.Environ(), childEnv+"="+nemesisCLIMode)
+	}
 	// A process group of its own: the terminal's Ctrl-C is the parent's to
 	// handle, which then ends its clients.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -328,6 +357,24 @@ func (p *nemProc) signal(sig syscall.Signal) {
 		p.stopped = true
 	case syscall.SIGCONT:
 		p.stopped = false
+	}
+}
+
+// pause stops p's holder: a client's process, or a CLI participant's
+// turnstile process (its command runs on); resume continues it.
+func (p *nemProc) pause() {
+	if p.cli {
+		p.send("stop")
+	} else {
+		p.signal(syscall.SIGSTOP)
+	}
+}
+
+func (p *nemProc) resume() {
+	if p.cli {
+		p.send("cont")
+	} else {
+		p.signal(syscall.SIGCONT)
 	}
 }
 

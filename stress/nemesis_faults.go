@@ -22,9 +22,9 @@ var nemKinds = []string{
 	"partition-bridge",   // two sides that only one server (the bridge) sees both of
 	"partition-oneway",   // one server hears none of the others, which hear it
 	"client-cut",         // clients cut from some or all of the servers
-	"pause-client",       // a client stopped (SIGSTOP) past its session, mid critical section
+	"pause-client",       // a client stopped (SIGSTOP) past its session, mid critical section; a CLI participant's turnstile process, its CMD running on
 	"kill-server",        // a server killed (SIGKILL) and restarted
-	"kill-client",        // a client killed (SIGKILL) and started again
+	"kill-client",        // a client killed (SIGKILL) and started again; a CLI participant's turnstile process killed, mid CMD
 	"stall-server",       // a server stopped for under a second: latency on every request through it
 	"latency",            // clients' links to every server delayed, by their own proxy (nemesis_proxy.go)
 }
@@ -37,6 +37,10 @@ type nemesis struct {
 	session time.Duration
 	counts  map[string]int
 	windows []nemWindow
+	// cliFirst: kill-client and client-cut always take a CLI participant
+	// when there is one (the control's, whose escaped writer is what they
+	// must bring to light), not half the time.
+	cliFirst bool
 }
 
 func (n *nemesis) run(ctx context.Context) error {
@@ -122,10 +126,14 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		return netns.Heal(srv[i])
 	case "client-cut":
 		clients := pick(c.hosts, n.rng.Perm(len(c.hosts))[:1+n.rng.IntN(2)])
-		if h := n.holder(); h != nil && n.rng.IntN(2) == 0 {
+		servers := pick(srv, n.rng.Perm(len(srv))[:1+n.rng.IntN(len(srv))])
+		if clis := n.cliProcs(); len(clis) > 0 && (n.rng.IntN(2) == 0 || n.cliFirst) {
+			// A CLI participant whose command writes, cut from every
+			// server: its Lost(), and its command's stop, put to the test.
+			clients[0], servers = n.busyCLI(ctx, clis).host, srv
+		} else if h := n.holder(); h != nil && n.rng.IntN(2) == 0 {
 			clients[0] = h.host // the holder, so that its Lost() is put to the test
 		}
-		servers := pick(srv, n.rng.Perm(len(srv))[:1+n.rng.IntN(len(srv))])
 		if err := netns.Partition(clients, servers); err != nil {
 			return err
 		}
@@ -135,9 +143,9 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		p := n.victim(ctx)
 		_, inc := p.phase()
 		from := time.Now().UnixNano()
-		p.signal(syscall.SIGSTOP)
+		p.pause()
 		n.hold(ctx, n.session+time.Second, n.session+3*time.Second)
-		p.signal(syscall.SIGCONT)
+		p.resume()
 		n.windows = append(n.windows, nemWindow{client: p.id, inc: inc, from: from, to: time.Now().UnixNano()})
 		return nil
 	case "kill-server":
@@ -151,6 +159,18 @@ func (n *nemesis) inject(ctx context.Context, kind string) error {
 		return s.Restart(rctx)
 	case "kill-client":
 		p := c.clients[n.rng.IntN(len(c.clients))]
+		if clis := n.cliProcs(); len(clis) > 0 && (n.rng.IntN(2) == 0 || n.cliFirst) {
+			p = n.busyCLI(ctx, clis)
+		}
+		if p.cli {
+			// The turnstile process dies (its supervisor must kill the
+			// command at once); the participant starts the next.
+			_, inc := p.phase()
+			n.windows = append(n.windows, nemWindow{client: p.id, inc: inc, from: time.Now().UnixNano(), killed: true})
+			p.send("kill")
+			n.hold(ctx, 500*time.Millisecond, 2*time.Second)
+			return nil
+		}
 		from := time.Now().UnixNano()
 		inc := p.kill()
 		n.windows = append(n.windows, nemWindow{client: p.id, inc: inc, from: from, killed: true})
@@ -215,13 +235,17 @@ func (n *nemesis) partition(ctx context.Context, a, b []*netns.Host) error {
 }
 
 // victim is the client to stop: preferably one between its read and its
-// writes, where a stop does the most harm, waiting a little for one.
+// writes, where a stop does the most harm, waiting a little for one; half
+// the time, when there is one, a CLI participant whose command writes.
 func (n *nemesis) victim(ctx context.Context) *nemProc {
+	if clis := n.cliProcs(); len(clis) > 0 && n.rng.IntN(2) == 0 {
+		return n.busyCLI(ctx, clis)
+	}
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		for _, i := range n.rng.Perm(len(n.c.clients)) {
 			p := n.c.clients[i]
-			if ev, _ := p.phase(); ev.Kind == evReadDone && ev.Out == outOK {
+			if ev, _ := p.phase(); !p.cli && ev.Kind == evReadDone && ev.Out == outOK {
 				return p
 			}
 		}
@@ -229,6 +253,43 @@ func (n *nemesis) victim(ctx context.Context) *nemProc {
 	}
 	return n.c.clients[n.rng.IntN(len(n.c.clients))]
 }
+
+// cliProcs are the CLI participants.
+func (n *nemesis) cliProcs() []*nemProc {
+	var out []*nemProc
+	for _, p := range n.c.clients {
+		if p.cli {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// busyCLI is one of the CLI participants, preferably one whose command
+// has written and has at least cliRoundsLeft rounds to go (two seconds or
+// so: past the next grant, were the CLI's lease lost now), waiting a
+// while for one; else one whose command writes at all.
+func (n *nemesis) busyCLI(ctx context.Context, clis []*nemProc) *nemProc {
+	deadline := time.Now().Add(10 * time.Second)
+	var any *nemProc
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, i := range n.rng.Perm(len(clis)) {
+			if ev, _ := clis[i].phase(); ev.Kind == evFenceDone {
+				if ev.V >= cliRoundsLeft {
+					return clis[i]
+				}
+				any = clis[i]
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if any != nil {
+		return any
+	}
+	return clis[n.rng.IntN(len(clis))]
+}
+
+const cliRoundsLeft = 10
 
 // holder is a client in a critical section, if one is.
 func (n *nemesis) holder() *nemProc {

@@ -33,6 +33,15 @@ import (
 //	w <path> <token> <who>   → ok <seq> | refused <highest> | err <text>
 //	u <path> <token> <who>   → ok <seq>
 //	log                      → r <path> <seq> <token> <w|u> <who> ... then end
+//	h <path> <token> <who> <lease>  → ok
+//	lives                    → l <path> <token> <who> <lease> <start> <end> ... then end
+//
+// "h" is a writer's hello (the command the CLI participant runs under
+// turnstile lock, nemesis_cli.go): the fence notes its life from then
+// until that connection ends, which the kernel does the moment the
+// process dies (killed, or exited), whoever killed it. That end is the
+// process's end as the fence observed it (Unix nanoseconds; 0 while the
+// connection is open).
 //
 // "u" is the control run's write, which the fence does not judge (as a
 // resource that is not given the token would not): it is accepted and
@@ -51,16 +60,50 @@ type fenceRecord struct {
 	Who    string // the writer: c<client>.<incarnation>
 }
 
+// fenceLife is one writer process's life, as the fence observed it: from
+// its hello to the end of its connection.
+type fenceLife struct {
+	Path       int
+	Token      int64
+	Who        string // c<client>.<incarnation>
+	Lease      int    // the lease's number within the incarnation
+	Start, End int64  // Unix nanoseconds; End 0: still open
+}
+
 // fenceRegister is the fence's state.
 type fenceRegister struct {
-	mu   sync.Mutex
-	high map[int]int64 // per path, the highest token of a judged write accepted
-	seq  map[int]int64
-	log  []fenceRecord
+	mu    sync.Mutex
+	high  map[int]int64 // per path, the highest token of a judged write accepted
+	seq   map[int]int64
+	log   []fenceRecord
+	lives []fenceLife
+	now   func() int64 // the clock, Unix nanoseconds
 }
 
 func newFenceRegister() *fenceRegister {
-	return &fenceRegister{high: map[int]int64{}, seq: map[int]int64{}}
+	return &fenceRegister{high: map[int]int64{}, seq: map[int]int64{}, now: func() int64 { return time.Now().UnixNano() }}
+}
+
+// hello notes a writer's life from now; the returned index ends it.
+func (f *fenceRegister) hello(l fenceLife) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l.Start, l.End = f.now(), 0
+	f.lives = append(f.lives, l)
+	return len(f.lives) - 1
+}
+
+// ended notes the end of life i, now.
+func (f *fenceRegister) ended(i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lives[i].End = f.now()
+}
+
+func (f *fenceRegister) livesNow() []fenceLife {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fenceLife(nil), f.lives...)
 }
 
 // write accepts or refuses one write; it returns the path's accepted count
@@ -106,14 +149,34 @@ func serveFence(ln net.Listener, f *fenceRegister) {
 
 func (f *fenceRegister) serveConn(c io.ReadWriter) {
 	r, w := bufio.NewReader(c), bufio.NewWriter(c)
+	life := -1
+	defer func() {
+		if life >= 0 {
+			f.ended(life)
+		}
+	}()
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			// A line cut short (its writer died, or closed early) is
-			// dropped: only a whole request changes the state.
+			// dropped: only a whole request changes the state. The end
+			// of a hello's connection is its writer's end.
 			return
 		}
-		f.answer(strings.TrimSuffix(line, "\n"), w)
+		line = strings.TrimSuffix(line, "\n")
+		if fs := strings.Fields(line); len(fs) == 5 && fs[0] == "h" && life < 0 {
+			path, err1 := strconv.Atoi(fs[1])
+			tok, err2 := strconv.ParseInt(fs[2], 10, 64)
+			lease, err3 := strconv.Atoi(fs[4])
+			if err := errors.Join(err1, err2, err3); err != nil {
+				fmt.Fprintf(w, "err bad request %q\n", line)
+			} else {
+				life = f.hello(fenceLife{Path: path, Token: tok, Who: fs[3], Lease: lease})
+				fmt.Fprintln(w, "ok")
+			}
+		} else {
+			f.answer(line, w)
+		}
 		if w.Flush() != nil {
 			return
 		}
@@ -123,6 +186,11 @@ func (f *fenceRegister) serveConn(c io.ReadWriter) {
 func (f *fenceRegister) answer(line string, w io.Writer) {
 	fs := strings.Fields(line)
 	switch {
+	case len(fs) == 1 && fs[0] == "lives":
+		for _, l := range f.livesNow() {
+			fmt.Fprintf(w, "l %d %d %s %d %d %d\n", l.Path, l.Token, l.Who, l.Lease, l.Start, l.End)
+		}
+		fmt.Fprintln(w, "end")
 	case len(fs) == 1 && fs[0] == "log":
 		for _, r := range f.records() {
 			kind := "u"
@@ -218,6 +286,63 @@ func fenceLog(socket string) ([]fenceRecord, error) {
 		out = append(out, r)
 	}
 	return nil, fmt.Errorf("fence log: cut short: %w", errors.Join(sc.Err(), io.ErrUnexpectedEOF))
+}
+
+// fenceHello opens a writer's life at the fence: the connection returned
+// is to be kept open, unused, until the process ends.
+func fenceHello(socket string, path int, token int64, who string, lease int) (net.Conn, error) {
+	c, err := net.DialTimeout("unix", socket, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("fence hello: %w", err)
+	}
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := fmt.Fprintf(c, "h %d %d %s %d\n", path, token, who, lease); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("fence hello: %w", err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ok" {
+		c.Close()
+		return nil, fmt.Errorf("fence hello: answer %q: %v", strings.TrimSpace(line), err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// fenceLives reads the writers' lives the fence observed.
+func fenceLives(socket string) ([]fenceLife, error) {
+	c, err := net.DialTimeout("unix", socket, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("fence lives: %w", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, "lives\n"); err != nil {
+		return nil, fmt.Errorf("fence lives: %w", err)
+	}
+	var out []fenceLife
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 1 && fs[0] == "end" {
+			return out, nil
+		}
+		if len(fs) != 7 || fs[0] != "l" {
+			return nil, fmt.Errorf("fence lives: line %q", sc.Text())
+		}
+		l := fenceLife{Who: fs[3]}
+		var e [5]error
+		l.Path, e[0] = strconv.Atoi(fs[1])
+		l.Token, e[1] = strconv.ParseInt(fs[2], 10, 64)
+		l.Lease, e[2] = strconv.Atoi(fs[4])
+		l.Start, e[3] = strconv.ParseInt(fs[5], 10, 64)
+		l.End, e[4] = strconv.ParseInt(fs[6], 10, 64)
+		if err := errors.Join(e[:]...); err != nil {
+			return nil, fmt.Errorf("fence lives: line %q: %w", sc.Text(), err)
+		}
+		out = append(out, l)
+	}
+	return nil, fmt.Errorf("fence lives: cut short: %w", errors.Join(sc.Err(), io.ErrUnexpectedEOF))
 }
 
 // nemesisFenceMain is the fence process: it listens on -socket, prints

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestNemesisFenceProcess runs the fence as the nemesis run does, a process
@@ -103,6 +104,35 @@ func TestNemesisFenceProcess(t *testing.T) {
 	if !slices.Equal(log, want) {
 		t.Fatalf("the fence's log:\n%v\nwant\n%v", log, want)
 	}
+	// A writer's life: from its hello until its connection ends; one
+	// still open has no end yet.
+	h1, err := fenceHello(sock, 0, 9, "c4.1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := fenceHello(sock, 0, 11, "c4.1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	h1.Close()
+	var lives []fenceLife
+	for {
+		if lives, err = fenceLives(sock); err != nil {
+			t.Fatal(err)
+		}
+		if len(lives) == 2 && lives[0].End != 0 {
+			break // the fence saw the first end
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if l := lives[0]; l.Token != 9 || l.Who != "c4.1" || l.Lease != 1 || l.Start == 0 || l.End < l.Start {
+		t.Fatalf("the closed life: %+v", l)
+	}
+	if l := lives[1]; l.Token != 11 || l.Lease != 2 || l.Start == 0 || l.End != 0 {
+		t.Fatalf("the open life: %+v", l)
+	}
+
 	// The checker reads that log: the unjudged token 3 after 7 is what a
 	// fence would have refused.
 	r := &nemCheck{}

@@ -32,6 +32,14 @@ const (
 	evFenceDone  = "fence-done"  // outcome ok (accepted, Seq) or fail (refused)
 	evReleaseInv = "release"     // invoke: Release
 	evRelease    = "release-done"
+
+	// The CLI participant's (nemesis_cli.go): its acquire (above) is the
+	// start of a turnstile lock process, with the lease's number; its
+	// command's fenced writes are fence and fence-done events.
+	evCmdStart = "cmd-start" // the command's writer said hello to the fence (Lease, Token): the fence's time
+	evCmdEnd   = "cmd-end"   // the writer's process ended, as the fence saw its connection end
+	evCLILost  = "cli-lost"  // turnstile lock said its lease was lost
+	evCLIExit  = "cli-exit"  // turnstile lock exited (V its exit status)
 )
 
 // Outcomes.
