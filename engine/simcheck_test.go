@@ -57,11 +57,9 @@ type checker struct {
 	// cohort holds the cohorts' passes to their bound (simcohort_test.go).
 	cohort cohortCheck
 	// granted: a cohort member's acquisition taken in (false) or granted
-	// (true) and its turn not yet reported ended; memberGrants counts
-	// those granted.
-	granted      map[acquisition]bool
-	memberGrants int
-	members      []acquisition // every member acquisition taken in
+	// (true) and its turn not yet reported ended.
+	granted map[acquisition]bool
+	members []acquisition // every member acquisition taken in
 }
 
 // acqRecord is what the checker keeps of one acquisition to judge its
@@ -116,14 +114,7 @@ func (k *checker) report(c *client, r events.Report) {
 		if r.Kind != events.Granted {
 			delete(k.acqs, key)
 		}
-		n, ok := k.outcomes[key]
-		switch {
-		case !ok:
-			w.fail("reports: %s reported %v of acquisition %d on %s, never taken in", c.name, r.Kind, r.ID, r.Path)
-		case n > 0:
-			w.fail("reports: %s reported a second outcome, %v, of acquisition %d on %s", c.name, r.Kind, r.ID, r.Path)
-		}
-		k.outcomes[key] = n + 1
+		k.outcome(c, r, key, "acquisition")
 	}
 	if r.Kind != events.Granted {
 		return
@@ -148,25 +139,17 @@ func (k *checker) report(c *client, r events.Report) {
 // leases, and its node's grant from its carrier's reports.
 func (k *checker) member(c *client, r events.Report, key acquisition) {
 	w := k.w
-	n, taken := k.outcomes[key]
 	switch r.Kind {
 	case events.Acquiring:
-		if taken {
+		if _, taken := k.outcomes[key]; taken {
 			w.fail("reports: %s reported member acquisition %d on %s twice", c.name, r.ID, r.Path)
 		}
 		k.outcomes[key] = 0
 		k.granted[key] = false
 		k.members = append(k.members, key)
 	case events.Granted, events.Failed, events.Cancelled:
-		switch {
-		case !taken:
-			w.fail("reports: %s reported %v of member acquisition %d on %s, never taken in", c.name, r.Kind, r.ID, r.Path)
-		case n > 0:
-			w.fail("reports: %s reported a second outcome, %v, of member acquisition %d on %s", c.name, r.Kind, r.ID, r.Path)
-		}
-		k.outcomes[key] = n + 1
+		k.outcome(c, r, key, "member acquisition")
 		k.granted[key] = r.Kind == events.Granted
-		k.memberGrants += b2i(r.Kind == events.Granted)
 	case events.Released, events.Lost:
 		if !k.granted[key] {
 			w.fail("reports: %s reported %v of member acquisition %d on %s, never granted", c.name, r.Kind, r.ID, r.Path)
@@ -175,11 +158,17 @@ func (k *checker) member(c *client, r events.Report, key acquisition) {
 	}
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// outcome counts r, an outcome of the acquisition key (what names its
+// sort in a failure): exactly one is promised, after it was taken in.
+func (k *checker) outcome(c *client, r events.Report, key acquisition, what string) {
+	n, ok := k.outcomes[key]
+	switch {
+	case !ok:
+		k.w.fail("reports: %s reported %v of %s %d on %s, never taken in", c.name, r.Kind, what, r.ID, r.Path)
+	case n > 0:
+		k.w.fail("reports: %s reported a second outcome, %v, of %s %d on %s", c.name, r.Kind, what, r.ID, r.Path)
 	}
-	return 0
+	k.outcomes[key] = n + 1
 }
 
 // kindOf is the kind of the lock node named (or at) node.
