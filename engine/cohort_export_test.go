@@ -6,38 +6,23 @@ import (
 )
 
 // What the cohort tests (cohort_test.go, package engine_test) read of the
-// cohorts' inside.
+// core's cohorts, on the loop.
 
 // CohortSeesOthers reports whether a cohort of path (relative to the root)
 // knows that another client waits: the listing it asked for showed one, or
 // its watch fired since.
-func (e *Engine) CohortSeesOthers(path string) bool {
-	cs := &e.cohorts
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if _, others := cs.m.Known(path); others {
-		return true
-	}
-	for n := range cs.nodes.All() {
-		if n.lease == nil || n.watch == nil || e.namespacePath(n.lease.path) != path {
-			continue
-		}
-		select {
-		case <-n.watch: // a watch channel closes once it fired: the next release sees it too
-			return true
-		default:
-		}
-	}
-	return false
+func (e *Engine) CohortSeesOthers(path string) (others bool) {
+	full, _ := e.serverPath(path)
+	e.onLoop(func() { _, others = e.core.CohortKnown(full) })
+	return others
 }
 
 // CohortListed reports whether every cohort of path holding a node that
 // asked the listing that tells whether another client waits (under
 // YieldToOthers, or lingering) has had its answer.
-func (e *Engine) CohortListed(path string) bool {
-	e.cohorts.mu.Lock()
-	defer e.cohorts.mu.Unlock()
-	listed, _ := e.cohorts.m.Known(path)
+func (e *Engine) CohortListed(path string) (listed bool) {
+	full, _ := e.serverPath(path)
+	e.onLoop(func() { listed, _ = e.core.CohortKnown(full) })
 	return listed
 }
 
@@ -45,25 +30,14 @@ func (e *Engine) CohortListed(path string) bool {
 // holding a node: the leases passed to holders, which Leases (the loop's
 // own: a cohort's node is one carrier lease) does not list. In the order
 // of their paths, then of their passing.
-func (e *Engine) CohortLeases() []*Lease {
-	cs := &e.cohorts
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	var leases []*Lease
-	for n := range cs.nodes.All() {
-		if n.holder != nil {
-			leases = append(leases, n.holder)
+func (e *Engine) CohortLeases() (leases []*Lease) {
+	e.onLoop(func() {
+		for _, id := range e.core.CohortHolders() {
+			leases = append(leases, e.leases[id])
 		}
-	}
-	slices.SortFunc(leases, func(a, b *Lease) int { return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.id, b.id)) })
+	})
+	slices.SortStableFunc(leases, func(a, b *Lease) int { return cmp.Compare(a.path, b.path) })
 	return leases
-}
-
-// cohortNode is the record of attempt, a cohort's node.
-func (e *Engine) cohortNode(attempt uint64) *node {
-	e.cohorts.mu.Lock()
-	defer e.cohorts.mu.Unlock()
-	return e.cohorts.nodes.Get(attempt)
 }
 
 // LapseTrust ends the watchdog's trust now, as its timer does at the
@@ -73,4 +47,13 @@ func (e *Engine) LapseTrust() {
 	e.trust.mu.Lock()
 	defer e.trust.mu.Unlock()
 	e.trust.lapse(ErrLost)
+}
+
+// HoldLoop holds the loop still between two events until the returned
+// release is called: no event is taken meanwhile.
+func (e *Engine) HoldLoop() (release func()) {
+	held, gate := make(chan struct{}), make(chan struct{})
+	go e.onLoop(func() { close(held); <-gate })
+	<-held
+	return func() { close(gate) }
 }

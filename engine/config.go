@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/engine/internal/cohort"
+	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/tlsdial"
 )
@@ -172,7 +172,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.dialTimeout = min(max(c.SessionTimeout/8, 250*time.Millisecond), time.Second)
 	c.probeGrace = min(max(c.SessionTimeout/20, 50*time.Millisecond), 500*time.Millisecond)
-	cohorts, err := cohort.Config{MaxPasses: c.Cohort.MaxPasses, MaxHold: c.Cohort.MaxHold, Linger: c.Cohort.Linger}.WithDefaults()
+	cohorts, err := core.CohortConfig{MaxPasses: c.Cohort.MaxPasses, MaxHold: c.Cohort.MaxHold, Linger: c.Cohort.Linger}.WithDefaults()
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -246,7 +246,7 @@ type CohortConfig struct {
 // DefaultCohortHold is the MaxHold a zero CohortConfig takes, exported for
 // what measures a wait against it (a client another engine keeps out waits
 // at most MaxHold and one hold).
-const DefaultCohortHold = cohort.DefaultMaxHold
+const DefaultCohortHold = core.DefaultCohortHold
 
 // Credential is one identity the session presents to ZooKeeper (addAuth):
 // an authentication scheme the server knows, such as "digest", and its

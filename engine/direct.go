@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/zkerr"
 	"github.com/turnstile-go/turnstile/internal/seam"
 )
@@ -54,49 +53,6 @@ func (e *Engine) dataW(ctx context.Context, path string) ([]byte, <-chan zk.Even
 		return read{data, ch}, zkErr(err)
 	})
 	return r.data, r.ch, err
-}
-
-// watchChildren lists path, a server path, with a watch, on the engine's
-// request seam (a goroutine the engine counts, in production), unless the
-// engine is closed, and hands the reply to then: one request, counted as a
-// children watch. The wake then returns, if any, runs once the watch
-// fires (engine/internal/childwakes); id is whose it is. A cohort asks it
-// once per grant of a node (cohort.go).
-func (e *Engine) watchChildren(path string, id uint64, then func(children []string, ch <-chan zk.Event, err error) (wake func())) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return
-	}
-	e.count.n[input.OpWatchChildren].Add(1)
-	w := e.wakes.Ask(path, id)
-	e.rt.goroutine(func() {
-		children, _, ch, err := e.conn.ChildrenW(path)
-		if wake := then(children, ch, err); wake != nil && ch != nil {
-			e.wakes.Arm(w, wake)
-		} else {
-			e.wakes.Drop(w)
-		}
-	})
-}
-
-// markNode writes node's data again, data unchanged, from a goroutine of
-// its own: the version moves by one, and an odd one tells other clients'
-// tries that the node lingers, held by no one (cohort.Mark). A write that
-// fails leaves the mark as it was: such a try then fails, or waits for the
-// node's give-back at its holder's release.
-func (e *Engine) markNode(node string, data []byte) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return
-	}
-	e.count.marks.Add(1)
-	e.rt.goroutine(func() {
-		if _, err := e.conn.Set(node, data, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			e.log.Debug("lock cohort: marking the node", "node", e.namespacePath(node), "err", err)
-		}
-	})
 }
 
 // setData writes a node's data on the engine's session, whatever its version.

@@ -19,15 +19,12 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/turnstile-go/turnstile/engine/internal/batch"
-	"github.com/turnstile-go/turnstile/engine/internal/childwakes"
-	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
 	"github.com/turnstile-go/turnstile/engine/internal/inbox"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
-	"github.com/turnstile-go/turnstile/events"
 	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
@@ -88,17 +85,6 @@ type Engine struct {
 	inbox *inbox.Inbox
 	count counters
 	batch *batch.Sender // sends batches and cold ops as multis (engine/internal/batch)
-	// cohorts are the acquisitions that pass leases among themselves
-	// (cohort.go), stepped on their callers' goroutines.
-	cohorts cohorts
-	// wakes are the cohorts' lingering nodes waiting for another client
-	// to show, run from the client's event callback
-	// (engine/internal/childwakes).
-	wakes childwakes.Registry
-	// wakesRan, nil but in a test, runs in the event callback once a
-	// notification's wakes ran, before it reads the count of deletes sent
-	// at once again (onZKEvent).
-	wakesRan func()
 
 	states   *stateWatch   // the state followers see (see state.go)
 	trust    *sessionTrust // until when the server cannot have expired the session
@@ -119,47 +105,37 @@ type Engine struct {
 
 	mu     sync.Mutex // orders user commands against the loop's exit
 	closed bool
-	// late, while the loop shuts down, collects the cohort members'
-	// reports that could no longer be posted (their waiters failed as
-	// the inbox is drained); the loop hands them to the observer last.
-	late []events.Report
 
 	// Owned by the loop goroutine.
 	core   *core.Core
 	timers map[uint64]timer // armed for the core, by its ids
-	// What the core's decisions are about, by contender id: the
-	// acquisitions not yet resolved, the leases admitted and not yet
-	// dropped, the releases waiting for their outcome. nextID is the last
-	// id given.
-	nextID    uint64
+	// What the core's decisions are about, by acquisition id (the core
+	// names acquisitions): the acquisitions not yet resolved, the leases
+	// admitted and not yet dropped, the releases waiting for their outcome.
 	acquiring map[uint64]*acquireCmd
 	leases    map[uint64]*Lease
 	releasing map[uint64]*releaseCmd
 	// cancels names the acquisitions' cancel groups by their contexts,
 	// and follows those the core follows.
 	cancels ctxgroups.Groups
+	// cohortStats is what lock cohorting did, as the loop last read it
+	// from the core (see CohortStats).
+	cohortStats cohortGauges
 }
 
 // acquireCmd and releaseCmd are the users' commands as posted to the
 // loop: the core's command, and what the runtime keeps for it. The loop
 // hands the core a pointer into them (see step).
-//
-// An acquisition's outcome resolves fut or, for the node of a cohort's
-// attempt node, goes to the cohorts (see acquired). A release's outcome
-// resolves fut and, for a cohort's node given back at the release of the
-// lease passed on it, ends that lease too (see released).
 type acquireCmd struct {
-	ctx  context.Context
-	fut  *Future[*Lease]
-	node uint64
-	req  core.Acquire
+	ctx context.Context
+	fut *Future[*Lease]
+	req core.Acquire
 }
 
 type releaseCmd struct {
-	lease  *Lease
-	passed *Lease
-	fut    *Future[struct{}]
-	req    core.Release
+	lease *Lease
+	fut   *Future[struct{}]
+	req   core.Release
 }
 
 // Start connects to ZooKeeper and starts the loop. It returns once a session
@@ -241,9 +217,6 @@ func newEngine(cfg Config) *Engine {
 	e.rt.newID = nodename.NewID
 	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
 		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
-	e.cohorts.last, e.cohorts.m = passedIDs, cohort.New(cohort.Config{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses,
-		MaxHold: cfg.Cohort.MaxHold, Linger: cfg.Cohort.Linger, YieldToOthers: cfg.Cohort.YieldToOthers, FailOnExpiry: cfg.FailOnExpiry, Closed: ErrClosed, Expired: ErrSessionExpired,
-		WouldBlock: ErrWouldBlock})
 	e.core = core.New(core.Config{
 		CloseTimeout: cfg.CloseTimeout,
 		MaxInFlight:  cfg.MaxInFlight,
@@ -257,6 +230,8 @@ func newEngine(cfg Config) *Engine {
 		NewID:        func() string { return e.rt.newID() },
 		Debug:        func() bool { return e.log.Enabled(context.Background(), slog.LevelDebug) },
 		CancelErrs:   []error{context.Canceled, context.DeadlineExceeded},
+		Cohort: core.CohortConfig{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses, MaxHold: cfg.Cohort.MaxHold,
+			Linger: cfg.Cohort.Linger, YieldToOthers: cfg.Cohort.YieldToOthers},
 	}, loopTrust{e})
 	return e
 }
@@ -299,20 +274,9 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if err := checkCall(e, ctx); err != nil {
 		return future.Resolved[*Lease](nil, err)
 	}
-	joins := e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, TryOnly: req.TryOnly, Borrowed: req.Seq != "", Revocable: req.Revocable})
-	// A try would find a node this engine lingers on in its way: it may
-	// join that one, and nothing else, to have it passed (cohort.Join).
-	lingerTry := req.TryOnly && e.cfg.Cohort.Linger > 0 &&
-		e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, Borrowed: req.Seq != "", Revocable: req.Revocable})
-	if (joins || lingerTry) && req.Decide != nil && ctx.Err() == nil {
-		if f := e.cohorts.acquire(e, ctx, req.Path, req, false); f != nil {
-			return f // joined a cohort of requests the same as req
-		}
-	}
 	if err := req.validate(); err != nil {
 		return future.Resolved[*Lease](nil, err)
 	}
-	path := req.Path
 	full, err := e.serverPath(req.Path)
 	if err != nil {
 		return future.Resolved[*Lease](nil, err)
@@ -321,55 +285,23 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if ctx.Err() != nil {
 		return future.Resolved[*Lease](nil, context.Cause(ctx))
 	}
-	if req.Seq != "" {
-		// A node with a borrowed number takes the place of a held one of
-		// this engine (a downgrade): that node may not pass on.
-		e.cohorts.seal(e, path)
-	}
-	if joins {
-		return e.cohorts.acquire(e, ctx, path, req, true)
-	}
-	cmd := &acquireCmd{ctx: ctx, fut: future.Make[*Lease](), req: coreAcquire(req)}
-	if req.TryOnly && e.cfg.Cohort.Linger > 0 {
-		// A node this engine lingers on is held by no one: it goes back
-		// first, and the try's node is made once its delete is answered,
-		// so the try never finds it in its way.
-		if gone := e.cohorts.clear(e, path); gone != nil {
-			gone.Then(func(struct{}, error) { e.acquire(cmd) })
-			return cmd.fut
-		}
-	}
-	e.acquire(cmd)
-	return cmd.fut
-}
-
-// coreAcquire is a valid request, on the server's path, as the core takes it.
-func coreAcquire(req Request) core.Acquire {
-	return core.Acquire{Path: req.Path, Kind: req.Kind, Decide: contender.Decider(req.Decide), Data: req.Data,
-		Seq: req.Seq, TryOnly: req.TryOnly, Revocable: req.Revocable, FailOnExpiry: req.FailOnExpiry}
-}
-
-// acquire hands the loop an acquisition.
-func (e *Engine) acquire(cmd *acquireCmd) {
+	cmd := &acquireCmd{ctx: ctx, fut: future.Make[*Lease](), req: core.Acquire{Path: req.Path, Kind: req.Kind,
+		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly, Revocable: req.Revocable,
+		FailOnExpiry: req.FailOnExpiry, Cohort: req.Cohort}}
 	if !e.post(cmd) {
 		e.acquired(cmd, nil, ErrClosed)
 	}
+	return cmd.fut
 }
 
 // acquired resolves an acquisition, on the loop (or on the caller's
-// goroutine, refused as the engine closes): its future, or, for a
-// cohort's node, the cohort's grant (cohort.go).
+// goroutine, refused as the engine closes).
 func (e *Engine) acquired(cmd *acquireCmd, l *Lease, err error) {
-	if cmd.node != 0 {
-		e.cohorts.granted(e, cmd.node, l, err)
-		return
-	}
 	future.Resolve(cmd.fut, l, err)
 }
 
 // release hands the loop the release of r.lease, a lease it granted.
 func (e *Engine) release(r *releaseCmd) *Future[struct{}] {
-	r.lease.releasing.Store(true) // a cohort's node given back, or ReleaseAsync's lease
 	if err := r.lease.Err(); err != nil {
 		e.released(r, err)
 	} else if !e.post(r) {
@@ -378,41 +310,17 @@ func (e *Engine) release(r *releaseCmd) *Future[struct{}] {
 	return r.fut
 }
 
-// released resolves a release with err; a lease passed on the node, whose
-// release gave it back, ends as the node's release did.
+// released resolves a release with err.
 func (e *Engine) released(r *releaseCmd, err error) {
-	if r.passed != nil {
-		r.passed.endWith(err)
-	}
-	if r.fut == nil { // a cohort's node given back with no holder's release waiting on it
-		if err != nil {
-			e.log.Warn("lock cohort: giving back the node", "node", e.namespacePath(r.lease.node), "err", err)
-		}
-		return
-	}
 	future.Resolve(r.fut, struct{}{}, err)
 }
 
 // post hands a command to the loop; false once the engine is closed.
-//
-// A release whose delete goes at once (core.Release.Sent: a cohort's
-// lingering node that another client waits for) has it sent from here,
-// so that the waiting client waits for the delete and not also for the
-// loop's wake-up, its turn and the executor's hop. The release is queued
-// first, which keeps the core's view whole (see core.Release), but
-// unsignalled: the delete's reply wakes the loop, if nothing did before.
-// Both under mu, which counts the delete's goroutine before Close waits.
 func (e *Engine) post(cmd any) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return false
-	}
-	if r, ok := cmd.(*releaseCmd); ok && r.req.Sent {
-		e.inbox.PutUnsignalled(input.Command{Payload: cmd})
-		e.count.atOnce.Add(1)
-		e.start(core.Op{Kind: input.OpDelete, ID: r.lease.id, Path: r.lease.node, Write: true})
-		return true
 	}
 	e.inbox.Put(input.Command{Payload: cmd})
 	return true

@@ -67,8 +67,6 @@ type counters struct {
 	batched      atomic.Uint64 // creates and deletes sent inside them
 	ownerChecks  atomic.Uint64 // exists requests of recovery reads
 	predicted    atomic.Uint64 // listings answered from a create's own number
-	atOnce       atomic.Uint64 // deletes sent at once, not by the loop (see Engine.post)
-	marks        atomic.Uint64 // lingering marks and unmarks (see Engine.markNode)
 }
 
 func (c *counters) snapshot() Stats {
@@ -76,7 +74,7 @@ func (c *counters) snapshot() Stats {
 		Creates:       c.n[input.OpCreate].Load(),
 		ParentCreates: c.containers.Load(),
 		Lists:         c.n[input.OpList].Load(),
-		Watches:       c.n[input.OpWatch].Load() + c.n[input.OpWatchChildren].Load(),
+		Watches:       c.n[input.OpWatch].Load() + c.n[input.OpWatchChildren].Load() + c.n[input.OpCohortWatch].Load(),
 		RevokeWatches: c.n[input.OpRevokeWatch].Load(),
 		LocalWatches:  c.localWatches.Load(),
 		Deletes:       c.n[input.OpDelete].Load(),
@@ -86,7 +84,7 @@ func (c *counters) snapshot() Stats {
 		OwnerChecks:   c.ownerChecks.Load(),
 		Pins:          c.n[input.OpPin].Load() + c.n[input.OpUnpin].Load(),
 		Predicted:     c.predicted.Load(),
-		Marks:         c.marks.Load(),
+		Marks:         c.n[input.OpMark].Load(),
 	}
 }
 
@@ -158,7 +156,7 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 		if err == nil && stat != nil {
 			done.Version = stat.Version
 		}
-	case input.OpWatchChildren:
+	case input.OpWatchChildren, input.OpCohortWatch:
 		children, stat, _, err := e.conn.ChildrenW(o.Path)
 		done.Children, done.Err = children, err
 		if err == nil && stat != nil {
@@ -166,6 +164,11 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 		}
 	case input.OpRevokeWatch:
 		done.Data, _, _, done.Err = e.conn.GetW(o.Path)
+	case input.OpMark:
+		// The node's data again, unchanged: its version moves by one, and
+		// an odd one tells other clients' tries that the node lingers, held
+		// by no one (see the cohort machine's Mark).
+		_, done.Err = e.conn.Set(o.Path, o.Data, -1)
 	case input.OpRecover:
 		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.Path, o.Find)
 	case input.OpPin:

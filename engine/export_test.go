@@ -107,7 +107,3 @@ const (
 // known to be the leader (or standalone), whose every answer moves the
 // trust deadline.
 func (e *Engine) OnLeader() bool { return e.servers.OnLeader() }
-
-// DeletesAtOnce counts the deletes sent at once rather than by the loop:
-// lingering cohort nodes that another client waits for (see post).
-func (e *Engine) DeletesAtOnce() uint64 { return e.count.atOnce.Load() }

@@ -1,6 +1,10 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/turnstile-go/turnstile/engine/internal/core"
+)
 
 // gauges are the figures the engine keeps for monitoring beyond Stats. A
 // metrics exporter reads them while the loop runs, so each is an atomic:
@@ -79,8 +83,28 @@ func (e *Engine) CohortStats() CohortStats {
 	if e.unstarted() {
 		return CohortStats{}
 	}
-	e.cohorts.mu.Lock()
-	defer e.cohorts.mu.Unlock()
-	s := e.cohorts.m.Stats()
-	return CohortStats{Carriers: s.Carriers, Passes: s.Passes, Yielded: s.Yielded, Bounded: s.Bounded, Waiting: s.Waiting}
+	g := &e.cohortStats
+	return CohortStats{Carriers: g.carriers.Load(), Passes: g.passes.Load(), Yielded: g.yielded.Load(), Bounded: g.bounded.Load(),
+		Waiting: g.waiting.Load()}
+}
+
+// cohortGauges are the cohort machine's counts, as the loop last stored
+// them at the end of a turn: read from any goroutine, each on its own.
+type cohortGauges struct {
+	carriers, passes, yielded, bounded atomic.Uint64
+	waiting                            atomic.Int64
+	last                               core.CohortStats // the loop's: what it stored last
+}
+
+// store keeps s, on the loop.
+func (g *cohortGauges) store(s core.CohortStats) {
+	if s == g.last {
+		return
+	}
+	g.last = s
+	g.carriers.Store(s.Carriers)
+	g.passes.Store(s.Passes)
+	g.yielded.Store(s.Yielded)
+	g.bounded.Store(s.Bounded)
+	g.waiting.Store(s.Waiting)
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +20,9 @@ type Lease struct {
 	path  string // the lock path on the server, under Config.Root
 	node  string // the node's path on the server
 	token int64  // the fencing token; see Token
+	// carrier, for a lease of a cohort's member, is the lease of the
+	// cohort's node it holds (see the core's cohorts.go); nil for any other.
+	carrier *Lease
 
 	releasing atomic.Bool
 
@@ -138,13 +140,9 @@ func (l *Lease) Err() error {
 // lease is not yet lost. After a reconnect a new, open channel takes its
 // place, so call Suspended again to wait for the next suspension.
 //
-// A lease passed inside a cohort follows the node's (its carrier's) while
-// it holds it.
+// A lease passed inside a cohort is suspended with the node it holds.
 func (l *Lease) Suspended() <-chan struct{} {
 	l = l.or()
-	if c := l.carrier(); c != nil {
-		return c.Suspended()
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.suspended.Done()
@@ -210,7 +208,15 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // Held reports whether the lease is still held: neither released (or being
 // released) nor lost.
-func (l *Lease) Held() bool { l = l.or(); return l.eng != nil && !l.releasing.Load() && l.Err() == nil }
+func (l *Lease) Held() bool {
+	l = l.or()
+	if l.eng == nil || l.releasing.Load() {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr == nil && l.ended == nil
+}
 
 // ReleaseAsync starts releasing and returns a future of the outcome, for
 // callers that must not block. A second call resolves with ErrNotHeld.
@@ -221,40 +227,7 @@ func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return future.Resolved(struct{}{}, ErrNotHeld)
 	}
-	if passed(l) {
-		return l.eng.cohorts.release(l)
-	}
 	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
-}
-
-// passedIDs marks the ids of the leases passed inside cohorts, and
-// numbers the waiters: above every contender id the loop gives, so that
-// the two never meet. A passed lease's id is passedIDs and the slot of
-// its node, so that a Lease holds no handle of the cohorts'.
-const passedIDs = 1 << 63
-
-// carrierIDs marks the ids of the leases on cohorts' nodes: carrierIDs
-// and the machine's attempt id, in place of a contender id (see
-// Engine.step), so that a carrier's loss finds its node by its id.
-const carrierIDs = 1 << 62
-
-// passed reports whether l was passed inside a cohort.
-func passed(l *Lease) bool { return l.id&passedIDs != 0 }
-
-// passTo is a lease on l's node, and l's grant, passed locally as pass
-// number pass (see Token), with id (see passedIDs).
-func (l *Lease) passTo(id uint64, pass int) *Lease {
-	return &Lease{eng: l.eng, id: id, path: l.path, node: l.node, token: l.token | int64(pass)}
-}
-
-// carrier is the lease that holds the node of l, while l, a lease passed
-// inside a cohort, holds it; nil for any other lease, or once l's turn
-// ended.
-func (l *Lease) carrier() *Lease {
-	if !passed(l) || l.eng == nil {
-		return nil
-	}
-	return l.eng.cohorts.carrier(l)
 }
 
 // Revoked is closed when someone asked this holder to let go (lock.Revoke,
@@ -290,29 +263,6 @@ func (l *Lease) markLost(err error) {
 	l.endLocked(l.lostErr)
 	l.lost.Fire()
 	l.mu.Unlock()
-	if l.eng != nil && l.id&carrierIDs != 0 {
-		l.eng.cohorts.lost(l, err) // a cohort's node: its holder is lost with it
-	}
-}
-
-// endWith ends l as the release of its node did: lost when err reports a
-// loss (the node was lost while its release was on its way), else ended.
-func (l *Lease) endWith(err error) {
-	if cause, lost := lossCause(err); lost {
-		l.markLost(cause)
-		return
-	}
-	l.end(err)
-}
-
-// lossCause is the cause of a lease's loss that err reports (a lost
-// lease's Err, or the outcome of its release), and whether it reports one.
-func lossCause(err error) (cause error, lost bool) {
-	var l *lostError
-	if !errors.As(err, &l) {
-		return nil, false
-	}
-	return l.cause, true
 }
 
 func (l *Lease) setSuspended(on bool) {

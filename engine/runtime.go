@@ -1,16 +1,15 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
-	"github.com/turnstile-go/turnstile/events"
 )
 
 // The runtime: the loop goroutine that owns the core (internal/core),
@@ -75,33 +74,10 @@ func stopTimer(t timer) {
 
 // onZKEvent runs on the client's receive goroutine, before the client
 // hands a notification to the channels it fires: it must never wait for
-// the client. What it runs (the wakes of lingering cohort nodes, and the
-// loop's inbox) takes only locks that no one holds across a request.
-//
-// A wake that sends a lingering node back starts its delete at once (see
-// post). The notification is then queued for the loop without waking it:
-// the delete's reply will, a round trip later, and waking it now would
-// give the loop's turn a CPU at the moment the server and the client
-// waiting for that delete need one. Only this engine's children watchers
-// of the path (a Decider's) hear of it that much later.
-//
-// The count of deletes sent at once is the engine's, and other goroutines
-// add to it too (a cohort's listing that finds another client at a
-// lingering node sends its delete from the listing's goroutine): a
-// notification that ran no wake is always queued signalled, or one read
-// meanwhile (a session change, a contender's predecessor deleted) would
-// wait for that other delete's reply, and for however long the connection
-// holds it, before the loop heard of it.
+// the client. It queues the event for the loop; the inbox's lock is held
+// across no request.
 func (e *Engine) onZKEvent(ev zk.Event) {
-	sent := e.count.atOnce.Load()
 	put := e.inbox.Put
-	ran := e.wakes.Notified(ev)
-	if e.wakesRan != nil {
-		e.wakesRan()
-	}
-	if ran > 0 && e.count.atOnce.Load() != sent {
-		put = e.inbox.PutUnsignalled
-	}
 	now := time.Now()
 	switch ev.Type {
 	case zk.EventSession:
@@ -151,6 +127,7 @@ func (e *Engine) turn(batch []input.Event) (exited bool) {
 	e.core.EndTurn()
 	rd := e.core.Ready()
 	e.carryOut(rd)
+	e.cohortStats.store(e.core.CohortStats())
 	if rd.Exit {
 		e.shutdown()
 		return true
@@ -158,33 +135,55 @@ func (e *Engine) turn(batch []input.Event) (exited bool) {
 	return false
 }
 
-// step hands one event to the core. A user's acquisition takes its id
-// here, in the order the loop takes them, and its cancel group; the
-// runtime keeps by that id what the core's decisions will be about (the
-// future, then the lease, a release's future).
+// step hands one event to the core. A user's acquisition takes its
+// cancel group here, and its id from the core, in the order the loop
+// takes them; the runtime keeps by that id what the core's decisions will
+// be about (the future, then the lease, a release's future), before it
+// carries them out.
 func (e *Engine) step(ev input.Event) {
 	if cmd, ok := ev.(input.Command); ok {
 		switch cmd := cmd.Payload.(type) {
 		case *acquireCmd:
-			if cmd.req.ID = carrierIDs | cmd.node; cmd.node == 0 {
-				e.nextID++
-				cmd.req.ID = e.nextID
-			}
 			cmd.req.Cancel = e.cancels.Group(cmd.ctx)
-			e.acquiring[cmd.req.ID] = cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
+			e.acquiring[cmd.req.ID] = cmd
 			return
 		case *releaseCmd:
-			cmd.req.ID, cmd.req.Node = cmd.lease.id, cmd.lease.node
+			cmd.req.ID = cmd.lease.id
 			e.releasing[cmd.req.ID] = cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
 			return
-		case *events.Report: // a cohort member's (reportMember)
-			e.cfg.Observer(*cmd)
+		case *loopCall:
+			cmd.f()
+			cmd.ran = true
+			close(cmd.done)
 			return
 		}
 	}
 	e.core.Step(ev)
+}
+
+// loopCall runs f on the loop, between two events: a view of the core
+// for diagnostics and tests (see onLoop).
+type loopCall struct {
+	f    func()
+	ran  bool
+	done chan struct{}
+}
+
+// onLoop runs f on the loop and returns once it ran; false, and f not
+// run, once the engine is closed.
+func (e *Engine) onLoop(f func()) bool {
+	c := &loopCall{f: f, done: make(chan struct{})}
+	if !e.post(c) {
+		return false
+	}
+	select {
+	case <-c.done:
+		return c.ran
+	case <-e.loopDone:
+		return false
+	}
 }
 
 // carryOut does what the core decided, in order within each kind.
@@ -247,7 +246,7 @@ func (e *Engine) notice(n core.Notice) {
 		delete(e.releasing, n.ID)
 		err := n.Err
 		if n.FromLease {
-			err = r.lease.Err()
+			err = cmp.Or(r.lease.Err(), err)
 		}
 		e.released(r, err)
 	case core.NoteReleaseRefused:
@@ -271,7 +270,7 @@ func (e *Engine) notice(n core.Notice) {
 	case core.NoteReport:
 		if e.cfg.Observer != nil {
 			r := n.Report
-			r.Path, r.Carrier = e.namespacePath(r.Path), r.ID&carrierIDs != 0
+			r.Path = e.namespacePath(r.Path)
 			e.cfg.Observer(r)
 		}
 	case core.NoteDropped:
@@ -299,7 +298,10 @@ type loopTrust struct{ e *Engine }
 // Admit makes the lease of a grant and has the watchdog hold it; the
 // grant's notice hands it out.
 func (t loopTrust) Admit(g core.Grant, session int64) bool {
-	l := &Lease{eng: t.e, id: g.ID, path: g.Path, node: g.Node, token: g.Token << cohort.PassBits}
+	l := &Lease{eng: t.e, id: g.ID, path: g.Path, node: g.Node, token: g.Token<<core.PassBits | int64(g.Pass)}
+	if g.Carrier != 0 {
+		l.carrier = t.e.leases[g.Carrier]
+	}
 	if !t.e.trust.admit(l, session) {
 		return false
 	}
@@ -315,10 +317,18 @@ func (t loopTrust) Forget(id uint64) {
 
 func (t loopTrust) Follows(session int64) bool { return t.e.trust.follows(session) }
 
+func (t loopTrust) Vouches(id uint64) (bool, time.Duration) {
+	l := t.e.leases[id]
+	if l == nil {
+		return false, t.e.trust.clock()
+	}
+	return t.e.trust.vouches(l)
+}
+
 // shutdown closes the session; the loop then exits.
 func (e *Engine) shutdown() {
 	e.mu.Lock()
-	e.closed, e.late = true, []events.Report{}
+	e.closed = true
 	e.mu.Unlock()
 	e.trust.stop()
 	for id, t := range e.timers {
@@ -339,16 +349,9 @@ func (e *Engine) shutdown() {
 			e.acquired(cmd, nil, ErrClosed)
 		case *releaseCmd:
 			e.released(cmd, cmd.lease.Err())
-		case *events.Report:
-			e.cfg.Observer(*cmd)
+		case *loopCall:
+			close(cmd.done) // not run: the core is gone
 		}
-	}
-	e.mu.Lock()
-	late := e.late
-	e.late = nil
-	e.mu.Unlock()
-	for _, r := range late {
-		e.cfg.Observer(r)
 	}
 }
 

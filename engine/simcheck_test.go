@@ -185,11 +185,11 @@ func (k *checker) all() {
 	w := k.w
 	k.trackLeader()
 	for _, c := range w.clients {
-		// The loop's leases, and the leases the engine's cohorts passed to
-		// their holders: each is judged from the moment it is seen until
-		// it is seen not held, so a holder left holding when the next was
+		// The loop's leases, those its cohorts passed to their holders
+		// among them: each is judged from the moment it is seen until it
+		// is seen not held, so a holder left holding when the next was
 		// passed the node counts twice.
-		for _, l := range append(c.eng.Leases(), c.eng.CohortLeases()...) {
+		for _, l := range c.eng.Leases() {
 			if !k.seen[l] {
 				k.seen[l] = true
 				k.leases = append(k.leases, l)

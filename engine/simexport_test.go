@@ -51,10 +51,11 @@ func (e *Engine) TryCreates(f func(id uint64, createPath string)) {
 	})
 }
 
-// Leases are the leases of the contenders the loop keeps, in the order
-// the contenders were made: every lease of the engine that may still be
-// held, whichever recipe (or part of one: a semaphore's guard, a
-// multi-lock's part) it was granted to.
+// Leases are the leases the loop keeps, in the order their acquisitions
+// were made: every lease of the engine that may still be held, whichever
+// recipe (or part of one: a semaphore's guard, a multi-lock's part) it
+// was granted to, a cohort's nodes and the leases passed on them
+// included.
 func (e *Engine) Leases() []*Lease {
 	var leases []*Lease
 	for _, id := range slices.Sorted(maps.Keys(e.leases)) {
@@ -65,7 +66,7 @@ func (e *Engine) Leases() []*Lease {
 
 // Carrier is the lease that holds the node of a lease passed inside a
 // cohort, while that lease holds it; nil for any other lease.
-func (l *Lease) Carrier() *Lease { return l.carrier() }
+func (l *Lease) Carrier() *Lease { return l.carrier }
 
 // ChildrenInPlace and DataInPlace are Children and Data made on the calling
 // goroutine: the simulator calls them from a coroutine, whose client calls

@@ -124,6 +124,10 @@ type client struct {
 	// an expiry or the close sends EventNotWatching. A cohort polls its
 	// channel to learn that another client queued.
 	childWatches map[string][]chan zk.Event
+	// lingerChecks name, once the loop's next turn has taken the
+	// notifications they were made at, a node that lingers still though
+	// its watch fired (see notify).
+	lingerChecks []func() string
 	unsent       []*call // sent by the client, not yet at the server
 	// queued is, per session and lock path, the latest lock node the
 	// client's replies told it was made, with its request's xid: one
@@ -273,16 +277,13 @@ func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.E
 }
 
 // notify hands the engine a notification as go-zookeeper does: its
-// event callback first, on the receive goroutine (which runs the wakes of
-// lingering nodes watching the path: a lingering node must have gone back
-// by the end of them), then the channels watching path's children, each
-// sent the event and closed.
+// event callback first, on the receive goroutine, then the channels
+// watching path's children, each sent the event and closed. A lingering
+// node watching the path must have gone back once the loop took the
+// notification (see lingerChecks).
 func (c *client) notify(ev zk.Event) {
-	after := c.eng.LingerWatch(ev.Path)
+	c.lingerChecks = append(c.lingerChecks, c.eng.LingerWatch(ev.Path))
 	c.eng.Notify(ev)
-	if node := after(); node != "" {
-		c.w.fail("linger: %s keeps %s, held by no one, after its watch fired", c.name, node)
-	}
 	if ev.Type == zk.EventNodeChildrenChanged || ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNotWatching {
 		for _, ch := range c.childWatches[ev.Path] {
 			ch <- ev

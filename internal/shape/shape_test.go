@@ -29,14 +29,12 @@ func lines(t *testing.T, path string) int {
 // a goal: a file moved into a package that only engine imports meets it and
 // makes the shape worse, so a change that needs the lines raises it, and
 // says why.
-// Package engine holds at most 3,250 lines outside tests, the cohort's
-// shell (cohort.go) at most 310. They were 3,200 and 250 until this
-// round's faults of the shell were fixed where they live: a try must find
-// a lingering node no obstacle (the shell sends it back before a try of
-// its engine, and marks it for other clients'), and the observer must hear
-// of every caller a cohort serves (its members' reports). These lines go
-// with the shell when the core steps the cohort machine, and the caps come
-// down with it.
+// Package engine holds at most 2,850 lines outside tests. It held 3,250
+// while lock cohorting had a shell of its own in it; the core steps the
+// cohort machine now (internal/core/cohorts.go), and the runtime keeps no
+// record of cohorts. The margin above today's 2,741 is for the small
+// packages with one importer that are to be folded into it (a fold moves
+// lines in, it does not add any).
 func TestEngineSize(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "engine", "*.go"))
 	if err != nil {
@@ -48,17 +46,13 @@ func TestEngineSize(t *testing.T) {
 			continue
 		}
 		rel, _ := filepath.Rel(root, f)
-		n := lines(t, rel)
-		total += n
-		if rel == filepath.Join("engine", "cohort.go") && n > 310 {
-			t.Errorf("engine/cohort.go holds %d lines, over 310", n)
-		}
+		total += lines(t, rel)
 	}
 	if total == 0 {
 		t.Fatal("no files of package engine found")
 	}
-	if total > 3250 {
-		t.Errorf("package engine holds %d lines outside tests, over 3,250", total)
+	if total > 2850 {
+		t.Errorf("package engine holds %d lines outside tests, over 2,850", total)
 	}
 }
 

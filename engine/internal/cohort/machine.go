@@ -10,12 +10,12 @@
 //
 // The machine holds every cohort of one engine and every decision on
 // them; it is stepped by inputs (Step) and says what to do in effects
-// (Ready), in ids and plain values, like the engine's core. It reaches
-// nothing: the shell in package engine names waiters and cancel groups,
-// feeds it the watchdog's verdict and the clock as values, and carries
-// the effects out (resolves futures, makes leases, sends acquisitions and
-// releases to the loop, follows contexts). It is not safe for concurrent
-// use: the shell steps it under a mutex of its own.
+// (Ready), in ids and plain values. It reaches nothing: the engine's core
+// steps it on the loop, as it steps contenders (see the core's
+// cohorts.go): it names waiters, attempts and cancel groups, feeds it the
+// watchdog's verdict and the clock as values, and carries the effects out
+// (grants, acquisitions and releases of nodes, watches, timers). It is not
+// safe for concurrent use.
 //
 // Passing goes on while another client waits, up to the bound: that
 // client waits at most MaxHold from the grant and the hold of the pass
@@ -35,7 +35,7 @@
 //
 // Linger (Config.Linger, off by default) keeps a node after its last local
 // release, for at most Linger and never past MaxHold from its grant, while
-// no other client is seen waiting: the shell arms a timer (Linger) and
+// no other client is seen waiting: the core arms a timer (Linger) and
 // steps Wake when it fires, and on the watch's firing; a re-acquisition
 // meanwhile is a pass (Vouch asks the watchdog's verdict first). Another
 // client seen, the watchdog's trust gone, the node lost or the time up: the
@@ -99,6 +99,11 @@ type Config struct {
 	// WouldBlock fails a try that joined a lingering node and could not
 	// have it passed (see Join's Try).
 	WouldBlock error
+	// NewID gives each node's attempt its id (Start's Attempt): the
+	// engine's core names the attempt's contender by it, so that waiters,
+	// attempts and contenders share one id space. nil: the machine counts
+	// its own.
+	NewID func() uint64
 }
 
 // WithDefaults checks the bounds and gives zero ones their defaults.
@@ -133,7 +138,7 @@ type InputKind uint8
 
 const (
 	// Join: waiter Waiter, under cancel group Group (0: none), asks Key;
-	// Data is the shell's, kept with the waiter and handed back in its Hand
+	// Data is the core's, kept with the waiter and handed back in its Hand
 	// or Fail (its future), never read. Validated: its request was checked, so it may make a cohort (Req is
 	// then what the cohort's nodes are acquired with, kept and handed back
 	// in Start, never read). An unchecked one joins only a cohort that
@@ -144,7 +149,7 @@ const (
 	Join InputKind = iota
 	// Granted: the node of Attempt was granted, at Now, with Seen what the
 	// listing that granted it showed. Lost (with Err): it was lost before
-	// the shell took it.
+	// the core took it.
 	Granted
 	// Failed: the acquisition of Attempt's node failed with Err.
 	Failed
@@ -173,6 +178,13 @@ const (
 	// (GiveBack, Yield), so that the acquisition finds it gone rather than
 	// in its way. A lingering node is held by no one.
 	Clear
+	// Refused: the Hand of Attempt's node to Waiter (with its Data and
+	// Group, as the Hand had them) was
+	// refused as it was carried out (the watchdog's trust lapsed after the
+	// verdict the machine decided on): the waiter queues again at the
+	// head, and the node goes back, since nothing granted under it now
+	// can be trusted.
+	Refused
 )
 
 // Input is one event. The fields each kind reads are named at the kind.
@@ -230,8 +242,8 @@ const (
 	// acquisition up (a node granted all the same is released, see
 	// GiveBack).
 	Abandon
-	// Hand: Waiter (with its Data) holds Cohort's node, Attempt's, as
-	// pass Pass.
+	// Hand: Waiter (with its Data, of cancel group Group) holds Cohort's
+	// node, Attempt's, as pass Pass.
 	Hand
 	// Fail: Waiter's acquisition (with its Data) ends with Err.
 	Fail
@@ -328,7 +340,7 @@ type cohort struct {
 	carrier uint64 // the attempt whose node is held
 	holder  uint64 // the waiter holding it now
 	passes  int    // local passes under carrier
-	// grantedAt is when carrier was granted, on the shell's clock.
+	// grantedAt is when carrier was granted, on the watchdog's clock.
 	grantedAt time.Duration
 	// sealed: a node with this node's number is being made (a downgrade),
 	// so the node may not pass on: the holder's release gives it back.
@@ -353,7 +365,7 @@ type cohort struct {
 type waiter struct {
 	try        bool // fails rather than wait for a node (Join's Try)
 	id, group  uint64
-	data       any // the shell's, see Join
+	data       any // the core's, see Join
 	c          *cohort
 	prev, next *waiter
 	// cancelOn is its place in its cancel group while it is queued
@@ -454,6 +466,8 @@ func (m *Machine) Step(in *Input) {
 		}
 	case Wake:
 		m.wake(in)
+	case Refused:
+		m.refused(in)
 	case Clear:
 		// A copy: a cohort given back with nobody waiting is forgotten,
 		// and leaves the path's list.
@@ -622,8 +636,12 @@ func (m *Machine) failTries(c *cohort) {
 
 // attempt starts the acquisition of a node for c.
 func (m *Machine) attempt(c *cohort) {
-	m.last++
-	c.pending = m.last
+	if m.cfg.NewID != nil {
+		c.pending = m.cfg.NewID()
+	} else {
+		m.last++
+		c.pending = m.last
+	}
 	m.attempts[c.pending] = c
 	m.emit(Effect{Kind: Start, Cohort: c.id, Attempt: c.pending, Req: c.req})
 }
@@ -686,7 +704,7 @@ func (m *Machine) granted(in *Input) {
 		c.foreign, c.watchKnown = true, true
 	}
 	c.watchAsked = c.watchKnown || c.waiting > 0 && m.cfg.YieldToOthers
-	m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: a, Data: w.data})
+	m.emit(Effect{Kind: Hand, Waiter: w.id, Group: w.group, Cohort: c.id, Attempt: a, Data: w.data})
 	if c.watchAsked && !c.watchKnown {
 		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: a})
 	}
@@ -729,10 +747,33 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 		if holder != 0 {
 			m.emit(Effect{Kind: Ended, Waiter: holder})
 		}
-		m.emit(Effect{Kind: Hand, Waiter: w.id, Cohort: c.id, Attempt: c.carrier, Pass: c.passes, Data: w.data})
+		m.emit(Effect{Kind: Hand, Waiter: w.id, Group: w.group, Cohort: c.id, Attempt: c.carrier, Pass: c.passes, Data: w.data})
 		return
 	}
 	m.giveBack(c, holder)
+}
+
+// refused takes back a Hand the watchdog refused: the waiter, no holder
+// after all, queues again first, and the node goes back (a pass undone
+// is not counted).
+func (m *Machine) refused(in *Input) {
+	c := m.attempts[in.Attempt]
+	if c == nil || c.carrier != in.Attempt || c.holder != in.Waiter || in.Waiter == 0 {
+		return
+	}
+	c.holder = 0
+	if c.passes > 0 {
+		c.passes--
+		m.stats.Passes--
+	}
+	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data}
+	m.push(c, w)
+	// To the head: it was first in line.
+	if c.head != w {
+		w.prev.next, c.tail = nil, w.prev
+		w.prev, w.next, c.head.prev, c.head = nil, c.head, w, w
+	}
+	m.giveBack(c, 0)
 }
 
 // giveBack gives c's node back, holder's release ending with its deletion
@@ -867,7 +908,7 @@ func (m *Machine) afterLoss(c *cohort, in *Input) {
 // meanwhile left the group and keeps its lease. A node pending for a
 // cohort nobody waits in any more is given up.
 func (m *Machine) cancel(in *Input) {
-	// In the order they came: the order of their ids, where the shell
+	// In the order they came: the order of their ids, where the core
 	// counts them up.
 	ws, ok := m.groups.End(in.Group)
 	if !ok {

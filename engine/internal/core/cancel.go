@@ -25,7 +25,7 @@ func (c *Core) attach(en *entry, group uint64) {
 		return // never cancelled
 	}
 	en.cancelOn = new(cancelgroup.Member[uint64])
-	if c.cancels.Join(group, en.id, en.id, en.cancelOn) {
+	if c.cancels.Join(group, en.id, en.id, en.cancelOn) && !c.cohortFollows(group) {
 		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: group})
 	}
 }
@@ -36,7 +36,7 @@ func (c *Core) detach(en *entry) {
 		return
 	}
 	group := en.cancelOn.Group()
-	if c.cancels.Leave(en.cancelOn) {
+	if c.cancels.Leave(en.cancelOn) && !c.cohortFollows(group) {
 		c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: group, Stop: true})
 	}
 	en.cancelOn = nil
@@ -45,7 +45,7 @@ func (c *Core) detach(en *entry) {
 // cancel ends every acquisition of a cancel group whose context ended.
 func (c *Core) cancel(cmd *Cancel) {
 	ids, ok := c.cancels.End(cmd.Group)
-	if !ok {
+	if !ok && !c.cohortFollows(cmd.Group) {
 		return
 	}
 	// The runtime forgets the context it followed.
@@ -56,4 +56,11 @@ func (c *Core) cancel(cmd *Cancel) {
 			c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: cmd.Cause})
 		}
 	}
+	c.cancelMembers(cmd)
+}
+
+// cohortFollows reports whether the cohorts' machine follows group.
+func (c *Core) cohortFollows(group uint64) bool {
+	_, ok := c.coh.groups[group]
+	return ok
 }

@@ -1,10 +1,10 @@
 package core
 
 import (
-	"path"
 	"slices"
 	"strings"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/events"
@@ -19,8 +19,9 @@ import (
 // keeps each in the command it posted, so handing it over allocates
 // nothing.
 
-// Acquire starts contender ID on a valid request, on the server's
-// path.
+// Acquire starts acquisition ID on a valid request, on the server's
+// path: a contender, or a member of a cohort (see cohorts.go). ID 0: the
+// core names it, after every id it gave or was given.
 type Acquire struct {
 	ID           uint64
 	Path         string
@@ -35,17 +36,14 @@ type Acquire struct {
 	// context ends with one Done channel has the same (see cancel.go); 0
 	// for a context that never ends.
 	Cancel uint64
+	// Cohort: the lease may pass among this engine's acquisitions of the
+	// same lock (lock cohorting; engine.Request.Cohort).
+	Cohort bool
 }
 
-// Release releases the lease of contender ID, whose node is Node. Sent:
-// the runtime sent the delete of Node once it had posted this (a
-// cohort's lingering node that another client waits for; see the
-// runtime's release): it is counted in flight here, whatever becomes of
-// the release, and not sent again.
+// Release releases the lease of acquisition ID.
 type Release struct {
-	ID   uint64
-	Sent bool
-	Node string
+	ID uint64
 }
 
 // Close closes the engine.
@@ -58,12 +56,8 @@ func (c *Core) handleCommand(cmd any) {
 	case *Cancel:
 		c.cancel(cmd)
 	case *Release:
-		if cmd.Sent {
-			// Posted before the delete left, the release reaches the loop
-			// before any reply that could show the deletion: to the core,
-			// the delete leaves now, as if sent at this step.
-			c.commit.sentAlready()
-			c.sendingChange(path.Dir(cmd.Node))
+		if c.releaseMember(cmd.ID) {
+			return
 		}
 		en := c.contenders[cmd.ID]
 		if en == nil || !en.leased() || en.c.Phase() != contender.Held {
@@ -75,14 +69,11 @@ func (c *Core) handleCommand(cmd any) {
 			return
 		}
 		en.releasing = true
-		if cmd.Sent {
-			c.sentDelete = cmd.Node
-		}
 		c.stepContender(en, contender.Input{Kind: contender.Release})
-		c.sentDelete = ""
 	case *Close:
 		c.closing = true
 		c.closeTimer = c.after(c.cfg.CloseTimeout)
+		c.failHeldTries(contender.ErrClosed)
 		for _, en := range c.byID() {
 			c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: contender.ErrClosed, Closing: true})
 		}
@@ -90,11 +81,37 @@ func (c *Core) handleCommand(cmd any) {
 }
 
 func (c *Core) acquire(cmd *Acquire) {
+	if cmd.ID == 0 {
+		cmd.ID = c.newID()
+	} else {
+		c.lastID = max(c.lastID, cmd.ID)
+	}
 	if c.closing {
 		c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Err: contender.ErrClosed})
 		return
 	}
-	en := &entry{id: cmd.ID, data: cmd.Data, revocable: cmd.Revocable,
+	if cmd.Seq != "" {
+		// A node with a borrowed number takes the place of a held one of
+		// this engine (a downgrade): that node may not pass on.
+		c.stepCohorts(&cohort.Input{Kind: cohort.Seal, Path: cmd.Path})
+	}
+	if c.joinCohort(cmd) || c.tryBesideLinger(cmd) {
+		return
+	}
+	c.newContender(cmd, false)
+}
+
+// newID names an acquisition, or a cohort's attempt: ids count up in the
+// order the core takes them.
+func (c *Core) newID() uint64 {
+	c.lastID++
+	return c.lastID
+}
+
+// newContender makes contender cmd.ID; carrier: it acquires a cohort's
+// node (see cohorts.go).
+func (c *Core) newContender(cmd *Acquire, carrier bool) {
+	en := &entry{id: cmd.ID, data: cmd.Data, revocable: cmd.Revocable, carrier: carrier,
 		c: contender.New(contender.Config{
 			LockPath:     cmd.Path,
 			Prefix:       nodename.Marker(cmd.Kind),
@@ -178,15 +195,12 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 	case contender.Watch:
 		c.watch(en, ef)
 	case contender.Delete:
-		if c.sentDelete != "" && ef.Path == c.sentDelete {
-			c.sentDelete = ""
-			return // the runtime sent it (Release.Sent)
-		}
 		prune := c.prunes(en, ef.Path)
 		c.sendingChange(en.c.LockPath())
 		o := Op{Kind: input.OpDelete, ID: en.id, Path: ef.Path, Prune: prune}
-		if en.c.Granted() && c.localWatch[ef.Path] != nil {
-			// A holder lets go and a waiter of ours is next: the lock is
+		if en.c.Granted() && (c.localWatch[ef.Path] != nil || en.carrier && c.coh.carriers[en.id].yield) {
+			// A holder lets go and a waiter of ours is next, or a cohort's
+			// node goes back to another client waiting for it: the lock is
 			// idle until this delete is answered, so it waits for nothing.
 			c.commit.send(&c.rd, o)
 			return
@@ -196,7 +210,11 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 		c.grant(en, ef)
 	case contender.Fail:
 		c.detach(en)
-		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: ef.Err})
+		if en.carrier {
+			c.carrierFailed(en, ef.Err)
+		} else {
+			c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: ef.Err})
+		}
 		kind := events.Failed
 		if ef.Err == contender.ErrClosed || slices.Contains(c.cfg.CancelErrs, ef.Err) {
 			kind = events.Cancelled
@@ -204,6 +222,9 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 		c.report(en, events.Report{Kind: kind, Path: en.c.LockPath(), Err: ef.Err})
 	case contender.Released:
 		c.endLease(en, Notice{Kind: NoteEnded, ID: en.id, Token: en.token, Err: ef.Err})
+		if en.carrier {
+			c.carrierReleased(en, ef.Err)
+		}
 		if en.releasing {
 			c.notify(Notice{Kind: NoteReleased, ID: en.id, Err: ef.Err})
 			en.releasing = false
@@ -212,9 +233,15 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 	case contender.Suspend:
 		c.notify(Notice{Kind: NoteSuspended, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Suspended, Path: en.c.LockPath()})
+		if en.carrier {
+			c.carrierSuspended(en, true)
+		}
 	case contender.Resume:
 		c.notify(Notice{Kind: NoteResumed, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Resumed, Path: en.c.LockPath()})
+		if en.carrier {
+			c.carrierSuspended(en, false)
+		}
 	case contender.Lost:
 		c.trust.Forget(en.id)
 		c.endLease(en, Notice{Kind: NoteLost, ID: en.id, Token: en.token, Err: ef.Err})
@@ -223,6 +250,9 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 			en.releasing = false
 		}
 		c.report(en, events.Report{Kind: events.Lost, Path: en.c.LockPath(), Token: en.token, Err: ef.Err})
+		if en.carrier {
+			c.carrierLost(en, ef.Err)
+		}
 	case contender.Park:
 		if ef.Err != nil {
 			c.log(LevelWarn, "request refused; retrying", "path", en.c.LockPath(), "err", ef.Err)
@@ -246,9 +276,15 @@ func (c *Core) grant(en *entry, ef contender.Effect) {
 	}
 	c.detach(en)
 	en.node, en.token = en.c.NodePath(), ef.Token
-	c.notify(Notice{Kind: NoteAcquired, ID: en.id, Token: ef.Token})
+	if !en.carrier {
+		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Token: ef.Token})
+	}
 	c.report(en, events.Report{Kind: events.Granted, Path: en.c.LockPath(), Node: en.c.Node(), Token: ef.Token})
 	c.granted(en)
+	if en.carrier {
+		c.carrierGranted(en, ef.Suspended)
+		return
+	}
 	if ef.Suspended {
 		c.notify(Notice{Kind: NoteSuspended, ID: en.id, Token: en.token})
 		c.report(en, events.Report{Kind: events.Suspended, Path: en.c.LockPath()})
@@ -297,6 +333,9 @@ func (c *Core) forget(en *entry, err error) {
 		c.notify(Notice{Kind: NoteDropped, ID: en.id})
 	}
 	delete(c.contenders, en.id)
+	if en.carrier {
+		c.carrierForgotten(en)
+	}
 }
 
 // endLease tells a lease it ended (n: lost or ended), once.
@@ -310,10 +349,17 @@ func (c *Core) endLease(en *entry, n Notice) {
 // forceEnd ends a contender without its machine: only when closing.
 func (c *Core) forceEnd(en *entry, err error) {
 	if en.c.ForceEnd() {
-		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: err})
+		if en.carrier {
+			c.carrierFailed(en, err)
+		} else {
+			c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: err})
+		}
 	}
 	if en.leased() {
 		c.endLease(en, Notice{Kind: NoteLost, ID: en.id, Token: en.token, Err: err})
+		if en.carrier {
+			c.carrierLost(en, err)
+		}
 	}
 	c.forget(en, nil)
 }

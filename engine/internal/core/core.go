@@ -50,12 +50,13 @@ type Core struct {
 	watchers   map[string][]uint64 // node path → contenders watching it on the server
 	localWatch map[string][]uint64 // our node path → our contenders waiting for it to go
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
-	// sentDelete is the node whose delete the runtime sent, while the
-	// release that says so steps (Release.Sent): it is not sent again.
-	sentDelete string
-	cancels    cancelgroup.Set[uint64]
-	listings   map[string]*listing // lock path → shared listing
-	revokers   map[string]uint64   // held node path → its revocable contender
+	// lastID is the last acquisition or attempt id given or taken (see
+	// acquire).
+	lastID   uint64
+	coh      cohorts // lock cohorting (cohorts.go)
+	cancels  cancelgroup.Set[uint64]
+	listings map[string]*listing // lock path → shared listing
+	revokers map[string]uint64   // held node path → its revocable contender
 	// Revocable holders whose revocation watch failed on a connection loss.
 	retryRevoke []uint64
 	deleted     deletion // the delete reply being handled
@@ -151,6 +152,9 @@ type Config struct {
 	// acquisition ends as cancelled rather than failed (the contexts'
 	// own: context.Canceled, context.DeadlineExceeded).
 	CancelErrs []error
+	// Cohort bounds lock cohorting (see cohorts.go); its errors and ids
+	// are the core's own.
+	Cohort CohortConfig
 }
 
 // Admitter is the session watchdog as the core sees it, keyed by
@@ -163,18 +167,30 @@ type Admitter interface {
 	// the engine's leases sees it granted, before its notice reaches the
 	// user.
 	Admit(g Grant, session int64) bool
-	// Forget unregisters the lease of contender id: it ended.
+	// Forget unregisters the lease of acquisition id: it ended.
 	Forget(id uint64)
 	// Follows reports whether the watchdog follows session.
 	Follows(session int64) bool
+	// Vouches reports whether the watchdog holds the lease of id, admitted
+	// and not lost, and trusts the session now: a cohort's pass is a
+	// grant, and asks it before the machine decides one (see Admit for
+	// the grant itself). now is the watchdog's clock, which the machine's
+	// bounds are measured on.
+	Vouches(id uint64) (trusted bool, now time.Duration)
 }
 
-// Grant is a lease the core is about to grant: contender ID's, on the
-// node at Node (a child of the lock path Path), with fencing token Token.
+// Grant is a lease the core is about to grant: acquisition ID's, on the
+// node at Node (a child of the lock path Path), with fencing token Token
+// (the zxid of the node's grant), as pass Pass of a cohort's node (0: the
+// node's own grant; see engine.Lease.Token).
 type Grant struct {
 	ID         uint64
 	Path, Node string
 	Token      int64
+	Pass       int
+	// Carrier, for a cohort's member, is the acquisition whose node the
+	// member holds (the cohort's attempt); 0 for any other.
+	Carrier uint64
 }
 
 // entry is the core's record of one contender.
@@ -192,7 +208,7 @@ type entry struct {
 	// entry past its size class, and a context that never ends needs none.
 	cancelOn *cancelgroup.Member[uint64]
 	watching string
-	attempts uint16 // consecutive parks, for backoff
+	attempts uint8 // consecutive parks, for backoff (at most 20)
 	// releasing: a release waits for its outcome.
 	releasing bool
 	// revocable: a held lease watches its node for revocation requests;
@@ -201,6 +217,7 @@ type entry struct {
 	// told it ended (lost or released).
 	revocable, revokeWatch, revoked, ended bool
 	local                                  bool // watching is one of our own nodes (see localWatch)
+	carrier                                bool // it acquires a cohort's node (see cohorts.go)
 }
 
 // leased reports whether the contender was granted: the runtime keeps a
@@ -215,7 +232,7 @@ func New(cfg Config, trust Admitter) *Core {
 	if cfg.ACLBytes == nil {
 		cfg.ACLBytes = func(string) int { return 0 }
 	}
-	return &Core{
+	c := &Core{
 		cfg:        cfg,
 		trust:      trust,
 		contenders: make(map[uint64]*entry),
@@ -234,6 +251,9 @@ func New(cfg Config, trust Admitter) *Core {
 		untrusted:  true,         // until the first session's handshake is answered
 		state:      StateExpired, // as the runtime's state starts
 	}
+	cfg.Cohort.NewID = c.newID // one id space: see cohorts.go
+	c.coh = newCohorts(cfg.Cohort, cfg.FailOnExpiry)
+	return c
 }
 
 // Step handles one event.
@@ -307,8 +327,7 @@ func (c *Core) EachContender(f func(id uint64, m *contender.Machine)) {
 }
 
 // byID returns the contenders in the order of their ids, which the
-// runtime gives in the order acquisitions reach the loop (a cohort's
-// node in a range of its own, after every other contender). Steps that
+// core gives in the order acquisitions, and cohorts' attempts, reach it. Steps that
 // visit every contender go in this order, not the map's random one, so
 // that the requests they send, and so a whole run, follow from the events
 // alone (the simulator replays a run from its seed). It costs a sort on

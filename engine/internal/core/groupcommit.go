@@ -127,14 +127,6 @@ func (g *groupCommit) send(rd *Ready, o Op) {
 	g.backlog = append(g.backlog, o)
 }
 
-// sentAlready counts a delete the runtime sent on its own (Release.Sent)
-// as a write request in flight, past the bounds if need be: it is out.
-func (g *groupCommit) sentAlready() {
-	g.inFlight++
-	g.writing++
-	g.writeOps++
-}
-
 // done: a request came back; a write one carried ops creates and deletes.
 func (g *groupCommit) done(write bool, ops int) {
 	g.inFlight--

@@ -40,8 +40,7 @@ import (
 //	deleted NAME [zxid=Z] [outcome=O] [pruned]
 //	                           pruned: the lock path was deleted too
 //	revoke-read NAME [data=D] [outcome=O]
-//	release NAME [sent] | cancel ctx=G | close | timer ID
-//	                           sent: the runtime sent the node's delete (Release.Sent)
+//	release NAME | cancel ctx=G | close | timer ID
 //	contenders                 (no event) the live contenders: name, phase, node
 //
 // A reply to the last op of a request sent is followed, in the same turn,
@@ -96,8 +95,9 @@ type coreScriptTrust struct {
 func (t *coreScriptTrust) Admit(_ Grant, session int64) bool {
 	return !t.lapsed && session == t.session
 }
-func (t *coreScriptTrust) Forget(uint64)              {}
-func (t *coreScriptTrust) Follows(session int64) bool { return session == t.session }
+func (t *coreScriptTrust) Forget(uint64)                        {}
+func (t *coreScriptTrust) Follows(session int64) bool           { return session == t.session }
+func (t *coreScriptTrust) Vouches(uint64) (bool, time.Duration) { return !t.lapsed, 0 }
 
 func newCoreScript() *coreScript {
 	s := &coreScript{trust: &coreScriptTrust{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
@@ -195,13 +195,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		if !s.leased[name] {
 			t.Fatalf("%s: %s holds no lease", d.Pos, name)
 		}
-		r := &Release{ID: s.en[name]}
-		if d.HasArg("sent") {
-			// As the runtime sent it: its reply ends a write request.
-			r.Sent, r.Node = true, s.entry(t, name).node
-			s.sent = append(s.sent, sentRequest{ops: []Op{{Kind: input.OpDelete, ID: r.ID, Path: r.Node}}, write: true, writes: 1})
-		}
-		ev = input.Command{Payload: r}
+		ev = input.Command{Payload: &Release{ID: s.en[name]}}
 	case "cancel":
 		var g string
 		d.ScanArgs(t, "ctx", &g)
@@ -287,7 +281,8 @@ func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 		}
 		req.Cancel = s.groups[g]
 	}
-	s.nextID++
+	// After every id the core gave too (a cohort's attempts take theirs).
+	s.nextID = max(s.nextID, s.c.lastID) + 1
 	req.ID = s.nextID
 	s.en[name] = req.ID
 	s.who[req.ID] = name

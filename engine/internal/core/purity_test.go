@@ -20,6 +20,7 @@ var allowedImports = map[string]bool{
 	"bytes": true, "errors": true, "fmt": true, "maps": true, "math": true, "path": true, "slices": true, "strings": true,
 	"time": true,
 	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup": true,
+	"github.com/turnstile-go/turnstile/engine/internal/cohort":      true,
 	"github.com/turnstile-go/turnstile/engine/internal/contender":   true,
 	"github.com/turnstile-go/turnstile/engine/internal/input":       true,
 	"github.com/turnstile-go/turnstile/events":                      true,
@@ -33,6 +34,7 @@ var allowedImports = map[string]bool{
 var allowedModulePackages = map[string]bool{
 	"github.com/turnstile-go/turnstile/engine/internal/core":        true,
 	"github.com/turnstile-go/turnstile/engine/internal/cancelgroup": true,
+	"github.com/turnstile-go/turnstile/engine/internal/cohort":      true,
 	"github.com/turnstile-go/turnstile/engine/internal/contender":   true,
 	"github.com/turnstile-go/turnstile/engine/internal/input":       true,
 	"github.com/turnstile-go/turnstile/events":                      true,
@@ -52,11 +54,14 @@ func TestPure(t *testing.T) {
 	})
 }
 
-// TestCoreCode holds the code of the core, of the contender machine it
-// steps and of its cancel groups' membership, to what imports cannot show:
-// no goroutine, no channel, and of package time only durations. Every
-// non-test file of the three packages is read, whatever its name.
-func TestCoreCode(t *testing.T) { purity.CheckCode(t, ".", "../contender", "../cancelgroup") }
+// TestCoreCode holds the code of the core, of the machines it steps
+// (contenders, cohorts) and of its cancel groups' membership, to what
+// imports cannot show: no goroutine, no channel, and of package time only
+// durations. Every non-test file of the four packages is read, whatever
+// its name.
+func TestCoreCode(t *testing.T) {
+	purity.CheckCode(t, ".", "../contender", "../cohort", "../cancelgroup")
+}
 
 // Every queued waiter keeps one entry; keep it within its size class.
 func TestEntryFitsItsSizeClass(t *testing.T) {

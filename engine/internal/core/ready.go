@@ -103,7 +103,7 @@ type Notice struct {
 	ID        uint64
 	Token     int64 // the lease's, in every notice about one
 	Err       error
-	FromLease bool          // noteReleased: the error is the lease's end, as it is when the notice is carried out
+	FromLease bool          // noteReleased: the error is the lease's end, as it is when the notice is carried out, if it ended so; else Err
 	Report    events.Report // noteReport
 }
 
@@ -145,7 +145,7 @@ func (c *Core) notify(n Notice) { c.rd.Notices = append(c.rd.Notices, n) }
 // report queues a report to the observer about contender en.
 func (c *Core) report(en *entry, r events.Report) {
 	if c.cfg.Observe {
-		r.ID = en.id
+		r.ID, r.Carrier = en.id, en.carrier
 		c.notify(Notice{Kind: NoteReport, ID: en.id, Report: r})
 	}
 }

@@ -41,6 +41,14 @@ func (c *Core) handleOpDone(d input.OpDone) {
 	case input.OpRevokeWatch:
 		c.revokeWatchDone(d)
 		return
+	case input.OpCohortWatch:
+		c.cohortWatched(d)
+		return
+	case input.OpMark:
+		if d.Outcome != input.OK && d.Outcome != input.NoNode {
+			c.log(LevelDebug, "marking a cohort's node", "node", d.Path, "outcome", d.Outcome)
+		}
+		return
 	case input.OpDelete:
 		in.Kind = contender.Deleted
 		c.deleteAnswered(d, path.Dir(d.Path))

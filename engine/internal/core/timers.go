@@ -35,6 +35,9 @@ func (c *Core) handleTimer(id uint64) {
 	case c.pinTimer:
 		c.sweepPins()
 	default:
+		if c.cohortTimer(id) {
+			return
+		}
 		cid, ok := c.retryAt[id]
 		delete(c.retryAt, id)
 		if en := c.contenders[cid]; ok && en != nil {

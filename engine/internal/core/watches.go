@@ -49,6 +49,7 @@ func (c *Core) watchFired(ev input.WatchFired) {
 			c.watchRevoke(en)
 		}
 	}
+	c.cohortWatchFired(ev.Path)
 	ids := c.watchers[ev.Path]
 	delete(c.watchers, ev.Path)
 	for _, id := range ids {

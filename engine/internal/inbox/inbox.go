@@ -33,15 +33,6 @@ func (in *Inbox) Put(e input.Event) {
 	}
 }
 
-// PutUnsignalled appends e without signalling the loop, which takes it
-// with the next Put's events: for an event whose sender has more to do
-// at once than the loop's wake-up costs it (see the engine's post).
-func (in *Inbox) PutUnsignalled(e input.Event) {
-	in.mu.Lock()
-	in.events = append(in.events, e)
-	in.mu.Unlock()
-}
-
 // Ready is signalled after Put; the signal may cover several events.
 func (in *Inbox) Ready() <-chan struct{} { return in.ready }
 

@@ -81,21 +81,3 @@ func TestInboxPutNeverBlocks(t *testing.T) {
 		t.Fatalf("drained %d", len(got))
 	}
 }
-
-// An event put unsignalled waits, unannounced, for the loop's next wake,
-// and is taken then in its place among the others.
-func TestInboxPutUnsignalledWaitsForTheNextSignal(t *testing.T) {
-	in := New()
-	in.PutUnsignalled(input.TimerFired{ID: 1})
-	select {
-	case <-in.Ready():
-		t.Fatal("Ready signalled for an event put unsignalled")
-	default:
-	}
-	in.Put(input.TimerFired{ID: 2})
-	<-in.Ready()
-	got := in.Drain(nil)
-	if len(got) != 2 || got[0] != (input.TimerFired{ID: 1}) || got[1] != (input.TimerFired{ID: 2}) {
-		t.Fatalf("drained %v, want both timers in order", got)
-	}
-}

@@ -111,6 +111,12 @@ const (
 	// engine cycles on it without listing (see the engine's DESIGN.md).
 	OpPin
 	OpUnpin
+	// OpCohortWatch lists a lock path with a watch for a cohort's node:
+	// whether another client waits (see the core's cohorts.go).
+	OpCohortWatch
+	// OpMark writes a cohort's node's data again, unchanged, to mark it
+	// lingering or held again (each write moves its data version by one).
+	OpMark
 	opKinds
 )
 
@@ -137,6 +143,10 @@ func (k OpKind) String() string {
 		return "pin"
 	case OpUnpin:
 		return "unpin"
+	case OpCohortWatch:
+		return "cohort-watch"
+	case OpMark:
+		return "mark"
 	}
 	return "unknown"
 }
