@@ -96,6 +96,9 @@ type member struct {
 }
 
 func newCohorts(cfg cohort.Config, failOnExpiry bool) cohorts {
+	if d, err := cfg.WithDefaults(); err == nil { // zero bounds take their defaults; the engine checked them
+		cfg = d
+	}
 	cfg.FailOnExpiry = failOnExpiry
 	cfg.Closed, cfg.Expired, cfg.WouldBlock = contender.ErrClosed, contender.ErrSessionExpired, contender.ErrWouldBlock
 	return cohorts{m: cohort.New(cfg), carriers: map[uint64]*carrier{}, held: map[uint64]member{},

@@ -28,7 +28,10 @@ import (
 //	connect session=N          the session is up (the same one, or a new one)
 //	disconnect | expire        the connection dropped | the session expired
 //	lapse | trust              the watchdog's verdict changed
-//	acquire NAME [path=P] [recipe=mutex|read|write] [try] [revocable] [ctx=G]
+//	acquire NAME [path=P] [recipe=mutex|read|write] [try] [revocable] [cohort] [ctx=G]
+//	                           cohort: it may join a lock cohort; a cohort's
+//	                           node is named by its first member's name in
+//	                           capitals (A for a), and its nodes read <a>
 //	created NAME seq=N [zxid=Z] [outcome=O] [fresh]
 //	                           fresh: the request made the lock path too
 //	listed [path=P] children=(NAME|x:N|w:N|pin, ...) [outcome=O] [pzxid=Z] [cversion=V]
@@ -220,6 +223,7 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	s.c.EndTurn()
+	s.nameCarriers()
 	rd := s.c.Ready()
 	out := s.print(rd)
 	// A listing answered from what the core knows is its own event, which
@@ -232,6 +236,17 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	return strings.TrimSuffix(out, "\n")
+}
+
+// nameCarriers names the cohorts' nodes the core made: by their first
+// member's name, in capitals (their protected ids were made in its name).
+func (s *coreScript) nameCarriers() {
+	for id := range s.c.coh.carriers {
+		if s.who[id] == "" {
+			name := strings.ToUpper(s.pending)
+			s.who[id], s.en[name], s.leased[name] = name, id, false
+		}
+	}
 }
 
 // answer strikes the op that d answers off the requests sent; when it was
@@ -272,7 +287,7 @@ func (s *coreScript) acquire(t *testing.T, d *datadriven.TestData) input.Event {
 		d.ScanArgs(t, "seq", &seq)
 		req.Seq = nodename.FormatSeq(seq)
 	}
-	req.TryOnly, req.Revocable = d.HasArg("try"), d.HasArg("revocable")
+	req.TryOnly, req.Revocable, req.Cohort = d.HasArg("try"), d.HasArg("revocable"), d.HasArg("cohort")
 	if d.HasArg("ctx") {
 		var g string
 		d.ScanArgs(t, "ctx", &g)
