@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/turnstile-go/turnstile/engine/internal/latch"
 	"github.com/turnstile-go/turnstile/internal/future"
 )
 
@@ -25,10 +24,10 @@ type Lease struct {
 	releasing atomic.Bool
 
 	mu        sync.Mutex
-	lost      latch.Latch
+	lost      signal
 	lostErr   error
-	suspended latch.Latch // fired while the session is disconnected
-	revoked   latch.Latch
+	suspended signal // fired while the session is disconnected
+	revoked   signal
 	// ended is why the lease ended (its loss, or its release), nil while it
 	// is held. ctx, made on the first call to Context, is cancelled with it
 	// as the cause: most leases are never asked for a context, and cost
@@ -322,6 +321,6 @@ func (l *Lease) setSuspended(on bool) {
 	case on:
 		l.suspended.Fire()
 	case l.suspended.Fired():
-		l.suspended = latch.Latch{} // a new, open one for the next suspension
+		l.suspended = signal{} // a new, open one for the next suspension
 	}
 }
