@@ -15,7 +15,6 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
 	"github.com/turnstile-go/turnstile/engine/internal/slots"
 	"github.com/turnstile-go/turnstile/events"
-	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // cohorts is lock cohorting's shell: the machine decides; this carries
@@ -63,7 +62,7 @@ func (cs *cohorts) carrier(l *Lease) *Lease {
 // acquire queues req in its cohort (path as Acquire had it); only a checked
 // req (valid, on the server's path) makes one: else nil if there is none.
 func (cs *cohorts) acquire(e *Engine, ctx context.Context, path string, req Request, checked bool) *Future[*Lease] {
-	fut := future.Make[*Lease]()
+	fut := newFuture[*Lease]()
 	in := cohort.Input{Kind: cohort.Join, Validated: checked, Data: fut, Try: req.TryOnly,
 		Key: cohort.Key{Path: path, Kind: req.Kind, Data: req.Data, FailOnExpiry: req.FailOnExpiry}}
 	if checked {
@@ -269,20 +268,20 @@ func (cs *cohorts) step(e *Engine, in *cohort.Input, n *node, holder *Lease) (re
 	for _, d := range buf {
 		switch d.Kind {
 		case cohort.Hand, cohort.Fail:
-			future.Resolve(d.Data.(*Future[*Lease]), d.lease, d.Err)
+			resolveFuture(d.Data.(*Future[*Lease]), d.lease, d.Err)
 		case cohort.Ended:
 			holder.end(nil)
-			released = future.Resolved(struct{}{}, nil)
+			released = resolvedFuture(struct{}{}, nil)
 		case cohort.NotHolder: // its node was lost, and it with it
-			released = future.Resolved(struct{}{}, cmp.Or(holder.Err(), ErrNotHeld))
+			released = resolvedFuture(struct{}{}, cmp.Or(holder.Err(), ErrNotHeld))
 		case cohort.GiveBack: // Waiter, if any, is whose release ends with the deletion
 			back := &releaseCmd{lease: d.node.lease, req: core.Release{Sent: d.Yield}}
 			if d.Waiter != 0 {
-				back.passed, back.fut = holder, future.Make[struct{}]()
+				back.passed, back.fut = holder, newFuture[struct{}]()
 			}
 			if in.Kind == cohort.Clear { // the try waits for every node sent back
-				back.fut = future.Make[struct{}]()
-				released = future.Both(released, e.release(back))
+				back.fut = newFuture[struct{}]()
+				released = both(released, e.release(back))
 				continue
 			}
 			released = cmp.Or(e.release(back), released)

@@ -61,7 +61,7 @@ func benchCohortPass(b *testing.B, observer func(events.Report)) {
 				e.cohorts.stepNode(e, &cohort.Input{Kind: cohort.Watched, Attempt: a.node}, e.cohortNode(a.node), nil, nil)
 			}
 		}
-		if _, err := future.Await(released); err != nil {
+		if _, err := future.Await(released.impl()); err != nil {
 			b.Fatal(err)
 		}
 		var err error

@@ -146,7 +146,7 @@ func TestCohortBorrowedNumberSealsTheNode(t *testing.T) {
 		t.Fatal("the release returned before the node's deletion")
 	}
 	e.released(releases[0], nil)
-	if _, err := future.Await(released); err != nil || held.Context().Err() == nil {
+	if _, err := future.Await(released.impl()); err != nil || held.Context().Err() == nil {
 		t.Fatalf("release %v, lease's context %v; want it ended with the deletion", err, held.Context().Err())
 	}
 	if _, ok, _ := third.Result(); ok {
@@ -173,7 +173,7 @@ func TestCohortHolderReleasingDuringTheLossIsLost(t *testing.T) {
 		t.Fatalf("%d releases sent, want the node's", len(releases))
 	}
 	e.released(releases[0], releases[0].lease.Err()) // the loop refuses a lost lease's release with its loss
-	if _, err := future.Await(released); !errors.Is(err, ErrLost) {
+	if _, err := future.Await(released.impl()); !errors.Is(err, ErrLost) {
 		t.Fatalf("release during the loss: %v, want ErrLost", err)
 	}
 	select {
@@ -262,7 +262,7 @@ func TestCohortLostLeaseFindsItsSlotReused(t *testing.T) {
 		t.Fatalf("the new holder's release sent %d releases; want its node given back with it", len(releases))
 	}
 	e.released(releases[0], nil)
-	if _, err := future.Await(released); err != nil {
+	if _, err := future.Await(released.impl()); err != nil {
 		t.Fatalf("the new holder's release: %v", err)
 	}
 }

@@ -234,7 +234,7 @@ func TestCohortGiveBackWithNobodyWaiting(t *testing.T) {
 		f := e.Acquire(ctx, Request{Path: "/p", Kind: queue.KindMutex, Cohort: true, Decide: holdsAlways})
 		acquires, _ := commands(e)
 		cancel()
-		if _, err := future.Await(f); !errors.Is(err, context.Canceled) {
+		if _, err := future.Await(f.impl()); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled waiter: %v", err)
 		}
 		cmd := acquires[0]

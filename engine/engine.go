@@ -28,7 +28,6 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
 	"github.com/turnstile-go/turnstile/events"
-	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -297,7 +296,7 @@ func (e *Engine) SessionID() int64 {
 // engine or ctx included).
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if err := checkCall(e, ctx); err != nil {
-		return future.Resolved[*Lease](nil, err)
+		return resolvedFuture[*Lease](nil, err)
 	}
 	joins := e.cohorts.m.Admits(cohort.Ask{Cohort: req.Cohort, TryOnly: req.TryOnly, Borrowed: req.Seq != "", Revocable: req.Revocable})
 	// A try would find a node this engine lingers on in its way: it may
@@ -310,16 +309,16 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 		}
 	}
 	if err := req.validate(); err != nil {
-		return future.Resolved[*Lease](nil, err)
+		return resolvedFuture[*Lease](nil, err)
 	}
 	path := req.Path
 	full, err := e.serverPath(req.Path)
 	if err != nil {
-		return future.Resolved[*Lease](nil, err)
+		return resolvedFuture[*Lease](nil, err)
 	}
 	req.Path = full
 	if ctx.Err() != nil {
-		return future.Resolved[*Lease](nil, context.Cause(ctx))
+		return resolvedFuture[*Lease](nil, context.Cause(ctx))
 	}
 	if req.Seq != "" {
 		// A node with a borrowed number takes the place of a held one of
@@ -329,7 +328,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if joins {
 		return e.cohorts.acquire(e, ctx, path, req, true)
 	}
-	cmd := &acquireCmd{ctx: ctx, fut: future.Make[*Lease](), req: coreAcquire(req)}
+	cmd := &acquireCmd{ctx: ctx, fut: newFuture[*Lease](), req: coreAcquire(req)}
 	if req.TryOnly && e.cfg.Cohort.Linger > 0 {
 		// A node this engine lingers on is held by no one: it goes back
 		// first, and the try's node is made once its delete is answered,
@@ -364,7 +363,7 @@ func (e *Engine) acquired(cmd *acquireCmd, l *Lease, err error) {
 		e.cohorts.granted(e, cmd.node, l, err)
 		return
 	}
-	future.Resolve(cmd.fut, l, err)
+	resolveFuture(cmd.fut, l, err)
 }
 
 // release hands the loop the release of r.lease, a lease it granted.
@@ -390,7 +389,7 @@ func (e *Engine) released(r *releaseCmd, err error) {
 		}
 		return
 	}
-	future.Resolve(r.fut, struct{}{}, err)
+	resolveFuture(r.fut, struct{}{}, err)
 }
 
 // post hands a command to the loop; false once the engine is closed.

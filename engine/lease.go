@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // Lease is a granted lock: proof, while it is neither released nor lost,
@@ -215,15 +213,15 @@ func (l *Lease) Held() bool { l = l.or(); return l.eng != nil && !l.releasing.Lo
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if l.unmade() {
-		return future.Resolved(struct{}{}, errNilLease)
+		return resolvedFuture(struct{}{}, errNilLease)
 	}
 	if !l.releasing.CompareAndSwap(false, true) {
-		return future.Resolved(struct{}{}, ErrNotHeld)
+		return resolvedFuture(struct{}{}, ErrNotHeld)
 	}
 	if passed(l) {
 		return l.eng.cohorts.release(l)
 	}
-	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
+	return l.eng.release(&releaseCmd{lease: l, fut: newFuture[struct{}]()})
 }
 
 // passedIDs marks the ids of the leases passed inside cohorts, and

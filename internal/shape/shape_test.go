@@ -29,14 +29,16 @@ func lines(t *testing.T, path string) int {
 // a goal: a file moved into a package that only engine imports meets it and
 // makes the shape worse, so a change that needs the lines raises it, and
 // says why.
-// Package engine holds at most 3,250 lines outside tests, the cohort's
+// Package engine holds at most 3,300 lines outside tests, the cohort's
 // shell (cohort.go) at most 310. They were 3,200 and 250 until this
 // round's faults of the shell were fixed where they live: a try must find
 // a lingering node no obstacle (the shell sends it back before a try of
 // its engine, and marks it for other clients'), and the observer must hear
 // of every caller a cohort serves (its members' reports). These lines go
 // with the shell when the core steps the cohort machine, and the caps come
-// down with it.
+// down with it. The engine's cap rose from 3,250 by what came in: Future's
+// methods, documented where a user reads the engine's API, and the lease's
+// signal, once engine/internal/latch, a package of one importer.
 func TestEngineSize(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "engine", "*.go"))
 	if err != nil {
@@ -57,8 +59,8 @@ func TestEngineSize(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no files of package engine found")
 	}
-	if total > 3250 {
-		t.Errorf("package engine holds %d lines outside tests, over 3,250", total)
+	if total > 3300 {
+		t.Errorf("package engine holds %d lines outside tests, over 3,300", total)
 	}
 }
 
