@@ -98,7 +98,8 @@ func New(eng *engine.Engine, path string, opts ...Option) *Election {
 // was there before it.
 func (e *Election) Campaign(ctx context.Context, value []byte) *engine.Future[*Leadership] {
 	value = bytes.Clone(value)
-	f, resolve := future.New[*Leadership]()
+	fut, resolve := future.New[*Leadership]()
+	f := (*engine.Future[*Leadership])(fut)
 	if e.unmade() {
 		resolve(nil, errNilElection)
 		return f

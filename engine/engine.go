@@ -25,7 +25,6 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/inbox"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
-	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
 )
@@ -272,20 +271,20 @@ func (e *Engine) SessionID() int64 {
 // engine or ctx included).
 func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if err := checkCall(e, ctx); err != nil {
-		return future.Resolved[*Lease](nil, err)
+		return resolvedFuture[*Lease](nil, err)
 	}
 	if err := req.validate(); err != nil {
-		return future.Resolved[*Lease](nil, err)
+		return resolvedFuture[*Lease](nil, err)
 	}
 	full, err := e.serverPath(req.Path)
 	if err != nil {
-		return future.Resolved[*Lease](nil, err)
+		return resolvedFuture[*Lease](nil, err)
 	}
 	req.Path = full
 	if ctx.Err() != nil {
-		return future.Resolved[*Lease](nil, context.Cause(ctx))
+		return resolvedFuture[*Lease](nil, context.Cause(ctx))
 	}
-	cmd := &acquireCmd{ctx: ctx, fut: future.Make[*Lease](), req: core.Acquire{Path: req.Path, Kind: req.Kind,
+	cmd := &acquireCmd{ctx: ctx, fut: newFuture[*Lease](), req: core.Acquire{Path: req.Path, Kind: req.Kind,
 		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly, Revocable: req.Revocable,
 		FailOnExpiry: req.FailOnExpiry, Cohort: req.Cohort}}
 	if !e.post(cmd) {
@@ -297,7 +296,7 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 // acquired resolves an acquisition, on the loop (or on the caller's
 // goroutine, refused as the engine closes).
 func (e *Engine) acquired(cmd *acquireCmd, l *Lease, err error) {
-	future.Resolve(cmd.fut, l, err)
+	resolveFuture(cmd.fut, l, err)
 }
 
 // release hands the loop the release of r.lease, a lease it granted.
@@ -312,7 +311,7 @@ func (e *Engine) release(r *releaseCmd) *Future[struct{}] {
 
 // released resolves a release with err.
 func (e *Engine) released(r *releaseCmd, err error) {
-	future.Resolve(r.fut, struct{}{}, err)
+	resolveFuture(r.fut, struct{}{}, err)
 }
 
 // post hands a command to the loop; false once the engine is closed.

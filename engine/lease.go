@@ -5,9 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/turnstile-go/turnstile/engine/internal/latch"
-	"github.com/turnstile-go/turnstile/internal/future"
 )
 
 // Lease is a granted lock: proof, while it is neither released nor lost,
@@ -27,10 +24,10 @@ type Lease struct {
 	releasing atomic.Bool
 
 	mu        sync.Mutex
-	lost      latch.Latch
+	lost      signal
 	lostErr   error
-	suspended latch.Latch // fired while the session is disconnected
-	revoked   latch.Latch
+	suspended signal // fired while the session is disconnected
+	revoked   signal
 	// ended is why the lease ended (its loss, or its release), nil while it
 	// is held. ctx, made on the first call to Context, is cancelled with it
 	// as the cause: most leases are never asked for a context, and cost
@@ -222,12 +219,12 @@ func (l *Lease) Held() bool {
 // callers that must not block. A second call resolves with ErrNotHeld.
 func (l *Lease) ReleaseAsync() *Future[struct{}] {
 	if l.unmade() {
-		return future.Resolved(struct{}{}, errNilLease)
+		return resolvedFuture(struct{}{}, errNilLease)
 	}
 	if !l.releasing.CompareAndSwap(false, true) {
-		return future.Resolved(struct{}{}, ErrNotHeld)
+		return resolvedFuture(struct{}{}, ErrNotHeld)
 	}
-	return l.eng.release(&releaseCmd{lease: l, fut: future.Make[struct{}]()})
+	return l.eng.release(&releaseCmd{lease: l, fut: newFuture[struct{}]()})
 }
 
 // Revoked is closed when someone asked this holder to let go (lock.Revoke,
@@ -272,6 +269,6 @@ func (l *Lease) setSuspended(on bool) {
 	case on:
 		l.suspended.Fire()
 	case l.suspended.Fired():
-		l.suspended = latch.Latch{} // a new, open one for the next suspension
+		l.suspended = signal{} // a new, open one for the next suspension
 	}
 }

@@ -334,7 +334,7 @@ func (w *world) start(c *client, ctx context.Context, cancel context.CancelFunc,
 			// fails at once, without blocking.
 			g, resolve := future.New[*lock.Lease]()
 			resolve(a.rm.TryAcquire(ctx, a.owner))
-			f = g
+			f = (*engine.Future[*lock.Lease])(g)
 		default:
 			f = a.rm.Acquire(tryCtx, a.owner)
 		}

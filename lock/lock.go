@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/turnstile-go/turnstile/engine"
+	"github.com/turnstile-go/turnstile/internal/future"
 	"github.com/turnstile-go/turnstile/queue"
 )
 
@@ -97,6 +98,12 @@ func wait[T any](f *engine.Future[T]) (T, error) {
 	<-f.Done()
 	v, _, err := f.Result()
 	return v, err
+}
+
+// newFuture is an unresolved future and the function that resolves it.
+func newFuture[T any]() (*engine.Future[T], func(T, error) bool) {
+	f, resolve := future.New[T]()
+	return (*engine.Future[T])(f), resolve
 }
 
 // errNil is what a call on a nil recipe returns: a pointer no constructor

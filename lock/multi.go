@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/turnstile-go/turnstile/internal/future"
-
 	"github.com/turnstile-go/turnstile/engine"
 )
 
@@ -68,7 +66,7 @@ func (m *MultiLock) Paths() []string {
 // when all are held, or with the first failure once what was taken is
 // released.
 func (m *MultiLock) Acquire(ctx context.Context) *engine.Future[*MultiLease] {
-	f, resolve := future.New[*MultiLease]()
+	f, resolve := newFuture[*MultiLease]()
 	if err := m.check(ctx); err != nil {
 		resolve(nil, err)
 		return f
@@ -97,9 +95,9 @@ func (m *MultiLock) TryAcquire(ctx context.Context) (*MultiLease, error) {
 			return nil, fmt.Errorf("%w: %T on %s", ErrNoTry, p, p.Path())
 		}
 	}
-	f, resolve := future.New[*MultiLease]()
+	f, resolve := newFuture[*MultiLease]()
 	m.next(ctx, nil, func(p Acquirer) *engine.Future[*Lease] {
-		g, set := future.New[*Lease]()
+		g, set := newFuture[*Lease]()
 		set(p.(tryAcquirer).TryAcquire(ctx))
 		return g
 	}, resolve)

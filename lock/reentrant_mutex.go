@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/turnstile-go/turnstile/internal/future"
-
 	"github.com/turnstile-go/turnstile/engine"
 )
 
@@ -121,7 +119,7 @@ func (r *ReentrantMutex) acquire(ctx context.Context, owner any, try bool) *engi
 // Called with r.mu held.
 func (r *ReentrantMutex) join(ctx context.Context, owner any, h *hold) *engine.Future[*Lease] {
 	h.count++
-	f, resolve := future.New[*Lease]()
+	f, resolve := newFuture[*Lease]()
 	stop := context.AfterFunc(ctx, func() {
 		if resolve(nil, context.Cause(ctx)) {
 			r.mu.Lock()
@@ -221,7 +219,7 @@ func checkOwner(owner any) error {
 }
 
 func failed(err error) *engine.Future[*Lease] {
-	f, resolve := future.New[*Lease]()
+	f, resolve := newFuture[*Lease]()
 	resolve(nil, err)
 	return f
 }

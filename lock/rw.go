@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/turnstile-go/turnstile/internal/future"
-
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/nodename"
 	"github.com/turnstile-go/turnstile/queue"
@@ -157,7 +155,7 @@ func (rw *RWMutex) acquireWrite(ctx context.Context, try bool) *engine.Future[*L
 // acquireRead records the read lease in the handle before its future
 // resolves, so that a Writer asked right after Lock returns sees it.
 func (rw *RWMutex) acquireRead(ctx context.Context, req engine.Request) *engine.Future[*Lease] {
-	f, resolve := future.New[*Lease]()
+	f, resolve := newFuture[*Lease]()
 	rw.eng.Acquire(ctx, req).Then(func(l *Lease, err error) {
 		if err == nil {
 			rw.mu.Lock()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/turnstile-go/turnstile/internal/future"
-
 	"github.com/turnstile-go/turnstile/engine"
 	"github.com/turnstile-go/turnstile/internal/seam"
 	"github.com/turnstile-go/turnstile/queue"
@@ -102,7 +100,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 	if s == nil {
 		return failed(errNil("Semaphore"))
 	}
-	f, resolve := future.New[*Lease]()
+	f, resolve := newFuture[*Lease]()
 	s.attempt(ctx, try, 1, func(leases []*Lease, err error) {
 		if err != nil {
 			resolve(nil, err)
@@ -128,7 +126,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) *engine.Future[*Lease
 // the first Leases()-n+1, and the others are made then, each admitted at
 // once.
 func (s *Semaphore) AcquireN(ctx context.Context, n int) *engine.Future[*MultiLease] {
-	f, resolve := future.New[*MultiLease]()
+	f, resolve := newFuture[*MultiLease]()
 	switch {
 	case s == nil:
 		resolve(nil, errNil("Semaphore"))

@@ -436,7 +436,7 @@ func hasErrorResult(ft reflect.Type) bool {
 
 // isFuture reports whether typ is an *engine.Future of some T.
 func isFuture(typ reflect.Type) bool {
-	return typ.Kind() == reflect.Pointer && typ.Elem().PkgPath() == "github.com/turnstile-go/turnstile/internal/future" &&
+	return typ.Kind() == reflect.Pointer && typ.Elem().PkgPath() == "github.com/turnstile-go/turnstile/engine" &&
 		strings.HasPrefix(typ.Elem().Name(), "Future[")
 }
 

@@ -1,7 +1,9 @@
-// Package future is the futures turnstile's packages hand their callers:
-// engine.Future is this Future (a type alias), so that the recipes (lock,
-// election) can make and resolve futures of their own, which a program
-// using the module cannot: only Done, Wait, Result and Then are its to call.
+// Package future is the implementation of the futures turnstile's packages
+// hand their callers. engine.Future is a type defined on this Future, whose
+// methods call these by conversion: the recipes (lock, election) make and
+// resolve futures of their own here and hand them out as engine.Futures,
+// which a program using the module cannot make or resolve: only Done,
+// Wait, Result and Then are its to call, documented on engine.Future.
 package future
 
 import (
@@ -24,9 +26,8 @@ var errNilFuture = fmt.Errorf("%w: nil *engine.Future", ErrInvalidRequest)
 // calls do.
 var errNilContext = fmt.Errorf("%w: nil context.Context", ErrInvalidRequest)
 
-// Future is a value that becomes available later: the outcome of an
-// acquisition, a release, or anything else the engine does asynchronously.
-// It is resolved exactly once.
+// Future is a value that becomes available later, resolved exactly once;
+// see engine.Future.
 type Future[T any] struct {
 	mu        sync.Mutex
 	done      chan struct{} // made on the first Done; most callers use Then
@@ -151,13 +152,9 @@ var closed = func() chan struct{} {
 	return c
 }()
 
-// Wait blocks until the future resolves or ctx is done. When ctx ends first
-// it returns context.Cause(ctx) (which is ctx.Err() when ctx was cancelled
-// without a cause), and the future may still resolve later: to give up
-// an acquisition, cancel the context given to Acquire instead, which
-// resolves the future and removes the waiter's node. A nil ctx fails at
-// once with an error wrapping ErrInvalidRequest, resolved or not, so that
-// the mistake shows on the first call.
+// Wait blocks until the future resolves or ctx is done (then it returns
+// context.Cause(ctx)); a nil ctx fails at once, resolved or not, so that
+// the mistake shows on the first call. See engine.Future.Wait.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 	if ctx == nil {
 		var zero T
@@ -190,17 +187,9 @@ func (f *Future[T]) Result() (v T, resolved bool, err error) {
 }
 
 // Then arranges for fn to run once with the outcome, on a goroutine of its
-// own: never on the engine's loop goroutine, so a slow callback never
-// stalls other locks, and never on the caller's. fn may call anything of
-// the engine, Close included.
-//
-// The engine does not count these goroutines: Close does not wait for
-// callbacks, which may still be running, or about to start (with ErrClosed
-// when Close resolved their futures), when it returns. A caller that needs
-// its callbacks finished waits for them itself, e.g. with a sync.WaitGroup.
-//
-// A nil fn is no callback: nothing runs. A nil future's fn runs with an
-// error wrapping ErrInvalidRequest.
+// own (see engine.Future.Then; the engine does not count these
+// goroutines). A nil fn is no callback: nothing runs. A nil future's fn
+// runs with an error wrapping ErrInvalidRequest.
 func (f *Future[T]) Then(fn func(T, error)) {
 	if fn == nil {
 		return

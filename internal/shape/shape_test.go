@@ -32,9 +32,11 @@ func lines(t *testing.T, path string) int {
 // Package engine holds at most 2,850 lines outside tests. It held 3,250
 // while lock cohorting had a shell of its own in it; the core steps the
 // cohort machine now (internal/core/cohorts.go), and the runtime keeps no
-// record of cohorts. The margin above today's 2,741 is for the small
-// packages with one importer that are to be folded into it (a fold moves
-// lines in, it does not add any).
+// record of cohorts. It holds 2,813 with Future's methods documented
+// where a user reads the engine's API and the lease's signal (once
+// engine/internal/latch) folded in; the margin is for the other small
+// packages of one importer still to fold (a fold moves lines in, it adds
+// none).
 func TestEngineSize(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "engine", "*.go"))
 	if err != nil {
