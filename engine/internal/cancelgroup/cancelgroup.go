@@ -131,6 +131,3 @@ func (m *Member[M]) clear() {
 	var zero M
 	m.value, m.in, m.prev, m.next = zero, nil, nil, nil
 }
-
-// Live reports whether group has a member.
-func (s *Set[M]) Live(group uint64) bool { return s.groups[group] != nil }

@@ -179,7 +179,7 @@ const (
 	// in its way. A lingering node is held by no one.
 	Clear
 	// Refused: the Hand of Attempt's node to Waiter (with its Data and
-	// Group, as the Hand had them) was
+	// Group, as the Hand had them; Try, it joined as a try) was
 	// refused as it was carried out (the watchdog's trust lapsed after the
 	// verdict the machine decided on): the waiter queues again at the
 	// head, and the node goes back, since nothing granted under it now
@@ -766,7 +766,7 @@ func (m *Machine) refused(in *Input) {
 		c.passes--
 		m.stats.Passes--
 	}
-	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data}
+	w := &waiter{id: in.Waiter, group: in.Group, data: in.Data, try: in.Try}
 	m.push(c, w)
 	// To the head: it was first in line.
 	if c.head != w {

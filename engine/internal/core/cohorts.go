@@ -53,9 +53,8 @@ type cohorts struct {
 	// watching are the attempts whose listing with a watch (AskWatch) of
 	// the lock path waits for the server's notification, by lock path.
 	watching map[string][]uint64
-	// groups are the cancel groups the machine follows; the core's own
-	// contenders' are in Core.cancels. The runtime follows a group while
-	// either has it.
+	// groups are the cancel groups the machine follows (see the core's
+	// follow).
 	groups map[uint64]struct{}
 	// tries are tries held back on a lock path (see tryBesideLinger) until
 	// the path's nodes given back are gone.
@@ -205,7 +204,31 @@ func (c *Core) tryBesideLinger(cmd *Acquire) bool {
 		return false
 	}
 	c.coh.tries[cmd.Path] = append(c.coh.tries[cmd.Path], cmd)
+	if cmd.Cancel != 0 {
+		c.follow(cmd.Cancel)
+	}
 	return true
+}
+
+// cancelHeldTries ends the tries held back under a cancel group whose
+// contexts ended.
+func (c *Core) cancelHeldTries(cmd *Cancel) {
+	for _, p := range slices.Sorted(maps.Keys(c.coh.tries)) {
+		kept := c.coh.tries[p][:0]
+		for _, try := range c.coh.tries[p] {
+			if try.Cancel != cmd.Group {
+				kept = append(kept, try)
+				continue
+			}
+			c.notify(Notice{Kind: NoteAcquired, ID: try.ID, Err: cmd.Cause})
+			c.report(&entry{id: try.ID}, events.Report{Kind: events.Cancelled, Path: try.Path, Err: cmd.Cause})
+		}
+		if len(kept) == 0 {
+			delete(c.coh.tries, p)
+		} else {
+			c.coh.tries[p] = kept
+		}
+	}
 }
 
 // givingBack reports whether a node of lockPath is on its way back.
@@ -265,16 +288,12 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 			c.commit.send(&c.rd, Op{Kind: input.OpCohortWatch, ID: f.Attempt, Path: p})
 		}
 	case cohort.Follow:
-		if !c.cancels.Live(f.Group) {
-			c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: f.Group})
-		}
 		c.coh.groups[f.Group] = struct{}{}
+		c.follow(f.Group)
 	case cohort.Unfollow:
 		if _, ok := c.coh.groups[f.Group]; ok {
 			delete(c.coh.groups, f.Group)
-			if !c.cancels.Live(f.Group) {
-				c.rd.Contexts = append(c.rd.Contexts, ContextAction{Group: f.Group, Stop: true})
-			}
+			c.unfollow(f.Group)
 		}
 	case cohort.Linger:
 		if cr != nil {
@@ -315,7 +334,8 @@ func (c *Core) hand(f cohort.Effect, cr *carrier, en *entry) {
 	cmd := f.Data.(*Acquire)
 	if cr == nil || en == nil || !en.leased() ||
 		!c.trust.Admit(Grant{ID: f.Waiter, Path: en.c.LockPath(), Node: en.node, Token: en.token, Pass: f.Pass, Carrier: f.Attempt}, c.session) {
-		c.stepCohorts(&cohort.Input{Kind: cohort.Refused, Attempt: f.Attempt, Waiter: f.Waiter, Data: f.Data, Group: f.Group})
+		c.stepCohorts(&cohort.Input{Kind: cohort.Refused, Attempt: f.Attempt, Waiter: f.Waiter, Data: f.Data, Group: f.Group,
+			Try: cmd.TryOnly})
 		return
 	}
 	cr.holder = f.Waiter
@@ -478,7 +498,7 @@ func (c *Core) cancelMembers(cmd *Cancel) bool {
 	if _, ok := c.coh.groups[cmd.Group]; !ok {
 		return false
 	}
-	delete(c.coh.groups, cmd.Group) // the runtime forgets the context: see cancel
+	delete(c.coh.groups, cmd.Group) // let go of already: see cancel
 	c.stepCohorts(&cohort.Input{Kind: cohort.Cancel, Group: cmd.Group, Err: cmd.Cause})
 	return true
 }
@@ -566,7 +586,10 @@ func (c *Core) carrierForgotten(en *entry) {
 	if tries := c.coh.tries[p]; len(tries) > 0 && !c.givingBack(p) {
 		delete(c.coh.tries, p)
 		for _, cmd := range tries {
-			c.newContender(cmd, false)
+			c.newContender(cmd, false) // follows its group itself
+			if cmd.Cancel != 0 {
+				c.unfollow(cmd.Cancel)
+			}
 		}
 	}
 }
@@ -576,6 +599,9 @@ func (c *Core) failHeldTries(err error) {
 	for _, p := range slices.Sorted(maps.Keys(c.coh.tries)) {
 		for _, cmd := range c.coh.tries[p] {
 			c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Err: err})
+			if cmd.Cancel != 0 {
+				c.unfollow(cmd.Cancel)
+			}
 		}
 		delete(c.coh.tries, p)
 	}

@@ -52,11 +52,14 @@ type Core struct {
 	nodes      map[string]uint64   // our own nodes' paths → their contenders
 	// lastID is the last acquisition or attempt id given or taken (see
 	// acquire).
-	lastID   uint64
-	coh      cohorts // lock cohorting (cohorts.go)
-	cancels  cancelgroup.Set[uint64]
-	listings map[string]*listing // lock path → shared listing
-	revokers map[string]uint64   // held node path → its revocable contender
+	lastID  uint64
+	coh     cohorts // lock cohorting (cohorts.go)
+	cancels cancelgroup.Set[uint64]
+	// followers counts, per cancel group, the kinds of acquisition with a
+	// member in it (see cancel.go's follow).
+	followers map[uint64]int
+	listings  map[string]*listing // lock path → shared listing
+	revokers  map[string]uint64   // held node path → its revocable contender
 	// Revocable holders whose revocation watch failed on a connection loss.
 	retryRevoke []uint64
 	deleted     deletion // the delete reply being handled
@@ -248,6 +251,7 @@ func New(cfg Config, trust Admitter) *Core {
 		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: cfg.ACLBytes},
 		timers:     make(map[uint64]struct{}),
 		retryAt:    make(map[uint64]uint64),
+		followers:  make(map[uint64]int),
 		untrusted:  true,         // until the first session's handshake is answered
 		state:      StateExpired, // as the runtime's state starts
 	}

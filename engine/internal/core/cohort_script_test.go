@@ -1,0 +1,76 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// Interaction scripts of lock cohorting that need a watchdog refusing a
+// grant it vouched for a moment before (a lapse between Vouches and Admit,
+// as the real watchdog can have from its own timer goroutine), and
+// lingering on: the core as in coreScript, with Cohort.Linger set and one
+// more command,
+//
+//	refuse on|off   Admit refuses every grant, Vouches still vouches
+//
+// Each directive's expected output, when not "?", must appear in what the
+// core decided (a line or lines of it); "!" followed by text must not.
+
+type refusingTrust struct {
+	*coreScriptTrust
+	refuse bool
+}
+
+func (t *refusingTrust) Admit(g Grant, session int64) bool {
+	return !t.refuse && t.coreScriptTrust.Admit(g, session)
+}
+
+func newLingerScript(linger time.Duration) (*coreScript, *refusingTrust) {
+	s := newCoreScript()
+	rt := &refusingTrust{coreScriptTrust: s.trust}
+	cfg := Config{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true, Prune: true,
+		CancelErrs: []error{context.Canceled, context.DeadlineExceeded}}
+	cfg.NewID = func() string {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.ids)+1)
+		s.ids = append(s.ids, id)
+		s.names[id] = s.pending
+		return id
+	}
+	cfg.Cohort.Linger = linger
+	s.c = New(cfg, rt)
+	return s, rt
+}
+
+func runLingerScript(t *testing.T, script string) {
+	s, rt := newLingerScript(50 * time.Millisecond)
+	var failed []string
+	datadriven.RunTestFromString(t, script, func(t *testing.T, d *datadriven.TestData) string {
+		var out string
+		if d.Cmd == "refuse" {
+			rt.refuse = d.CmdArgs[0].Key == "on"
+			out = "ok"
+		} else {
+			out = s.run(t, d)
+		}
+		t.Logf("%s %s\n%s", d.Pos, d.FullCmd(), out)
+		want := strings.TrimSpace(d.Expected)
+		switch {
+		case want == "?":
+		case strings.HasPrefix(want, "!"):
+			if strings.Contains(out, strings.TrimSpace(want[1:])) {
+				failed = append(failed, fmt.Sprintf("%s: %s: found %q in:\n%s", d.Pos, d.FullCmd(), want[1:], out))
+			}
+		case !strings.Contains(out, want):
+			failed = append(failed, fmt.Sprintf("%s: %s: want %q in:\n%s", d.Pos, d.FullCmd(), want, out))
+		}
+		return d.Expected
+	})
+	for _, f := range failed {
+		t.Error(f)
+	}
+}
