@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	goruntime "runtime"
 	"context"
 	"log/slog"
 	"time"
@@ -112,6 +113,16 @@ func (e *Engine) loop() {
 		if e.turn(batch) {
 			return
 		}
+		// Let the goroutines this turn woke run before the next turn. A
+		// turn wakes its futures' callers, and the Go scheduler runs the
+		// last one woken next, on this P, ahead of the others: a holder
+		// passed the lock, which releases, and the loop again. On a hot
+		// lock that chain would serve every queued caller before any
+		// caller released earlier could queue again, and the cohort would
+		// empty, each emptying a round trip through ZooKeeper. Yielded,
+		// the callers woken queue again first (16 workers on one path: 13
+		// to 15 times the cycles a second).
+		goruntime.Gosched()
 	}
 }
 
