@@ -38,7 +38,7 @@ type inProcess interface {
 type backendKind int
 
 const (
-	noBackend        backendKind = iota // the hidden none impl
+	noBackend        backendKind = iota // none and syncmutex: no server
 	zookeeperBackend                    // ZooKeeper, embedded or -servers
 	redisBackend                        // a redis-server the harness starts
 )
@@ -157,6 +157,8 @@ func implByName(name string) (impl, error) {
 		return curatorImpl{}, nil
 	case "kazoo":
 		return kazooImpl{}, nil
+	case "syncmutex":
+		return syncMutexImpl{}, nil
 	case "none":
 		return noneImpl{}, nil
 	}
