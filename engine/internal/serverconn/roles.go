@@ -175,29 +175,24 @@ func (e *Conns) probeRole(c *trackedConn) {
 	e.cfg.Log.Debug("server role", slog.String("server", c.addr), slog.String("mode", mode.String()))
 }
 
-// renewShare is, in tenths of the lifetime, how long after its handshake
-// was sent a connection to a server not known to be the leader is closed
-// to renew it: the rest of the lifetime, three fifths, is left to reach a
-// server again if that one is gone.
-const renewShare = 4
-
 // pingRequest is a ping: length 8, xid −2, opcode 11.
 var pingRequest = []byte{0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11}
 
 // keep watches the connection until it is closed. It closes it, so that
-// the client connects again (to the server pick chooses), when
+// the client connects again, when
 //   - the server has sent nothing for a quarter of the session's lifetime
-//     while a request (or the handshake) waits for its answer: the client
-//     itself would wait two thirds of the session timeout;
-//   - the server is not known to be the leader and two fifths of the
-//     lifetime have passed since the handshake was sent: only a new
-//     handshake can move the deadline then;
+//     while a request (or the handshake, or a sync) waits for its answer:
+//     the client itself would wait two thirds of the session timeout;
 //   - the server said the session expired (the client leaves that
 //     connection open).
 //
-// Otherwise, when nothing waits for an answer, it sends a ping, so that a
-// silent server is noticed, and a leader's answer moves the deadline,
-// within a tenth of the lifetime.
+// Otherwise, on a server known to be the leader, it sends a ping when
+// nothing waits for an answer, so that a silent server is noticed, and a
+// leader's answer moves the deadline, within a tenth of the lifetime; on
+// any other server it sends a sync a quarter gap after the last one was
+// answered, whatever else waits, and the chain of their answers moves the
+// deadline (sync.go). It never closes a connection that answers: nothing
+// suspends a lease on a server that keeps answering.
 func (c *trackedConn) keep() {
 	e := c.eng
 	defer e.bg.Done()
@@ -211,10 +206,17 @@ func (c *trackedConn) keep() {
 			return
 		case <-t.C:
 		}
-		why, ping := c.keepLook()
+		why, ping, sync := c.keepLook()
 		switch {
 		case ping:
-			c.ping()
+			c.send(pingRequest)
+			continue
+		case sync:
+			if !c.send(syncRequest) {
+				c.mu.Lock()
+				c.syncs.out = false // not sent: a ping is being written
+				c.mu.Unlock()
+			}
 			continue
 		case why == "":
 			continue
@@ -227,59 +229,62 @@ func (c *trackedConn) keep() {
 }
 
 // keepWait is how long the keeper waits before its next look: a tenth of
-// the lifetime, or until the renewal of a connection to a server not known
-// to be the leader, whichever comes first.
+// the lifetime, or until the next sync is due on a connection to a server
+// not known to be the leader, whichever comes first.
 func (c *trackedConn) keepWait() time.Duration {
 	life := c.trust.Lifetime()
-	renewAfter := life * renewShare / 10
 	wait := life / 10
+	every := c.syncEvery()
+	now := c.trust.Clock()
 	c.mu.Lock()
-	if c.welcomed && !c.leader {
-		// Wake at the renewal itself, not at the next tick after it.
-		wait = min(wait, c.sent.handshake+renewAfter-c.trust.Clock())
+	if c.welcomed && !c.leader && !c.syncs.out {
+		// Wake when the sync is due, not at the next tick after it.
+		wait = min(wait, c.syncs.last+every-now)
 	}
 	c.mu.Unlock()
 	return max(wait, time.Millisecond)
 }
 
 // keepLook is what the keeper does when it looks: close the connection
-// (why says why), send a ping, or nothing. It is apart from keep so that
-// the simulator, which runs no keeper goroutine, looks the same way.
-func (c *trackedConn) keepLook() (why string, ping bool) {
+// (why says why), send a ping, send a sync, or nothing. It is apart from
+// keep so that the simulator, which runs no keeper goroutine, looks the
+// same way. A sync it asks for counts as sent (one at a time).
+func (c *trackedConn) keepLook() (why string, ping, sync bool) {
 	life := c.trust.Lifetime()
-	renewAfter := life * renewShare / 10
+	every := c.syncEvery()
 	now := c.trust.Clock()
 	c.mu.Lock()
-	waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting()
-	welcomed, session, leader, hello := c.welcomed, c.session, c.leader, c.sent.handshake
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting() || c.syncs.out
 	silent := now - time.Duration(c.lastRead.Load())
 	switch {
-	case welcomed && session == 0:
-		return "session expired", false
+	case c.welcomed && c.session == 0:
+		return "session expired", false, false
 	case waiting && silent >= life/4:
-		return "server silent for " + silent.Round(time.Millisecond).String(), false
-	case welcomed && !leader && now-hello >= renewAfter:
-		return "renewing the handshake with a server not known to be the leader", false
-	case welcomed && !waiting:
-		return "", true
+		return "server silent for " + silent.Round(time.Millisecond).String(), false, false
+	case c.welcomed && !c.leader && !c.syncs.out && now-c.syncs.last >= every:
+		c.syncs.out = true
+		return "", false, true
+	case c.welcomed && c.leader && !waiting:
+		return "", true, false
 	}
-	return "", false
+	return "", false, false
 }
 
-// ping writes a ping on its own goroutine, so that a write that blocks
-// never holds up the keeper (which closes the connection if no answer
-// comes); one at a time.
-func (c *trackedConn) ping() {
+// send writes a ping or a sync on its own goroutine, so that a write that
+// blocks never holds up the keeper (which closes the connection if no
+// answer comes); one at a time: false when one is being written.
+func (c *trackedConn) send(frame []byte) bool {
 	if !c.pinging.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	c.eng.bg.Add(1)
 	go func() {
 		defer c.eng.bg.Done()
 		defer c.pinging.Store(false)
-		_, _ = c.Write(pingRequest)
+		_, _ = c.Write(frame)
 	}()
+	return true
 }
 
 // connSet is the engine's open connections, for Close to close any the
@@ -400,6 +405,9 @@ func (e *Conns) CheckTick(addr string, margin time.Duration) {
 				tick = time.Duration(ms) * time.Millisecond
 			}
 		}
+	}
+	if tick > 0 {
+		e.tick.Store(int64(tick))
 	}
 	switch {
 	case tick == 0:
