@@ -183,6 +183,9 @@ var pingRequest = []byte{0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11}
 //   - the server has sent nothing for a quarter of the session's lifetime
 //     while a request (or the handshake, or a sync) waits for its answer:
 //     the client itself would wait two thirds of the session timeout;
+//   - a sync has waited a quarter of the lifetime for its answer, though
+//     the server answers other requests: a follower cut from its leader
+//     answers pings but no sync;
 //   - the server said the session expired (the client leaves that
 //     connection open).
 //
@@ -262,8 +265,12 @@ func (c *trackedConn) keepLook() (why string, ping, sync bool) {
 		return "session expired", false, false
 	case waiting && silent >= life/4:
 		return "server silent for " + silent.Round(time.Millisecond).String(), false, false
+	case c.syncs.out && now-c.syncs.asked >= life/4:
+		// A follower cut from its leader goes on answering pings, but
+		// not the syncs the leader must answer.
+		return "sync unanswered for " + (now - c.syncs.asked).Round(time.Millisecond).String(), false, false
 	case c.welcomed && !c.leader && !c.syncs.out && now-c.syncs.last >= every:
-		c.syncs.out = true
+		c.syncs.out, c.syncs.asked = true, now
 		return "", false, true
 	case c.welcomed && c.leader && !waiting:
 		return "", true, false

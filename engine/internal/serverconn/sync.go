@@ -31,6 +31,7 @@ import "time"
 // mutex guards it.
 type syncChain struct {
 	out    bool          // a sync awaits its answer
+	asked  time.Duration // when the keeper asked for the sync that awaits its answer
 	last   time.Duration // when the latest answer came
 	rounds []syncRound   // answered syncs, oldest first, from the latest one a proof named
 }
