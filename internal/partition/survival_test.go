@@ -123,8 +123,8 @@ func keptFor(e *engine.Engine, lease *lock.Lease, session int64, window time.Dur
 
 // With a 2 s session, the holder's server and one more are cut from the
 // holder (a quorum stays whole among the servers): the holder must move to
-// the third. Even trials: it is on the leader (where the engine goes when
-// it can), cut with a follower. Odd trials: it is on a follower, having
+// the third. Even trials: it is on whichever server its shuffled list
+// gave it, cut with another. Odd trials: it is on a follower, having
 // been cut from the leader first, and then cut from that follower too.
 // The cut comes at a random instant of the engine's own rhythm.
 func TestSurvivalTwoServersCut(t *testing.T) {
