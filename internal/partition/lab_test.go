@@ -171,18 +171,22 @@ func (l *lab) addrs(idx ...int) []string {
 // engineOn starts an engine whose connections are made from host.
 func engineOn(t *testing.T, host *netns.Host, servers []string, session time.Duration) *engine.Engine {
 	t.Helper()
+	return engineWith(t, host, engine.Config{Servers: servers, SessionTimeout: session})
+}
+
+// engineWith starts an engine of cfg whose connections are made from
+// host, logging into the test.
+func engineWith(t *testing.T, host *netns.Host, cfg engine.Config) *engine.Engine {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	level := slog.LevelInfo
 	if os.Getenv("TURNSTILE_PARTITION_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	e, err := engine.Start(ctx, engine.Config{
-		Servers:        servers,
-		SessionTimeout: session,
-		Dialer:         host.Dial,
-		Logger:         slog.New(slog.NewTextHandler(&testLog{t: t, prefix: host.Name}, &slog.HandlerOptions{Level: level})),
-	})
+	cfg.Dialer = host.Dial
+	cfg.Logger = slog.New(slog.NewTextHandler(&testLog{t: t, prefix: host.Name}, &slog.HandlerOptions{Level: level}))
+	e, err := engine.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("engine on %s: %v", host.Name, err)
 	}
