@@ -85,12 +85,12 @@ func (e *Conns) serverMode(addr string, timeout time.Duration, reached func()) s
 	return parseMode(b)
 }
 
-// pick chooses the address to connect to among Config.Servers, asking each
-// for its role at once: the first leader to answer, else a follower
-// (asked, the client's own choice, if it answered as one), waiting
-// probeGrace after the first follower's answer for a leader's. A leader's
-// replies all move the deadline, a follower's only its handshakes, which
-// the engine must then renew. Asking all at once also passes over
+// pick chooses the address to connect to among Config.Servers when the
+// engine prefers the leader (a ProbeGrace), asking each for its role at
+// once: the first leader to answer, else a follower (asked, the client's
+// own choice, if it answered as one), waiting probeGrace after the first
+// follower's answer for a leader's. A leader's replies all move the
+// deadline, with no syncs. Asking all at once also passes over
 // unreachable servers in one dial timeout, where the client would give
 // each its own. When no role came within the dial timeout: a server that
 // at least accepted the connection (asked if it did), else asked.
@@ -345,8 +345,8 @@ func (e *Conns) Close() {
 // hostList gives the client its servers in turn, and tells it to wait (a
 // second) before dialing again once every server was tried since the last
 // connection, as the client's own list does, but for one thing: after the
-// engine itself closed a connection (to renew a handshake, or from a
-// silent server) the next dial comes at once, even with one server, whose
+// engine itself closed a connection (to a silent server, or a follower
+// whose sync went unanswered) the next dial comes at once, even with one server, whose
 // every reconnection the client's list would delay by a second.
 type hostList struct {
 	mu      sync.Mutex

@@ -9,7 +9,7 @@ import (
 // every server was tried since the last connection, as go-zookeeper's own
 // list does: never before the first dial; with one server, before every
 // reconnection. After the engine
-// closed a connection itself (to renew a handshake), the next dial must
+// closed a connection itself (from a silent server), the next dial must
 // come at once, even with one server.
 func TestHostListWaitsOnlyAfterAFullRound(t *testing.T) {
 	for _, n := range []int{1, 3} {
