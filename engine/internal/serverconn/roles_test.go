@@ -64,3 +64,25 @@ func TestParseMode(t *testing.T) {
 		}
 	}
 }
+
+// The engines of one process take the servers first in turn: any twelve
+// in a row start four on each of three servers.
+func TestHostListsTakeTheFirstServerInTurn(t *testing.T) {
+	first := map[string]int{}
+	for range 12 {
+		h := &hostList{}
+		if err := h.Init([]string{"c:3", "a:1", "b:2"}); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := h.Next()
+		first[s]++
+		if seen := slices.Sorted(slices.Values(h.servers)); !slices.Equal(seen, []string{"a:1", "b:2", "c:3"}) {
+			t.Fatalf("servers %v", h.servers)
+		}
+	}
+	for _, s := range []string{"a:1", "b:2", "c:3"} {
+		if first[s] != 4 {
+			t.Fatalf("first servers %v, want four each", first)
+		}
+	}
+}
