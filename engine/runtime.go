@@ -2,9 +2,9 @@ package engine
 
 import (
 	"cmp"
-	goruntime "runtime"
 	"context"
 	"log/slog"
+	goruntime "runtime"
 	"time"
 
 	"github.com/go-zookeeper/zk"
