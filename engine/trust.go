@@ -275,14 +275,10 @@ func (t *sessionTrust) check() {
 // when the deadline passed, ErrSessionExpired when the server said the
 // session expired), then the loop is told. mu is held.
 //
-// The leases are lost in the order of their ids (a contender's in the
-// order its acquisition reached the loop, then a cohort node's, in the
-// order the cohorts asked for them: carrierIDs), not the held map's
-// (random on each run): a lost cohort's
-// carrier sends the acquisition of its next node to the loop from its
-// markLost, and those acquisitions must queue in an order that follows
-// from what happened, or the simulator's runs would not follow from
-// their seeds.
+// The leases are lost in the order of their ids (the order the core took
+// their acquisitions in), not the held map's, which is random on each
+// run: whoever watches several leases sees them lost in an order that
+// follows from what happened, and the simulator's runs from their seeds.
 func (t *sessionTrust) lapse(cause error) {
 	if t.lapsed {
 		return

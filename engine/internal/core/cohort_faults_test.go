@@ -100,3 +100,44 @@ cancel ctx=g
 acquired: t context canceled
 `)
 }
+
+// A node lingering after its holder's release is held by no one: Lingering
+// lists it, and Unheld of the attempts watching the path (what the
+// simulator's check of linger reads once the loop took the watch's
+// notification) names it; else that check could never fail for a node
+// that lingers after a release.
+func TestCohortLingeringNodeIsHeldByNoOne(t *testing.T) {
+	runLingerScript(t, `
+connect session=1
+----
+?
+
+trust
+----
+?
+
+acquire a cohort
+----
+?
+
+created A seq=1
+----
+?
+
+listed children=(A) pzxid=7
+----
+acquired a token=7
+
+release a
+----
+timer 2 after 50ms
+
+lingering
+----
+! unheld ""
+
+lingering
+----
+! lingering []
+`)
+}

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,8 @@ import (
 // more command,
 //
 //	refuse on|off   Admit refuses every grant, Vouches still vouches
+//	lingering       (no event) Core.Lingering and Core.Unheld of the
+//	                attempts watching /l, as the simulator's check reads them
 //
 // Each directive's expected output, when not "?", must appear in what the
 // core decided (a line or lines of it); "!" followed by text must not.
@@ -51,10 +55,19 @@ func runLingerScript(t *testing.T, script string) {
 	var failed []string
 	datadriven.RunTestFromString(t, script, func(t *testing.T, d *datadriven.TestData) string {
 		var out string
-		if d.Cmd == "refuse" {
+		switch d.Cmd {
+		case "refuse":
 			rt.refuse = d.CmdArgs[0].Key == "on"
 			out = "ok"
-		} else {
+		case "lingering":
+			out = fmt.Sprintf("lingering %v\nunheld %q", s.c.Lingering("/l"), s.c.Unheld(s.c.CohortWatching("/l")))
+			for _, id := range slices.Sorted(maps.Keys(s.c.coh.carriers)) {
+				if h := s.c.coh.carriers[id].holder; h != 0 {
+					_, holds := s.c.coh.held[h]
+					out += fmt.Sprintf("\ncarrier %s: holder %s (holding: %v)", s.who[id], s.who[h], holds)
+				}
+			}
+		default:
 			out = s.run(t, d)
 		}
 		t.Logf("%s %s\n%s", d.Pos, d.FullCmd(), out)

@@ -271,6 +271,11 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 		}
 		c.memberReport(f.Waiter, events.Report{Kind: kind, Path: cmd.Path, Err: f.Err})
 	case cohort.Ended:
+		if h, ok := c.coh.held[f.Waiter]; ok {
+			if cr := c.coh.carriers[h.attempt]; cr != nil && cr.holder == f.Waiter {
+				cr.holder = 0 // a node lingering, or parked, is held by no one
+			}
+		}
 		c.endMember(f.Waiter, nil)
 	case cohort.NotHolder:
 		c.notify(Notice{Kind: NoteReleaseRefused, ID: f.Waiter})
