@@ -204,6 +204,7 @@ func (c *Core) tryBesideLinger(cmd *Acquire) bool {
 		return false
 	}
 	c.coh.tries[cmd.Path] = append(c.coh.tries[cmd.Path], cmd)
+	c.report(&entry{id: cmd.ID}, events.Report{Kind: events.Acquiring, Path: cmd.Path, NodeKind: cmd.Kind})
 	if cmd.Cancel != 0 {
 		c.follow(cmd.Cancel)
 	}
@@ -329,7 +330,7 @@ func (c *Core) startCarrier(f cohort.Effect) {
 	a.ID, a.TryOnly, a.Cancel, a.Cohort = f.Attempt, false, 0, false
 	a.Decide = contender.Decider(cohort.Note(first.Decide, &cr.seen))
 	c.coh.carriers[a.ID] = cr
-	c.newContender(&a, true)
+	c.newContender(&a, true, false)
 }
 
 // hand has member f.Waiter hold the node of f.Attempt: a grant, admitted
@@ -591,7 +592,7 @@ func (c *Core) carrierForgotten(en *entry) {
 	if tries := c.coh.tries[p]; len(tries) > 0 && !c.givingBack(p) {
 		delete(c.coh.tries, p)
 		for _, cmd := range tries {
-			c.newContender(cmd, false) // follows its group itself
+			c.newContender(cmd, false, true) // follows its group itself
 			if cmd.Cancel != 0 {
 				c.unfollow(cmd.Cancel)
 			}
@@ -604,6 +605,7 @@ func (c *Core) failHeldTries(err error) {
 	for _, p := range slices.Sorted(maps.Keys(c.coh.tries)) {
 		for _, cmd := range c.coh.tries[p] {
 			c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Err: err})
+			c.report(&entry{id: cmd.ID}, events.Report{Kind: events.Cancelled, Path: cmd.Path, Err: err})
 			if cmd.Cancel != 0 {
 				c.unfollow(cmd.Cancel)
 			}

@@ -98,7 +98,7 @@ func (c *Core) acquire(cmd *Acquire) {
 	if c.joinCohort(cmd) || c.tryBesideLinger(cmd) {
 		return
 	}
-	c.newContender(cmd, false)
+	c.newContender(cmd, false, false)
 }
 
 // newID names an acquisition, or a cohort's attempt: ids count up in the
@@ -109,8 +109,9 @@ func (c *Core) newID() uint64 {
 }
 
 // newContender makes contender cmd.ID; carrier: it acquires a cohort's
-// node (see cohorts.go).
-func (c *Core) newContender(cmd *Acquire, carrier bool) {
+// node (see cohorts.go); reported: its Acquiring was reported already (a
+// try held back, see tryBesideLinger).
+func (c *Core) newContender(cmd *Acquire, carrier, reported bool) {
 	en := &entry{id: cmd.ID, data: cmd.Data, revocable: cmd.Revocable, carrier: carrier,
 		c: contender.New(contender.Config{
 			LockPath:     cmd.Path,
@@ -128,7 +129,9 @@ func (c *Core) newContender(cmd *Acquire, carrier bool) {
 		c.borrowed[cmd.Path]++
 	}
 	c.contenders[en.id] = en
-	c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.Path, NodeKind: cmd.Kind})
+	if !reported {
+		c.report(en, events.Report{Kind: events.Acquiring, Path: cmd.Path, NodeKind: cmd.Kind})
+	}
 	c.attach(en, cmd.Cancel)
 	c.stepContender(en, contender.Input{Kind: contender.Start})
 }
