@@ -118,7 +118,8 @@ type Engine struct {
 	// and follows those the core follows.
 	cancels ctxgroups.Groups
 	// cohortStats is what lock cohorting did, as the loop last read it
-	// from the core (see CohortStats).
+	// from the core, before it carried out what the core decided (see
+	// CohortStats).
 	cohortStats cohortGauges
 }
 

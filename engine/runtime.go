@@ -138,7 +138,6 @@ func (e *Engine) turn(batch []input.Event) (exited bool) {
 	e.core.EndTurn()
 	rd := e.core.Ready()
 	e.carryOut(rd)
-	e.cohortStats.store(e.core.CohortStats())
 	if rd.Exit {
 		e.shutdown()
 		return true
@@ -200,6 +199,9 @@ func (e *Engine) onLoop(f func()) bool {
 // carryOut does what the core decided, in order within each kind.
 func (e *Engine) carryOut(rd core.Ready) {
 	e.addCounts(rd.Counts)
+	// Before the notices too: whoever a notice wakes reads the cohorts'
+	// counts that led to it.
+	e.cohortStats.store(e.core.CohortStats())
 	for _, r := range rd.Logs {
 		e.log.Log(context.Background(), slog.Level(r.Level), r.Msg, r.Args...)
 	}

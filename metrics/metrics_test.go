@@ -419,8 +419,15 @@ func TestCohortMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	futs := []*engine.Future[*lock.Lease]{m.Acquire(ctx), m.Acquire(ctx)}
-	if got := scrape(t, reg)["turnstile_cohort_waiting"]; got != 2 {
-		t.Fatalf("cohort_waiting %v with two acquisitions queued behind the holder, want 2", got)
+	// The loop queues them in the cohort once it takes them in.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		got := scrape(t, reg)["turnstile_cohort_waiting"]
+		if got == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cohort_waiting %v with two acquisitions queued behind the holder, want 2", got)
+		}
 	}
 	for _, f := range futs {
 		if err := held.Release(ctx); err != nil {
