@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/internal/future"
@@ -99,8 +98,8 @@ func RunCallbacksInPlace() (restore func()) { return future.RunCallbacksInPlace(
 
 // The token's encoding, for the tests that take a token apart.
 const (
-	TokenPassBits   = cohort.PassBits
-	MaxCohortPasses = cohort.MaxPasses
+	TokenPassBits   = core.PassBits
+	MaxCohortPasses = core.MaxCohortPasses
 )
 
 // OnLeader reports whether a connection of the engine is open to a server

@@ -35,6 +35,10 @@ type (
 // one grant of a cohort's node (see Grant).
 const PassBits = cohort.PassBits
 
+// MaxCohortPasses is the most passes one grant of a cohort's node can
+// number in a token.
+const MaxCohortPasses = cohort.MaxPasses
+
 // DefaultCohortHold is the bound on the time a cohort's node passes for,
 // when none is given.
 const DefaultCohortHold = cohort.DefaultMaxHold
