@@ -2,12 +2,9 @@ package core
 
 import "testing"
 
-// A try that joins a lingering node to be passed it, whose Hand the
-// watchdog refuses (trust lapsed between the Vouch and the Admit), must
-// fail with would-block: it waits for no node of its own (cohort.Join's
-// Try). It must not queue a node and wait as a blocking acquisition.
-func TestCohortRefusedTryStaysATry(t *testing.T) {
-	runLingerScript(t, `
+// lingeringA is where each script below starts: a's cohort's node A,
+// granted and released, lingers with its timer armed.
+const lingeringA = `
 connect session=1
 ----
 ?
@@ -31,7 +28,14 @@ acquired a token=7
 release a
 ----
 timer 2 after 50ms
+`
 
+// A try that joins a lingering node to be passed it, whose Hand the
+// watchdog refuses (trust lapsed between the Vouch and the Admit), must
+// fail with would-block: it waits for no node of its own (cohort.Join's
+// Try). It must not queue a node and wait as a blocking acquisition.
+func TestCohortRefusedTryStaysATry(t *testing.T) {
+	runLingerScript(t, lingeringA+`
 refuse on
 ----
 ok
@@ -58,31 +62,7 @@ deleted A zxid=9
 // flight. Here the deletion waits for the connection, and the try's
 // context ends meanwhile.
 func TestCohortHeldTryCancelledByItsContext(t *testing.T) {
-	runLingerScript(t, `
-connect session=1
-----
-?
-
-trust
-----
-?
-
-acquire a cohort
-----
-?
-
-created A seq=1
-----
-?
-
-listed children=(A) pzxid=7
-----
-acquired a token=7
-
-release a
-----
-timer 2 after 50ms
-
+	runLingerScript(t, lingeringA+`
 acquire t try ctx=g
 ----
 follow ctx g
@@ -107,31 +87,7 @@ acquired: t context canceled
 // notification) names it; else that check could never fail for a node
 // that lingers after a release.
 func TestCohortLingeringNodeIsHeldByNoOne(t *testing.T) {
-	runLingerScript(t, `
-connect session=1
-----
-?
-
-trust
-----
-?
-
-acquire a cohort
-----
-?
-
-created A seq=1
-----
-?
-
-listed children=(A) pzxid=7
-----
-acquired a token=7
-
-release a
-----
-timer 2 after 50ms
-
+	runLingerScript(t, lingeringA+`
 lingering
 ----
 ! unheld ""

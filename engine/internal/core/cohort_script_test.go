@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -35,18 +34,9 @@ func (t *refusingTrust) Admit(g Grant, session int64) bool {
 }
 
 func newLingerScript(linger time.Duration) (*coreScript, *refusingTrust) {
-	s := newCoreScript()
-	rt := &refusingTrust{coreScriptTrust: s.trust}
-	cfg := Config{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true, Prune: true,
-		CancelErrs: []error{context.Canceled, context.DeadlineExceeded}}
-	cfg.NewID = func() string {
-		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.ids)+1)
-		s.ids = append(s.ids, id)
-		s.names[id] = s.pending
-		return id
-	}
-	cfg.Cohort.Linger = linger
-	s.c = New(cfg, rt)
+	var rt *refusingTrust
+	s := newCoreScriptWith(func(cfg *Config) { cfg.Cohort.Linger = linger },
+		func(t *coreScriptTrust) Admitter { rt = &refusingTrust{coreScriptTrust: t}; return rt })
 	return s, rt
 }
 

@@ -102,7 +102,12 @@ func (t *coreScriptTrust) Forget(uint64)                        {}
 func (t *coreScriptTrust) Follows(session int64) bool           { return session == t.session }
 func (t *coreScriptTrust) Vouches(uint64) (bool, time.Duration) { return !t.lapsed, 0 }
 
-func newCoreScript() *coreScript {
+func newCoreScript() *coreScript { return newCoreScriptWith(func(*Config) {}, nil) }
+
+// newCoreScriptWith is a script whose core's configuration set changes,
+// and whose watchdog, if trust is not nil, is trust's wrapping of the
+// script's.
+func newCoreScriptWith(set func(*Config), trust func(*coreScriptTrust) Admitter) *coreScript {
 	s := &coreScript{trust: &coreScriptTrust{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
 		who: map[uint64]string{}, groups: map[string]uint64{}, leased: map[string]bool{}}
 	cfg := Config{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true, Prune: true,
@@ -113,7 +118,12 @@ func newCoreScript() *coreScript {
 		s.names[id] = s.pending
 		return id
 	}
-	s.c = New(cfg, s.trust)
+	set(&cfg)
+	var admitter Admitter = s.trust
+	if trust != nil {
+		admitter = trust(s.trust)
+	}
+	s.c = New(cfg, admitter)
 	return s
 }
 
