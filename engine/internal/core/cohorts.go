@@ -541,10 +541,7 @@ func (c *Core) carrierReleased(en *entry, err error) {
 		c.endMember(cr.back, err)
 		cr.back = 0
 	}
-	if !cr.givenBack {
-		cr.givenBack = true
-		c.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: en.id, Err: contender.ErrClosed})
-	}
+	c.carrierGone(en.id, cr, contender.ErrClosed)
 }
 
 // carrierLost: the carrier's node was lost, for err.
@@ -556,9 +553,15 @@ func (c *Core) carrierLost(en *entry, err error) {
 		c.loseMember(cr.back, err, true)
 		cr.back = 0
 	}
+	c.carrierGone(en.id, cr, err)
+}
+
+// carrierGone tells the machine, once, that the node of attempt is gone
+// for err, unless the machine gave it back itself.
+func (c *Core) carrierGone(attempt uint64, cr *carrier, err error) {
 	if !cr.givenBack {
 		cr.givenBack = true
-		c.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: en.id, Err: err})
+		c.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: err})
 	}
 }
 
@@ -586,10 +589,7 @@ func (c *Core) carrierForgotten(en *entry) {
 	if cr.back != 0 {
 		c.loseMember(cr.back, contender.ErrClosed, true)
 	}
-	if !cr.givenBack {
-		cr.givenBack = true
-		c.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: en.id, Err: contender.ErrClosed})
-	}
+	c.carrierGone(en.id, cr, contender.ErrClosed)
 	c.stopCohortTimer(cr)
 	delete(c.coh.carriers, en.id)
 	p := en.c.LockPath()
