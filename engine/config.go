@@ -33,9 +33,12 @@ type Config struct {
 	// LostMargin is how long before the server could expire the session
 	// the engine declares its leases lost (default a fifth of the session
 	// timeout). It must cover the client's and server's clock drift, timer
-	// lateness and the time a holder needs to stop. When the server grants
-	// a timeout other than SessionTimeout, the margin stays the same share
-	// of it (LostMargin × granted / SessionTimeout).
+	// lateness and the time a holder needs to stop: however soon the
+	// session answers again, the node of a lease lost to a lapse stays for
+	// this margin after Lost() closed, so no other client is granted the
+	// lock before it has passed (unless the engine is closed). When the
+	// server grants a timeout other than SessionTimeout, the margin stays
+	// the same share of it (LostMargin × granted / SessionTimeout).
 	LostMargin time.Duration
 	// CloseTimeout bounds how long Close waits for the nodes of held and
 	// waiting contenders to be deleted before it closes the session, which

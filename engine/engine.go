@@ -209,8 +209,8 @@ func newEngine(cfg Config) *Engine {
 		leases:    make(map[uint64]*Lease),
 		releasing: make(map[uint64]*releaseCmd),
 	}
-	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed, expired bool) {
-		e.inbox.Put(input.TrustChanged{Lapsed: lapsed, Expired: expired})
+	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed, expired bool, margin time.Duration) {
+		e.inbox.Put(input.TrustChanged{Lapsed: lapsed, Expired: expired, Margin: margin})
 	})
 	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,
 		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})

@@ -43,7 +43,10 @@ func (w *warnings) list() []string {
 // reports StateLapsed, once, never StateExpired, logs one warning, counts
 // one untrusted session and no expiry, and goes on under the same
 // session. The lease held then is lost with ErrLost, not
-// ErrSessionExpired.
+// ErrSessionExpired, and its holder keeps the lost margin it was promised
+// to stop in: another client waiting for the lock is granted no sooner
+// than that margin after Lost() closed, though the session answered again
+// long before.
 func TestLapseIsNotExpiry(t *testing.T) {
 	t.Run("cut", func(t *testing.T) {
 		var p netfault.Partition
@@ -58,18 +61,21 @@ func TestLapseIsNotExpiry(t *testing.T) {
 
 func lapseNotExpiry(t *testing.T, servers []string, dial func(network, address string, timeout time.Duration) (net.Conn, error), cut, heal func()) {
 	var logged warnings
-	// Trust lapses 5 s after the last answer; the server expires the
-	// session 20 s after it: the heal, and the reconnection, fall in
-	// between, with 15 s to spare.
-	eng := startEngine(t, engine.Config{Servers: servers, SessionTimeout: 20 * time.Second, LostMargin: 15 * time.Second,
+	// Trust lapses 3 s after the last answer; the server expires the
+	// session 8 s after it: the heal, and the reconnection, fall in
+	// between, with 5 s to spare.
+	eng := startEngine(t, engine.Config{Servers: servers, SessionTimeout: 8 * time.Second, LostMargin: 5 * time.Second,
 		Dialer: dial, Logger: slog.New(&logged)})
+	other := startEngine(t, engine.Config{Servers: servers})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := lock.NewMutex(eng, testRoot(t)+"/lapse").Lock(ctx)
+	path := testRoot(t) + "/lapse"
+	l, err := lock.NewMutex(eng, path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := eng.SessionID()
+	next := lock.NewMutex(other, path).Acquire(ctx) // queued behind l's node, which only a delete or the expiry removes
 
 	stop := followStates(eng)
 	defer stop()
@@ -80,11 +86,23 @@ func lapseNotExpiry(t *testing.T, servers []string, dial func(network, address s
 	case <-ctx.Done():
 		t.Fatal("the lease was never lost")
 	}
+	lostAt := time.Now()
+	margin := eng.LostMargin()
 	heal()
 	if err := l.Err(); !errors.Is(err, engine.ErrLost) || errors.Is(err, engine.ErrSessionExpired) {
 		t.Errorf("lease lost to a lapse: Err %v, want ErrLost without ErrSessionExpired", err)
 	}
-	again, err := lock.NewMutex(eng, testRoot(t)+"/lapse").Lock(ctx)
+	granted, err := next.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := time.Since(lostAt); after < margin {
+		t.Errorf("the other engine was granted %v after Lost() closed, within the lost margin %v", after, margin)
+	}
+	if err := granted.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := lock.NewMutex(eng, path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

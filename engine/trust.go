@@ -46,9 +46,10 @@ type sessionTrust struct {
 	margin time.Duration
 	// changed tells the loop that trust lapsed (true) or came back, and,
 	// with a lapse, whether it lapsed because the server said the session
-	// expired. It is called with mu held, so the loop hears of changes in
-	// the order they happened, and it must not block.
-	changed func(lapsed, expired bool)
+	// expired, and the margin then (the holders' time to stop). It is
+	// called with mu held, so the loop hears of changes in the order they
+	// happened, and it must not block.
+	changed func(lapsed, expired bool, margin time.Duration)
 
 	mu      sync.Mutex
 	session int64 // the session the latest answered handshake named; 0 when none
@@ -94,7 +95,7 @@ func monotonicSince(now func() time.Time) func() time.Duration {
 	return func() time.Duration { return now().Sub(start) }
 }
 
-func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed, expired bool)) *sessionTrust {
+func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed, expired bool, margin time.Duration)) *sessionTrust {
 	return &sessionTrust{
 		clock:     clock,
 		asked:     asked,
@@ -181,7 +182,7 @@ func (t *sessionTrust) heardAt(sent time.Duration) {
 	} else {
 		t.timer.Reset(left)
 	}
-	t.changed(false, false)
+	t.changed(false, false, 0)
 }
 
 // grantedTimeout is the session timeout a handshake granted. When the
@@ -225,6 +226,11 @@ func (t *sessionTrust) Lifetime() time.Duration {
 func (t *sessionTrust) marginNow() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.marginLocked()
+}
+
+// marginLocked is marginNow with mu held.
+func (t *sessionTrust) marginLocked() time.Duration {
 	if t.lifetime > 0 {
 		return t.granted - t.lifetime
 	}
@@ -286,7 +292,7 @@ func (t *sessionTrust) lapse(cause error) {
 		l.markLost(cause)
 	}
 	clear(t.held)
-	t.changed(true, cause == ErrSessionExpired)
+	t.changed(true, cause == ErrSessionExpired, t.marginLocked())
 }
 
 // admit registers a lease about to be granted in session, the session the

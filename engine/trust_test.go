@@ -185,7 +185,7 @@ func TestTrustIgnoresWallClockSteps(t *testing.T) {
 	clock := monotonicSince(now)
 	var mu sync.Mutex
 	var lapses []bool
-	tr := newSessionTrust(clock, time.Second, 200*time.Millisecond, func(lapsed, _ bool) {
+	tr := newSessionTrust(clock, time.Second, 200*time.Millisecond, func(lapsed, _ bool, _ time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		lapses = append(lapses, lapsed)
@@ -276,7 +276,7 @@ func (c *fakeClock) advance(d time.Duration) { c.now.Add(int64(d)) }
 const hourMs = int32(time.Hour / time.Millisecond)
 
 func newTestTrust(clock *fakeClock, lapses *[]bool) *sessionTrust {
-	return newSessionTrust(clock.read, time.Hour, 12*time.Minute, func(lapsed, _ bool) {
+	return newSessionTrust(clock.read, time.Hour, 12*time.Minute, func(lapsed, _ bool, _ time.Duration) {
 		*lapses = append(*lapses, lapsed)
 	})
 }

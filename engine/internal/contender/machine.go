@@ -90,6 +90,10 @@ type Machine struct {
 	wouldBlock bool        // tryOnly found the lock taken: fail once our node is gone
 	peeking    bool        // tryOnly watches the node ahead, which may be lingering (see onWatchSet)
 	misjudged  bool        // the Decider called our listed node missing: fail once it is gone
+	// stopping: a lapse of trust lost the lease, and its holder may still
+	// be stopping (see AwaitStop): the node's delete waits for Stopped, or
+	// for the engine's close, however soon the session answers again.
+	stopping bool
 }
 
 // New returns a machine for one acquisition, in phase Unstarted: Start
@@ -292,6 +296,8 @@ func (c *Machine) Step(in Input) []Effect {
 		return c.onRetry()
 	case Handoff:
 		return c.onHandoff(in)
+	case Stopped:
+		return c.onStopped()
 	}
 	return nil
 }
@@ -768,6 +774,15 @@ func (c *Machine) onCancel(in Input) []Effect {
 	if in.Closing {
 		c.closing = true
 	}
+	if in.Closing && c.stopping {
+		// The engine closes: closing the session removes the node anyway,
+		// so the wait for the holder to stop ends here, as the user chose.
+		c.cancelled = true
+		if !c.connected {
+			return c.finish()
+		}
+		return c.onStopped()
+	}
 	if c.phase == Held {
 		if !c.closing {
 			return nil // granted before the cancel: the lease stands
@@ -800,6 +815,19 @@ func (c *Machine) onCancel(in Input) []Effect {
 	// A request is in flight, or we wait to retry: its reply (or the retry)
 	// continues the cleanup.
 	return effs
+}
+
+// onStopped: the holder of the lease a lapse lost has had its margin to
+// stop; the node may go.
+func (c *Machine) onStopped() []Effect {
+	if !c.stopping {
+		return nil
+	}
+	c.stopping = false
+	if c.phase == Parked && c.connected {
+		return c.onRetry()
+	}
+	return nil // the reconnect retries the delete
 }
 
 func (c *Machine) onReconnected() []Effect {
@@ -861,16 +889,19 @@ func (c *Machine) onUntrusted() []Effect {
 	c.untrusted = true
 	if c.phase == Held && !c.lost {
 		// The server may expire us at any moment and grant the lock to
-		// someone else: the holder must stop now. Our node is deleted once
-		// the connection is back, should the session survive.
+		// someone else: the holder must stop now. Should the session
+		// survive, our node is deleted once the connection is back and the
+		// holder's margin to stop has passed: a delete sooner would let the
+		// next holder in while this one may still be stopping.
 		c.lost = true
-		return append([]Effect{{Kind: Lost, Err: ErrLost}}, c.park(retryDelete)...)
+		c.stopping = true
+		return append([]Effect{{Kind: Lost, Err: ErrLost}, {Kind: AwaitStop}}, c.park(retryDelete)...)
 	}
 	return nil
 }
 
 func (c *Machine) onRetry() []Effect {
-	if c.phase != Parked {
+	if c.phase != Parked || c.stopping && c.retry == retryDelete {
 		return nil
 	}
 	a := c.retry

@@ -446,14 +446,65 @@ func TestSuspendAndResume(t *testing.T) {
 	s.phase(Held)
 }
 
-func TestUntrustedSessionLosesLeaseThenCleansUp(t *testing.T) {
+// A lease a lapse of trust lost keeps its node until its holder has had
+// the lost margin to stop (Stopped), then, the session having survived,
+// deletes it: however soon the same session answers again, the next
+// holder is not let in while this one may still be stopping.
+func TestUntrustedSessionLosesLeaseThenCleansUpOnceTheHolderStopped(t *testing.T) {
+	lost := []Effect{{Kind: Lost, Err: ErrLost}, {Kind: AwaitStop}, park}
+
+	// Back before the margin has passed: the delete waits for it.
 	s := newScript(t)
 	s.toHeld()
 	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
-	s.step(Input{Kind: Untrusted}, Effect{Kind: Lost, Err: ErrLost}, park)
-	// The same session comes back: our node must not linger.
-	s.step(Input{Kind: Reconnected}, del(node(1, 5)))
+	s.step(Input{Kind: Untrusted}, lost...)
+	s.step(Input{Kind: Reconnected})
+	s.step(Input{Kind: Trusted})
+	s.step(Input{Kind: Retry})
+	s.step(Input{Kind: Stopped}, del(node(1, 5)))
 	s.step(reply(Deleted, input.OK), done) // no release result: it was lost
+
+	// The margin passes first: the reconnect deletes at once.
+	s = newScript(t)
+	s.toHeld()
+	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
+	s.step(Input{Kind: Untrusted}, lost...)
+	s.step(Input{Kind: Stopped})
+	s.step(Input{Kind: Reconnected}, del(node(1, 5)))
+	s.step(reply(Deleted, input.OK), done)
+
+	// Lapsed while connected (the server went silent): the delete still
+	// waits for the margin, then goes at once.
+	s = newScript(t)
+	s.toHeld()
+	s.step(Input{Kind: Untrusted}, lost...)
+	s.step(Input{Kind: Retry})
+	s.step(Input{Kind: Stopped}, del(node(1, 5)))
+	s.step(reply(Deleted, input.OK), done)
+
+	// The engine closes meanwhile: its session's end removes the node, so
+	// the close need not wait for the margin.
+	s = newScript(t)
+	s.toHeld()
+	s.step(Input{Kind: Untrusted}, lost...)
+	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true}, del(node(1, 5)))
+	s.step(reply(Deleted, input.OK), done)
+
+	// Closing with no connection: nothing to send, the session's close
+	// removes the node.
+	s = newScript(t)
+	s.toHeld()
+	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
+	s.step(Input{Kind: Untrusted}, lost...)
+	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true}, done)
+
+	// The session expires meanwhile: the node is gone with it.
+	s = newScript(t)
+	s.toHeld()
+	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
+	s.step(Input{Kind: Untrusted}, lost...)
+	s.step(Input{Kind: Expired}, done)
+	s.step(Input{Kind: Stopped})
 }
 
 func TestUntrustedSessionBlocksGrant(t *testing.T) {
@@ -647,7 +698,7 @@ func TestEveryPathResolvesOnce(t *testing.T) {
 		{Kind: WatchFired}, reply(Deleted, input.OK), reply(Deleted, input.ConnLoss), {Kind: Release},
 		{Kind: Cancel, Err: context.Canceled}, {Kind: Cancel, Err: ErrClosed, Closing: true},
 		{Kind: Disconnected}, {Kind: Reconnected}, {Kind: Expired}, {Kind: Untrusted}, {Kind: Retry},
-		listed(2, node(2, 6)), created(node(2, 6)), {Kind: Handoff, Pzxid: 3}, {Kind: Trusted}, {Kind: GrantRefused},
+		listed(2, node(2, 6)), created(node(2, 6)), {Kind: Handoff, Pzxid: 3}, {Kind: Trusted}, {Kind: GrantRefused}, {Kind: Stopped},
 		recovered(4, node(1, 5), node(1, 5)), {Kind: Listed, Children: []string{node(1, 5)}, Foreign: true},
 		{Kind: Created, Name: node(1, 0), Fresh: true, Pzxid: 2},
 	}

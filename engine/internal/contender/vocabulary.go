@@ -59,9 +59,10 @@ const (
 	Handoff                // the node we wait for was released by our engine; Pzxid is the token
 	Trusted                // the same session answers again, in time
 	GrantRefused           // the grant just made was refused: the session stopped being trusted first
+	Stopped                // the holder of a lease lost by a lapse has had its margin to stop (see AwaitStop)
 )
 
-var inputNames = [...]string{"start", "created", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused"}
+var inputNames = [...]string{"start", "created", "listed", "watch-set", "watch-fired", "deleted", "release", "cancel", "disconnected", "reconnected", "expired", "untrusted", "retry", "handoff", "trusted", "refused", "stopped"}
 
 func (k InputKind) String() string {
 	if k < 0 || int(k) >= len(inputNames) {
@@ -135,9 +136,15 @@ const (
 	Lost                       // the lease is lost, with Err
 	Park                       // wait for Retry; Err: the unexpected refusal to retry, if any
 	Forget                     // terminal: forget the contender; Err: why our node was left to the session's end, if it was
+	// AwaitStop: a lapse of trust lost the lease while the session may
+	// live. Its holder was promised the lost margin to stop before anyone
+	// else can be granted (the server cannot expire the session sooner),
+	// and the node is what keeps everyone else out should the session
+	// survive: step Stopped once that margin has passed, not before.
+	AwaitStop
 )
 
-var effectNames = [...]string{"create", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "forget"}
+var effectNames = [...]string{"create", "list", "recover", "watch", "delete", "grant", "fail", "released", "suspend", "resume", "lost", "park", "forget", "await-stop"}
 
 func (k EffectKind) String() string {
 	if k < 0 || int(k) >= len(effectNames) {

@@ -261,6 +261,8 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 			c.log(LevelWarn, "request refused; retrying", "path", en.c.LockPath(), "err", ef.Err)
 		}
 		c.park(en)
+	case contender.AwaitStop:
+		c.stopAt[c.after(c.stopMargin)] = en.id
 	case contender.Forget:
 		c.forget(en, ef.Err)
 	}

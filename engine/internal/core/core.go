@@ -93,6 +93,12 @@ type Core struct {
 	nextTimer  uint64
 	closeTimer uint64
 	retryAt    map[uint64]uint64 // timer id → contender to retry
+	// stopAt: timer id → contender whose lease a lapse lost, to be told its
+	// holder has had stopMargin to stop (contender.AwaitStop).
+	stopAt map[uint64]uint64
+	// stopMargin is the watchdog's lost margin at the latest lapse: how
+	// long after Lost() the server could not yet have expired the session.
+	stopMargin time.Duration
 
 	session   int64
 	connected bool
@@ -251,6 +257,7 @@ func New(cfg Config, trust Admitter) *Core {
 		commit:     groupCommit{maxInFlight: cfg.MaxInFlight, aclBytes: cfg.ACLBytes},
 		timers:     make(map[uint64]struct{}),
 		retryAt:    make(map[uint64]uint64),
+		stopAt:     make(map[uint64]uint64),
 		followers:  make(map[uint64]int),
 		untrusted:  true,         // until the first session's handshake is answered
 		state:      StateExpired, // as the runtime's state starts

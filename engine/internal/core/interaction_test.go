@@ -142,7 +142,11 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 		ev = input.SessionChanged{State: input.Expired}
 	case "lapse", "trust":
 		s.trust.lapsed = d.Cmd == "lapse"
+		// A lapse carries the margin of a 2s session (its default fifth).
 		ev = input.TrustChanged{Lapsed: s.trust.lapsed, Expired: d.HasArg("expired")}
+		if s.trust.lapsed {
+			ev = input.TrustChanged{Lapsed: true, Expired: d.HasArg("expired"), Margin: 400 * time.Millisecond}
+		}
 	case "acquire":
 		ev = s.acquire(t, d)
 	case "created":

@@ -88,6 +88,9 @@ func (c *Core) expire() {
 func (c *Core) handleTrust(ev input.TrustChanged) {
 	defer c.publishState()
 	c.untrusted = ev.Lapsed
+	if ev.Lapsed {
+		c.stopMargin = ev.Margin
+	}
 	c.lapsed = ev.Lapsed && !ev.Expired && c.session != 0
 	kind := contender.Trusted
 	switch {

@@ -10,7 +10,8 @@ import (
 
 // Timers: the core names a timer by an id and a duration; the runtime arms
 // it on its clock and posts TimerFired with the id. Two kinds exist: the
-// close deadline, and a parked contender's retry after a backoff.
+// close deadline, a parked contender's retry after a backoff, and the
+// margin a lost holder has to stop before its node goes.
 
 // after arms a timer and returns its id.
 func (c *Core) after(d time.Duration) uint64 {
@@ -36,6 +37,13 @@ func (c *Core) handleTimer(id uint64) {
 		c.sweepPins()
 	default:
 		if c.cohortTimer(id) {
+			return
+		}
+		if cid, ok := c.stopAt[id]; ok {
+			delete(c.stopAt, id)
+			if en := c.contenders[cid]; en != nil {
+				c.stepContender(en, contender.Input{Kind: contender.Stopped})
+			}
 			return
 		}
 		cid, ok := c.retryAt[id]

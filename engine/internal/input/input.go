@@ -225,9 +225,15 @@ type RequestDone struct {
 // because the server said the session expired (a handshake refused it or
 // named a new one), so the lapse is that expiry, not a silence that may
 // have outlived the session.
+//
+// Margin, with Lapsed, is the watchdog's lost margin then: the time after
+// the lapse before which the server cannot have expired the session. A
+// lost holder was promised that time to stop, so a node that keeps others
+// out stays that long even if the session answers again sooner.
 type TrustChanged struct {
 	Lapsed  bool
 	Expired bool
+	Margin  time.Duration
 }
 
 // Command is a request from a user of the engine: acquire, release,
