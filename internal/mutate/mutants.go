@@ -44,8 +44,14 @@ var mutants = []mutant{
 	{
 		name:    "lost-late",
 		class:   "Lost closes only when the loop hears of the expiry: the watchdog's lapse loses no lease",
-		changes: []change{{"trust.go", "\tfor _, l := range held {\n\t\tl.markLost(ErrLost)\n\t}", "\tfor range held {\n\t}"}},
+		changes: []change{{"trust.go", "\tfor _, l := range held {\n\t\tl.markLost(cause)\n\t}", "\tfor range held {\n\t}"}},
 		checks:  []check{sim, test("./engine", "Trust|Lapse")},
+	},
+	{
+		name:    "lost-node-deleted-at-reconnect",
+		class:   "a lease lost to a lapse has its node deleted as soon as the session answers again: the next holder is let in inside the margin the lost one was promised to stop in",
+		changes: []change{{"machine.go", "if c.phase != Parked || c.stopping && c.retry == retryDelete {", "if c.phase != Parked {"}},
+		checks:  []check{sim, test("./engine/internal/contender", "Untrusted"), test("./engine", "TestLapseIsNotExpiry")},
 	},
 	{
 		name:    "grant-old-session",
@@ -56,7 +62,7 @@ var mutants = []mutant{
 	{
 		name:    "grant-after-deadline",
 		class:   "a grant after the trust deadline: admission does not read the clock",
-		changes: []change{{"trust.go", "\tif t.clock() >= t.deadline() {\n\t\tt.lapse()\n\t\treturn false\n\t}", ""}},
+		changes: []change{{"trust.go", "\tif t.clock() >= t.deadline() {\n\t\tt.lapse(ErrLost)\n\t\treturn false\n\t}\n\tt.held[l]", "\tt.held[l]"}},
 		checks:  []check{sim, test("./engine", "Trust|Admit")},
 	},
 	{
@@ -113,7 +119,7 @@ var mutants = []mutant{
 	{
 		name:    "carrier-loss-unheard",
 		class:   "a cohort's node lost without the machine hearing of it: its holder keeps a lease on a node gone, and the machine may pass it on",
-		changes: []change{{"cohorts.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: en.id, Err: err})\n", ""}},
+		changes: []change{{"cohorts.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: err})\n", ""}},
 		checks:  []check{sim, test("./engine", "Cohort")},
 	},
 	{
@@ -143,7 +149,7 @@ var mutants = []mutant{
 	{
 		name:    "token-without-pass",
 		class:   "a token without the pass number: leases passed within a cohort share their carrier's token",
-		changes: []change{{"lease.go", "token: l.token | int64(pass)}", "token: l.token}"}},
+		changes: []change{{"runtime.go", "token: g.Token<<core.PassBits | int64(g.Pass)}", "token: g.Token << core.PassBits}"}},
 		checks:  []check{sim, test("./engine", "Cohort")},
 	},
 	{
@@ -233,7 +239,7 @@ var mutants = []mutant{
 	{
 		name:    "linger-try-blocked-by-own-node",
 		class:   "a try of another recipe of the engine finds the engine's own lingering node in its way: the node is not sent back first",
-		changes: []change{{"engine.go", "if req.TryOnly && e.cfg.Cohort.Linger > 0 {", "if false && req.TryOnly && e.cfg.Cohort.Linger > 0 {"}},
+		changes: []change{{"cohorts.go", "\tif !cmd.TryOnly || c.cfg.Cohort.Linger == 0 {\n\t\treturn false\n\t}\n\tc.stepCohorts(&cohort.Input{Kind: cohort.Clear", "\tif true {\n\t\treturn false\n\t}\n\tc.stepCohorts(&cohort.Input{Kind: cohort.Clear"}},
 		checks:  []check{test("./engine", "TestCohortLingerTryOfAnotherRecipeIsGranted")},
 	},
 	{
