@@ -249,7 +249,7 @@ type CohortConfig struct {
 // DefaultCohortHold is the MaxHold a zero CohortConfig takes, exported for
 // what measures a wait against it (a client another engine keeps out waits
 // at most MaxHold and one hold).
-const DefaultCohortHold = core.DefaultCohortHold
+const DefaultCohortHold = 100 * time.Millisecond
 
 // Credential is one identity the session presents to ZooKeeper (addAuth):
 // an authentication scheme the server knows, such as "digest", and its

@@ -21,8 +21,6 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/batch"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/core"
-	"github.com/turnstile-go/turnstile/engine/internal/ctxgroups"
-	"github.com/turnstile-go/turnstile/engine/internal/inbox"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 	"github.com/turnstile-go/turnstile/engine/internal/serverconn"
 	"github.com/turnstile-go/turnstile/internal/nodename"
@@ -81,7 +79,7 @@ type Engine struct {
 	log   *slog.Logger
 	conn  zkConn
 	rt    runtime
-	inbox *inbox.Inbox
+	inbox *inbox
 	count counters
 	batch *batch.Sender // sends batches and cold ops as multis (engine/internal/batch)
 
@@ -116,7 +114,7 @@ type Engine struct {
 	releasing map[uint64]*releaseCmd
 	// cancels names the acquisitions' cancel groups by their contexts,
 	// and follows those the core follows.
-	cancels ctxgroups.Groups
+	cancels cancelContexts
 	// cohortStats is what lock cohorting did, as the loop last read it
 	// from the core, before it carried out what the core decided (see
 	// CohortStats).
@@ -200,7 +198,7 @@ func newEngine(cfg Config) *Engine {
 	e := &Engine{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		inbox:     inbox.New(),
+		inbox:     newInbox(),
 		states:    newStateWatch(),
 		loopDone:  make(chan struct{}),
 		ready:     make(chan struct{}),

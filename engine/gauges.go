@@ -77,8 +77,9 @@ type CohortStats struct {
 	Waiting int64
 }
 
-// CohortStats returns what cohorting did so far. It is safe to call from
-// any goroutine.
+// CohortStats returns what cohorting did so far, as the loop last stored
+// it: an acquisition Acquire just returned for may not be queued yet. It
+// is safe to call from any goroutine.
 func (e *Engine) CohortStats() CohortStats {
 	if e.unstarted() {
 		return CohortStats{}

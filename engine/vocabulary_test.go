@@ -29,3 +29,11 @@ func TestCoreVocabularyIsTheRuntimes(t *testing.T) {
 		}
 	}
 }
+
+// The MaxHold the engine documents for a zero CohortConfig is the one the
+// core takes.
+func TestDefaultCohortHoldIsTheCores(t *testing.T) {
+	if DefaultCohortHold != core.DefaultCohortHold {
+		t.Fatalf("DefaultCohortHold is %v, the core takes %v", DefaultCohortHold, core.DefaultCohortHold)
+	}
+}

@@ -29,14 +29,14 @@ func lines(t *testing.T, path string) int {
 // a goal: a file moved into a package that only engine imports meets it and
 // makes the shape worse, so a change that needs the lines raises it, and
 // says why.
-// Package engine holds at most 2,850 lines outside tests. It held 3,250
+// Package engine holds at most 3,000 lines outside tests. It held 3,250
 // while lock cohorting had a shell of its own in it; the core steps the
 // cohort machine now (internal/core/cohorts.go), and the runtime keeps no
-// record of cohorts. It holds 2,813 with Future's methods documented
-// where a user reads the engine's API and the lease's signal (once
-// engine/internal/latch) folded in; the margin is for the other small
-// packages of one importer still to fold (a fold moves lines in, it adds
-// none).
+// record of cohorts. The packages of one importer that were the runtime's
+// own (the lease's signal, the loop's inbox, the contexts of cancel
+// groups) are folded back in: a fold moves lines in and adds none. The
+// margin above what it holds now is a screen of code; a change that needs
+// more says why.
 func TestEngineSize(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "engine", "*.go"))
 	if err != nil {
@@ -53,8 +53,8 @@ func TestEngineSize(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no files of package engine found")
 	}
-	if total > 2850 {
-		t.Errorf("package engine holds %d lines outside tests, over 2,850", total)
+	if total > 3000 {
+		t.Errorf("package engine holds %d lines outside tests, over 3,000", total)
 	}
 }
 

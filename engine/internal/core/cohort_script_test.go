@@ -24,19 +24,19 @@ import (
 // Each directive's expected output, when not "?", must appear in what the
 // core decided (a line or lines of it); "!" followed by text must not.
 
-type refusingTrust struct {
-	*coreScriptTrust
+type refusingWatchdog struct {
+	*coreScriptWatchdog
 	refuse bool
 }
 
-func (t *refusingTrust) Admit(g Grant, session int64) bool {
-	return !t.refuse && t.coreScriptTrust.Admit(g, session)
+func (t *refusingWatchdog) Admit(g Grant, session int64) bool {
+	return !t.refuse && t.coreScriptWatchdog.Admit(g, session)
 }
 
-func newLingerScript(linger time.Duration) (*coreScript, *refusingTrust) {
-	var rt *refusingTrust
+func newLingerScript(linger time.Duration) (*coreScript, *refusingWatchdog) {
+	var rt *refusingWatchdog
 	s := newCoreScriptWith(func(cfg *Config) { cfg.Cohort.Linger = linger },
-		func(t *coreScriptTrust) Admitter { rt = &refusingTrust{coreScriptTrust: t}; return rt })
+		func(t *coreScriptWatchdog) Admitter { rt = &refusingWatchdog{coreScriptWatchdog: t}; return rt })
 	return s, rt
 }
 

@@ -245,8 +245,9 @@ func (g *groupCommit) takeBatch(least int) []Op {
 	return batch
 }
 
-// createAnswered: a create on lockPath came back.
-func (g *groupCommit) createAnswered(lockPath string) {
+// createReturned: a create on lockPath came back, whatever its outcome, and
+// no longer holds back the next creates of its path.
+func (g *groupCommit) createReturned(lockPath string) {
 	if g.creating[lockPath]--; g.creating[lockPath] <= 0 {
 		delete(g.creating, lockPath)
 	}

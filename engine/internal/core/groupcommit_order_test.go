@@ -39,7 +39,7 @@ func TestGroupCommitBacklogKeepsPathOrder(t *testing.T) {
 	if len(rd.Requests) != 0 {
 		t.Fatalf("the first create sent, not answered: sent %v, want the second create to wait", rd.Requests)
 	}
-	g.createAnswered("/p")
+	g.createReturned("/p")
 	g.done(true, 1)
 	rd = Ready{}
 	g.flush(&rd)

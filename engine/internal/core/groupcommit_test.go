@@ -150,7 +150,7 @@ func TestGroupCommitExtraKeepsPathOrder(t *testing.T) {
 	if got := g.sent(); len(got) != 0 {
 		t.Fatalf("%d creates on a path with a create in flight: sent %v, want them to wait", maxBatch, got)
 	}
-	g.createAnswered("/p")
+	g.createReturned("/p")
 	g.done(true, 1)
 	var rd Ready
 	g.flush(&rd)

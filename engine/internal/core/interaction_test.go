@@ -62,12 +62,12 @@ func TestCoreInteractions(t *testing.T) {
 
 // coreScript is one core and the names the script gave its contenders.
 type coreScript struct {
-	c     *Core
-	trust *coreScriptTrust
-	ids   []string          // protected ids handed out, in order
-	names map[string]string // protected id → contender name
-	en    map[string]uint64 // contender name → its entry's id
-	who   map[uint64]string // entry id → contender name
+	c        *Core
+	watchdog *coreScriptWatchdog
+	ids      []string          // protected ids handed out, in order
+	names    map[string]string // protected id → contender name
+	en       map[string]uint64 // contender name → its entry's id
+	who      map[uint64]string // entry id → contender name
 	// groups are the cancel groups the script named, and their ids.
 	groups map[string]uint64
 	// leased are the contenders granted, by name.
@@ -89,26 +89,26 @@ type sentRequest struct {
 	writes int // the creates and deletes a write request carried
 }
 
-// coreScriptTrust is the watchdog as a script tells it.
-type coreScriptTrust struct {
+// coreScriptWatchdog is the watchdog as a script tells it.
+type coreScriptWatchdog struct {
 	lapsed  bool
 	session int64
 }
 
-func (t *coreScriptTrust) Admit(_ Grant, session int64) bool {
+func (t *coreScriptWatchdog) Admit(_ Grant, session int64) bool {
 	return !t.lapsed && session == t.session
 }
-func (t *coreScriptTrust) Forget(uint64)                        {}
-func (t *coreScriptTrust) Follows(session int64) bool           { return session == t.session }
-func (t *coreScriptTrust) Vouches(uint64) (bool, time.Duration) { return !t.lapsed, 0 }
+func (t *coreScriptWatchdog) Forget(uint64)                        {}
+func (t *coreScriptWatchdog) Follows(session int64) bool           { return session == t.session }
+func (t *coreScriptWatchdog) Vouches(uint64) (bool, time.Duration) { return !t.lapsed, 0 }
 
 func newCoreScript() *coreScript { return newCoreScriptWith(func(*Config) {}, nil) }
 
 // newCoreScriptWith is a script whose core's configuration set changes,
-// and whose watchdog, if trust is not nil, is trust's wrapping of the
-// script's.
-func newCoreScriptWith(set func(*Config), trust func(*coreScriptTrust) Admitter) *coreScript {
-	s := &coreScript{trust: &coreScriptTrust{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
+// and whose watchdog, if watchdog is not nil, is watchdog's wrapping of
+// the script's.
+func newCoreScriptWith(set func(*Config), watchdog func(*coreScriptWatchdog) Admitter) *coreScript {
+	s := &coreScript{watchdog: &coreScriptWatchdog{lapsed: true}, names: map[string]string{}, en: map[string]uint64{},
 		who: map[uint64]string{}, groups: map[string]uint64{}, leased: map[string]bool{}}
 	cfg := Config{MaxInFlight: 8, CloseTimeout: 5 * time.Second, Observe: true, Prune: true,
 		CancelErrs: []error{context.Canceled, context.DeadlineExceeded}}
@@ -119,9 +119,9 @@ func newCoreScriptWith(set func(*Config), trust func(*coreScriptTrust) Admitter)
 		return id
 	}
 	set(&cfg)
-	var admitter Admitter = s.trust
-	if trust != nil {
-		admitter = trust(s.trust)
+	var admitter Admitter = s.watchdog
+	if watchdog != nil {
+		admitter = watchdog(s.watchdog)
 	}
 	s.c = New(cfg, admitter)
 	return s
@@ -133,18 +133,18 @@ func (s *coreScript) run(t *testing.T, d *datadriven.TestData) string {
 	case "connect":
 		var id int64
 		d.ScanArgs(t, "session", &id)
-		s.trust.session = id
+		s.watchdog.session = id
 		ev = input.SessionChanged{State: input.Connected, SessionID: id}
 	case "disconnect":
 		ev = input.SessionChanged{State: input.Disconnected}
 	case "expire":
-		s.trust.session = 0
+		s.watchdog.session = 0
 		ev = input.SessionChanged{State: input.Expired}
 	case "lapse", "trust":
-		s.trust.lapsed = d.Cmd == "lapse"
+		s.watchdog.lapsed = d.Cmd == "lapse"
 		// A lapse carries the margin of a 2s session (its default fifth).
-		ev = input.TrustChanged{Lapsed: s.trust.lapsed, Expired: d.HasArg("expired")}
-		if s.trust.lapsed {
+		ev = input.TrustChanged{Lapsed: s.watchdog.lapsed, Expired: d.HasArg("expired")}
+		if s.watchdog.lapsed {
 			ev = input.TrustChanged{Lapsed: true, Expired: d.HasArg("expired"), Margin: 400 * time.Millisecond}
 		}
 	case "acquire":

@@ -27,7 +27,7 @@ func (c *Core) handleOpDone(d input.OpDone) {
 	case input.OpCreate:
 		in.Kind, in.Name = contender.Created, d.Name
 		lockPath := path.Dir(d.Path)
-		c.commit.createAnswered(lockPath)
+		c.commit.createReturned(lockPath)
 		c.createAnswered(d, lockPath)
 		defer c.unverify(lockPath, d.Contender)
 		c.createdFresh(d, lockPath, &in)

@@ -3,7 +3,7 @@
 // time of every request and matches each reply to it by xid, reads the
 // greatest zxid in reply headers and the timeout each handshake granted,
 // and feeds the session's trust deadline (the engine's watchdog, through
-// Trust) with what only the leader's answers prove; which server is the
+// Watchdog) with what only the leader's answers prove; which server is the
 // leader (roles.go); and a keeper per connection that pings, renews the
 // handshake of a follower, and closes a connection to a silent server.
 package serverconn
@@ -59,10 +59,10 @@ const (
 	errSessionMoved   = -118
 )
 
-// Trust is the session's watchdog, as the connections feed it: its
-// monotonic clock, how long after an answered request the session is
-// trusted, and the answers themselves.
-type Trust interface {
+// Watchdog is the engine's watchdog over its session, as the connections
+// feed it: its monotonic clock, how long after an answered request the
+// session is trusted, and the answers themselves.
+type Watchdog interface {
 	Clock() time.Duration
 	Lifetime() time.Duration
 	// Handshake: the server answered the connect request sent at sent,
@@ -80,7 +80,7 @@ type Config struct {
 	DialTimeout time.Duration // the most one dial, or one role probe, may take
 	ProbeGrace  time.Duration // how long a follower's answer waits for a leader's
 	Log         *slog.Logger
-	Trust       Trust
+	Trust       Watchdog      // the engine's watchdog
 	Zxid        *atomic.Int64 // the greatest zxid read in any reply header
 }
 
@@ -137,7 +137,7 @@ func (e *Conns) Dial(network, address string, timeout time.Duration) (net.Conn, 
 		return nil, err
 	}
 	e.dialErr.Store(nil)
-	tc := &trackedConn{Conn: c, trust: e.cfg.Trust, zxid: e.cfg.Zxid, eng: e, addr: address, done: make(chan struct{})}
+	tc := &trackedConn{Conn: c, watchdog: e.cfg.Trust, zxid: e.cfg.Zxid, eng: e, addr: address, done: make(chan struct{})}
 	tc.lastRead.Store(int64(e.cfg.Trust.Clock()))
 	if !e.conns.add(tc) {
 		_ = c.Close() // the engine is closing
@@ -153,12 +153,12 @@ func (e *Conns) Dial(network, address string, timeout time.Duration) (net.Conn, 
 // matches each reply to its request, by xid, as it is read.
 type trackedConn struct {
 	net.Conn
-	trust Trust
-	zxid  *atomic.Int64 // the greatest zxid in any reply header
-	eng   *Conns        // nil in unit tests: then no keeper, no role probe
-	addr  string        // the address dialed
+	watchdog Watchdog
+	zxid     *atomic.Int64 // the greatest zxid in any reply header
+	eng      *Conns        // nil in unit tests: then no keeper, no role probe
+	addr     string        // the address dialed
 
-	lastRead  atomic.Int64  // trust.clock() at the last read that returned bytes
+	lastRead  atomic.Int64  // watchdog.Clock() at the last read that returned bytes
 	pinging   atomic.Bool   // a keepalive ping is being written
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -204,14 +204,14 @@ func (c *trackedConn) Close() error {
 // Write notes the requests in p before they go out: a request's send time
 // is taken before the server can have received it.
 func (c *trackedConn) Write(p []byte) (int, error) {
-	c.wrote(p, c.trust.Clock())
+	c.wrote(p, c.watchdog.Clock())
 	return c.Conn.Write(p)
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.lastRead.Store(int64(c.trust.Clock()))
+		c.lastRead.Store(int64(c.watchdog.Clock()))
 		c.read(p[:n])
 	}
 	return n, err
@@ -252,7 +252,7 @@ func (c *trackedConn) read(p []byte) {
 			if len(head) == handshakeHeadSize && c.sent.greeted {
 				timeout := int32(binary.BigEndian.Uint32(head[4:]))
 				session := int64(binary.BigEndian.Uint64(head[8:]))
-				c.trust.Handshake(c.sent.handshake, session, timeout)
+				c.watchdog.Handshake(c.sent.handshake, session, timeout)
 				c.welcomed, c.session = true, session
 				if session != 0 && c.eng != nil {
 					c.eng.bg.Add(1)
@@ -275,7 +275,7 @@ func (c *trackedConn) read(p []byte) {
 			continue
 		}
 		if sent, ok := c.sent.take(xid); ok && code != errSessionExpired && code != errSessionMoved && c.leader && sent >= c.leaderFrom {
-			c.trust.Answered(sent)
+			c.watchdog.Answered(sent)
 		}
 	}
 }

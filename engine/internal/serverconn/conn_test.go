@@ -63,11 +63,11 @@ func (c *fakeClock) advance(d time.Duration) { c.now.Add(int64(d)) }
 
 const hourMs = int32(time.Hour / time.Millisecond)
 
-// fakeTrust is the watchdog as the connections feed it, keeping what the
+// fakeWatchdog is the watchdog as the connections feed it, keeping what the
 // engine's does of it: the session the latest handshake named, and the
 // send time the deadline counts from (a new session's handshake restarts
 // it; answers move it only forward, and only while a session lives).
-type fakeTrust struct {
+type fakeWatchdog struct {
 	clock      *fakeClock
 	mu         sync.Mutex
 	session    int64
@@ -75,12 +75,12 @@ type fakeTrust struct {
 	handshakes []string // "sent session", in the order told
 }
 
-func newFakeTrust(clock *fakeClock) *fakeTrust { return &fakeTrust{clock: clock} }
+func newFakeWatchdog(clock *fakeClock) *fakeWatchdog { return &fakeWatchdog{clock: clock} }
 
-func (f *fakeTrust) Clock() time.Duration    { return f.clock.read() }
-func (f *fakeTrust) Lifetime() time.Duration { return 48 * time.Minute }
+func (f *fakeWatchdog) Clock() time.Duration    { return f.clock.read() }
+func (f *fakeWatchdog) Lifetime() time.Duration { return 48 * time.Minute }
 
-func (f *fakeTrust) Handshake(sent time.Duration, session int64, _ int32) {
+func (f *fakeWatchdog) Handshake(sent time.Duration, session int64, _ int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handshakes = append(f.handshakes, fmt.Sprintf("%v %#x", sent, session))
@@ -90,7 +90,7 @@ func (f *fakeTrust) Handshake(sent time.Duration, session int64, _ int32) {
 	f.heard = max(f.heard, sent)
 }
 
-func (f *fakeTrust) Answered(sent time.Duration) {
+func (f *fakeWatchdog) Answered(sent time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.session != 0 {
@@ -98,15 +98,15 @@ func (f *fakeTrust) Answered(sent time.Duration) {
 	}
 }
 
-func heard(t Trust) time.Duration {
-	f := t.(*fakeTrust)
+func heard(t Watchdog) time.Duration {
+	f := t.(*fakeWatchdog)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.heard
 }
 
-func told(t Trust) []string {
-	f := t.(*fakeTrust)
+func told(t Watchdog) []string {
+	f := t.(*fakeWatchdog)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.handshakes)
@@ -127,7 +127,7 @@ func TestTrackedConnTracksGreatestZxid(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for trial := range 200 {
 		var clock fakeClock
-		c := &trackedConn{trust: newFakeTrust(&clock), zxid: new(atomic.Int64)}
+		c := &trackedConn{watchdog: newFakeWatchdog(&clock), zxid: new(atomic.Int64)}
 		inPieces(rng, stream, 1+trial%64, c.read)
 		if got := c.zxid.Load(); got != want {
 			t.Fatalf("trial %d: zxid %#x, want %#x", trial, got, want)
@@ -178,7 +178,7 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 100 {
 		var clock fakeClock
-		c := &trackedConn{trust: newFakeTrust(&clock), zxid: new(atomic.Int64)}
+		c := &trackedConn{watchdog: newFakeWatchdog(&clock), zxid: new(atomic.Int64)}
 		c.confirmLeader(0) // the leader's connection: every answer counts
 		for _, w := range writes {
 			clock.set(w.at)
@@ -187,16 +187,16 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 				clock.advance(time.Millisecond) // later pieces of a frame go out later
 			})
 		}
-		if h := told(c.trust); len(h) != 0 {
+		if h := told(c.watchdog); len(h) != 0 {
 			t.Fatalf("trial %d: handshakes %v told before the server said a word", trial, h)
 		}
 		for _, r := range reads {
 			inPieces(rng, r.bytes, 1+trial%20, c.read)
-			if got := heard(c.trust); got != r.heard {
+			if got := heard(c.watchdog); got != r.heard {
 				t.Fatalf("trial %d: after the %s, heard at %v, want %v", trial, r.what, got, r.heard)
 			}
 		}
-		if h := told(c.trust); len(h) != 1 {
+		if h := told(c.watchdog); len(h) != 1 {
 			t.Fatalf("trial %d: handshakes told %v, want the one answered", trial, h)
 		}
 	}
@@ -209,24 +209,24 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 // TestTrustHandshakes, in package engine).
 func TestTrackedConnHandshake(t *testing.T) {
 	var clock fakeClock
-	tr := newFakeTrust(&clock)
+	tr := newFakeWatchdog(&clock)
 
-	silent := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
+	silent := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 	clock.set(time.Second)
 	silent.wrote(connectRequest(), clock.read())
 	clock.set(2 * time.Second)
 	if h := told(tr); len(h) != 0 {
 		t.Fatalf("handshakes %v told with a connect request sent and never answered", h)
 	}
-	first := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
+	first := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 	first.wrote(connectRequest(), clock.read())
 	first.read(connectResponse(hourMs, 0x10))
 	clock.set(3 * time.Second)
-	expired := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
+	expired := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 	expired.wrote(connectRequest(), clock.read())
 	expired.read(connectResponse(hourMs, 0))
 	clock.set(4 * time.Second)
-	renewed := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
+	renewed := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 	renewed.wrote(connectRequest(), clock.read())
 	renewed.read(connectResponse(hourMs, 0x11))
 	if h, want := told(tr), []string{"2s 0x10", "3s 0x0", "4s 0x11"}; !slices.Equal(h, want) {
@@ -242,8 +242,8 @@ func TestTrackedConnHandshake(t *testing.T) {
 // requests sent from then on count; earlier ones still do not.
 func TestTrackedConnCountsOnlyTheLeadersReplies(t *testing.T) {
 	var clock fakeClock
-	tr := newFakeTrust(&clock)
-	c := &trackedConn{trust: tr, zxid: new(atomic.Int64)}
+	tr := newFakeWatchdog(&clock)
+	c := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 
 	clock.set(time.Second)
 	c.wrote(connectRequest(), clock.read())

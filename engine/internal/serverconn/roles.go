@@ -159,7 +159,7 @@ func (e *Conns) pick(asked string) string {
 // but a later one's proves more.
 func (e *Conns) probeRole(c *trackedConn) {
 	defer e.bg.Done()
-	timeout := max(e.cfg.DialTimeout, c.trust.Lifetime()/4)
+	timeout := max(e.cfg.DialTimeout, c.watchdog.Lifetime()/4)
 	mode := modeUnknown
 	for try := 0; try < 2 && mode == modeUnknown; try++ {
 		select {
@@ -170,7 +170,7 @@ func (e *Conns) probeRole(c *trackedConn) {
 		mode = e.serverMode(c.addr, timeout, nil)
 	}
 	if mode == modeLeader {
-		c.confirmLeader(c.trust.Clock())
+		c.confirmLeader(c.watchdog.Clock())
 	}
 	e.cfg.Log.Debug("server role", slog.String("server", c.addr), slog.String("mode", mode.String()))
 }
@@ -230,13 +230,13 @@ func (c *trackedConn) keep() {
 // the lifetime, or until the renewal of a connection to a server not known
 // to be the leader, whichever comes first.
 func (c *trackedConn) keepWait() time.Duration {
-	life := c.trust.Lifetime()
+	life := c.watchdog.Lifetime()
 	renewAfter := life * renewShare / 10
 	wait := life / 10
 	c.mu.Lock()
 	if c.welcomed && !c.leader {
 		// Wake at the renewal itself, not at the next tick after it.
-		wait = min(wait, c.sent.handshake+renewAfter-c.trust.Clock())
+		wait = min(wait, c.sent.handshake+renewAfter-c.watchdog.Clock())
 	}
 	c.mu.Unlock()
 	return max(wait, time.Millisecond)
@@ -246,9 +246,9 @@ func (c *trackedConn) keepWait() time.Duration {
 // (why says why), send a ping, or nothing. It is apart from keep so that
 // the simulator, which runs no keeper goroutine, looks the same way.
 func (c *trackedConn) keepLook() (why string, ping bool) {
-	life := c.trust.Lifetime()
+	life := c.watchdog.Lifetime()
 	renewAfter := life * renewShare / 10
-	now := c.trust.Clock()
+	now := c.watchdog.Clock()
 	c.mu.Lock()
 	waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting()
 	welcomed, session, leader, hello := c.welcomed, c.session, c.leader, c.sent.handshake

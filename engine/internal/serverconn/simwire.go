@@ -15,11 +15,11 @@ import (
 // simulator too, which runs neither goroutine.
 type SimWire struct{ c *trackedConn }
 
-// NewSimWire is a connection just dialed, feeding trust and zxid: nothing
+// NewSimWire is a connection just dialed, feeding watchdog and zxid: nothing
 // written or read yet.
-func NewSimWire(trust Trust, zxid *atomic.Int64) *SimWire {
-	c := &trackedConn{trust: trust, zxid: zxid, addr: "sim", done: make(chan struct{})}
-	c.lastRead.Store(int64(trust.Clock()))
+func NewSimWire(watchdog Watchdog, zxid *atomic.Int64) *SimWire {
+	c := &trackedConn{watchdog: watchdog, zxid: zxid, addr: "sim", done: make(chan struct{})}
+	c.lastRead.Store(int64(watchdog.Clock()))
 	return &SimWire{c: c}
 }
 
@@ -30,7 +30,7 @@ func simFrame(head []byte) []byte {
 
 // Greet writes the connect request, now.
 func (s *SimWire) Greet() {
-	s.c.wrote(simFrame(make([]byte, 44)), s.c.trust.Clock())
+	s.c.wrote(simFrame(make([]byte, 44)), s.c.watchdog.Clock())
 }
 
 // Welcome reads the handshake's answer: the session (0: expired) and the
@@ -43,7 +43,7 @@ func (s *SimWire) Welcome(session int64, timeout time.Duration) {
 }
 
 // Sent writes a request of xid (PingXid for a ping), now.
-func (s *SimWire) Sent(xid int32) { s.SentAt(xid, s.c.trust.Clock()) }
+func (s *SimWire) Sent(xid int32) { s.SentAt(xid, s.c.watchdog.Clock()) }
 
 // SentAt writes a request of xid that was written at at: the simulator
 // hands a request to the server later than the client wrote it.
@@ -63,7 +63,7 @@ func (s *SimWire) Replied(xid int32, zxid int64, code int32) {
 }
 
 func (s *SimWire) read(p []byte) {
-	s.c.lastRead.Store(int64(s.c.trust.Clock()))
+	s.c.lastRead.Store(int64(s.c.watchdog.Clock()))
 	s.c.read(p)
 }
 
@@ -71,7 +71,7 @@ func (s *SimWire) read(p []byte) {
 // as probeRole takes it.
 func (s *SimWire) Probed(srvr string) {
 	if parseMode([]byte(srvr)) == modeLeader {
-		s.c.confirmLeader(s.c.trust.Clock())
+		s.c.confirmLeader(s.c.watchdog.Clock())
 	}
 }
 

@@ -1,4 +1,4 @@
-package inbox
+package engine
 
 import (
 	"sync"
@@ -12,7 +12,7 @@ import (
 // arrives exactly once and each producer's events keep their order.
 func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 	const producers, each = 8, 5000
-	in := New()
+	in := newInbox()
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Go(func() {
@@ -60,7 +60,7 @@ func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 // Put must never block, even when nobody drains: it runs on the ZooKeeper
 // client's receive goroutine.
 func TestInboxPutNeverBlocks(t *testing.T) {
-	in := New()
+	in := newInbox()
 	finished := make(chan struct{})
 	go func() {
 		for range 100000 {

@@ -1,5 +1,4 @@
-// Package inbox is the engine loop's queue of events.
-package inbox
+package engine
 
 import (
 	"sync"
@@ -7,23 +6,23 @@ import (
 	"github.com/turnstile-go/turnstile/engine/internal/input"
 )
 
-// Inbox is the loop's unbounded, non-blocking queue. Put never blocks and
-// never drops: it is called from the ZooKeeper client's receive goroutine,
-// which must not stall, and from user goroutines. The loop alone takes
-// events out, in batches.
-type Inbox struct {
+// inbox is the loop's queue of events: unbounded and non-blocking. Put
+// never blocks and never drops: it is called from the ZooKeeper client's
+// receive goroutine, which must not stall, and from user goroutines. The
+// loop alone takes events out, in batches.
+type inbox struct {
 	mu     sync.Mutex
 	events []input.Event
 	ready  chan struct{}
 }
 
-// New returns an empty inbox.
-func New() *Inbox {
-	return &Inbox{ready: make(chan struct{}, 1)}
+// newInbox returns an empty inbox.
+func newInbox() *inbox {
+	return &inbox{ready: make(chan struct{}, 1)}
 }
 
 // Put appends e. It never blocks.
-func (in *Inbox) Put(e input.Event) {
+func (in *inbox) Put(e input.Event) {
 	in.mu.Lock()
 	in.events = append(in.events, e)
 	in.mu.Unlock()
@@ -34,12 +33,12 @@ func (in *Inbox) Put(e input.Event) {
 }
 
 // Ready is signalled after Put; the signal may cover several events.
-func (in *Inbox) Ready() <-chan struct{} { return in.ready }
+func (in *inbox) Ready() <-chan struct{} { return in.ready }
 
 // Drain moves every queued event into buf (reusing its storage) and returns
 // it. The inbox keeps the old buffer for later Puts, so a steady loop
 // allocates nothing.
-func (in *Inbox) Drain(buf []input.Event) []input.Event {
+func (in *inbox) Drain(buf []input.Event) []input.Event {
 	clear(buf[:cap(buf)])
 	in.mu.Lock()
 	out := in.events
@@ -49,7 +48,7 @@ func (in *Inbox) Drain(buf []input.Event) []input.Event {
 }
 
 // Len is the number of queued events.
-func (in *Inbox) Len() int {
+func (in *inbox) Len() int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return len(in.events)

@@ -1,4 +1,4 @@
-package ctxgroups
+package engine
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 // Contexts that end with one Done channel share a group, a context that
 // never ends has none, and a followed group is told once, with the cause,
 // when its context ends.
-func TestGroupsNameByDoneAndTellTheEndOnce(t *testing.T) {
-	var g Groups
+func TestCancelContextsNameByDoneAndTellTheEndOnce(t *testing.T) {
+	var g cancelContexts
 	if id := g.Group(context.Background()); id != 0 {
 		t.Fatalf("a context that never ends is in group %d, want 0", id)
 	}
@@ -25,8 +25,8 @@ func TestGroupsNameByDoneAndTellTheEndOnce(t *testing.T) {
 	if c := g.Group(other); c == a {
 		t.Fatalf("two contexts share group %d", c)
 	}
-	// afterDone runs f at once when ctx has ended, as the test calls it:
-	// the test's stand-in for context.AfterFunc, without its goroutine.
+	// afterDone keeps f, and the test runs it once ctx has ended: the
+	// test's stand-in for context.AfterFunc, without its goroutine.
 	var pending []func()
 	afterDone := func(_ context.Context, f func()) func() bool {
 		pending = append(pending, f)
@@ -49,10 +49,10 @@ func TestGroupsNameByDoneAndTellTheEndOnce(t *testing.T) {
 	}
 }
 
-// A group dropped is forgotten and stops being followed; ForgetIdle drops
-// only a group never followed.
-func TestGroupsDropAndForgetIdle(t *testing.T) {
-	var g Groups
+// A group dropped stops being followed and is forgotten: its context,
+// named again, is a new group. DropAll stops every follow.
+func TestCancelContextsDropStopsFollowingAndForgets(t *testing.T) {
+	var g cancelContexts
 	stopped := 0
 	afterDone := func(context.Context, func()) func() bool {
 		return func() bool { stopped++; return true }
@@ -60,21 +60,24 @@ func TestGroupsDropAndForgetIdle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := g.Group(ctx)
-	g.ForgetIdle(a)
-	if b := g.Group(ctx); b == a {
-		t.Fatal("ForgetIdle kept a group never followed")
+	g.Follow(a, afterDone, func(uint64, error) {})
+	g.Drop(a)
+	if stopped != 1 {
+		t.Fatalf("Drop stopped following %d times, want 1", stopped)
 	}
 	b := g.Group(ctx)
-	g.Follow(b, afterDone, func(uint64, error) {})
-	g.ForgetIdle(b)
-	if g.Group(ctx) != b {
-		t.Fatal("ForgetIdle dropped a followed group")
+	if b == a {
+		t.Fatal("a dropped group is still named")
 	}
+	g.Follow(b, afterDone, func(uint64, error) {})
+	other, stopOther := context.WithCancel(context.Background())
+	defer stopOther()
+	g.Group(other) // named, never followed: nothing to stop
 	g.DropAll()
-	if stopped != 1 {
-		t.Fatalf("stopped following %d times, want 1", stopped)
+	if stopped != 2 {
+		t.Fatalf("stopped following %d times after DropAll, want 2", stopped)
 	}
 	if c := g.Group(ctx); c == b {
-		t.Fatal("a dropped group is still named")
+		t.Fatal("DropAll kept a group named")
 	}
 }
