@@ -207,15 +207,16 @@ mutate: deps
 
 # Real partitions (internal/partition, as root): a 3-node ensemble and its
 # clients in network namespaces of their own, links cut with nftables or
-# taken down. make test runs the Lost() tests; this adds the survival
-# measurements, SURVIVAL_TRIALS trials each (each prints "survival ...: N
+# taken down. make test runs the Lost() tests and the sessions' spread;
+# this adds a minute's hold and a failover on an ensemble whose leader
+# serves no clients (leaderServes=no), and the survival measurements, SURVIVAL_TRIALS trials each (each prints "survival ...: N
 # of M leases kept").
 SURVIVAL_TRIALS ?= 20
 partition: deps
 	@out=$$(mktemp); status=0; \
 	TURNSTILE_SURVIVAL_TRIALS=$(SURVIVAL_TRIALS) $(GO) test ./internal/partition -count=1 -v -timeout 60m \
-		-run 'TestLostBeforeOtherGrant|TestSurvival' >$$out 2>&1 || status=$$?; \
-	grep -E '^(=== RUN|--- |survival|PASS|FAIL|ok)|(lost|survival)_test.go' $$out; \
+		-run 'TestLostBeforeOtherGrant|TestSurvival|TestSessionsSpread|TestLeaderServesNo' >$$out 2>&1 || status=$$?; \
+	grep -E '^(=== RUN|--- |survival|PASS|FAIL|ok)|(lost|survival|spread)_test.go' $$out; \
 	rm -f $$out; exit $$status
 
 # The nemesis (stress nemesis, stress/nemesis.go; as root): a 3-member

@@ -40,6 +40,18 @@ type Config struct {
 	// server grants a timeout other than SessionTimeout, the margin stays
 	// the same share of it (LostMargin × granted / SessionTimeout).
 	LostMargin time.Duration
+	// PreferLeader makes each dial ask every server for its role and
+	// connect to the leader when one answers, as the engine did before
+	// sessions spread. Every answer of the leader then moves the trust
+	// deadline, with no syncs, and a lost follower costs nothing; the
+	// price is that every session of every engine so configured crowds the
+	// leader (its pings, listings and watches too), that an election
+	// disconnects them all at once, and that an ensemble whose leader
+	// serves no clients (leaderServes=no) sends them all to followers
+	// anyway. By default (false) sessions spread over Servers in the
+	// client's shuffled order, and on a follower the engine keeps trust
+	// with a chain of syncs (DESIGN.md, "The trust deadline").
+	PreferLeader bool
 	// CloseTimeout bounds how long Close waits for the nodes of held and
 	// waiting contenders to be deleted before it closes the session, which
 	// removes them anyway (default 5s).
@@ -145,7 +157,7 @@ type Config struct {
 	// passed over, and another reached, well within the session's
 	// lifetime (see DESIGN.md, "The trust deadline").
 	dialTimeout time.Duration // the most one dial, or one role probe, may take
-	probeGrace  time.Duration // how long a follower's answer waits for a leader's
+	probeGrace  time.Duration // how long a follower's answer waits for a leader's; 0: dials do not look for the leader
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -174,7 +186,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.CloseTimeout = 5 * time.Second
 	}
 	c.dialTimeout = min(max(c.SessionTimeout/8, 250*time.Millisecond), time.Second)
-	c.probeGrace = min(max(c.SessionTimeout/20, 50*time.Millisecond), 500*time.Millisecond)
+	c.probeGrace = 0
+	if c.PreferLeader {
+		c.probeGrace = min(max(c.SessionTimeout/20, 50*time.Millisecond), 500*time.Millisecond)
+	}
 	cohorts, err := core.CohortConfig{MaxPasses: c.Cohort.MaxPasses, MaxHold: c.Cohort.MaxHold, Linger: c.Cohort.Linger}.WithDefaults()
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

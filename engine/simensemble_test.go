@@ -24,10 +24,10 @@ import (
 // among those it can reach: the leader if it answers, else a follower.
 // The engine's trackedConn reads every frame (engine.SimWire), so the
 // trust deadline moves by the engine's own rules: every answer of a
-// connection whose srvr probe said leader, only the handshake otherwise;
-// and its keeper's looks run on the simulated clock, pinging, closing a
-// silent connection, renewing the handshake of one not known to be the
-// leader. With one server, as before, the client has no keeper: the
+// connection whose srvr probe said leader, the handshake and the chain of
+// the keeper's syncs otherwise; and its keeper's looks run on the
+// simulated clock, pinging a leader, syncing through a follower, closing
+// a silent connection. With one server, as before, the client has no keeper: the
 // single server's seeds explore what they explored before.
 
 // ensemble is the world's ensemble; nil: one server.
@@ -190,10 +190,12 @@ func (e *ensemble) keep(c *client) {
 		if c.wire != wire || c.exited {
 			return
 		}
-		why, ping := wire.KeepLook()
+		why, ping, sync := wire.KeepLook()
 		switch {
 		case ping && c.up:
 			c.sendPing()
+		case sync && c.up:
+			c.sendSync()
 		case why != "":
 			c.w.tracef("%s: the engine closes the connection: %s", c.name, why)
 			if c.dialing {

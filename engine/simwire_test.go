@@ -12,4 +12,5 @@ func (e *Engine) NewSimWire() *SimWire { return serverconn.NewSimWire(e.trust, &
 const (
 	PingXid         = serverconn.PingXid
 	NotificationXid = serverconn.NotificationXid
+	SyncXid         = serverconn.SyncXid
 )

@@ -638,6 +638,18 @@ func (c *client) sendPing() {
 	}
 }
 
+// sendSync is the keeper's sync through a server not known to be the
+// leader (engine.SyncXid): the model answers it as the server would,
+// once every earlier write is applied, and holds it on a follower cut
+// from its leader. Its reply is for none of the client's requests.
+func (c *client) sendSync() {
+	c.wire.Sent(engine.SyncXid)
+	if err := c.w.model.Submit(c.w.at(), c.session, zkmodel.Request{Op: zkmodel.OpSync, Path: "/", Xid: engine.SyncXid}); err != nil &&
+		!errors.Is(err, zkmodel.ErrNotConnected) {
+		panic(fmt.Sprintf("sim: sync on %s: %v", c.name, err))
+	}
+}
+
 // closeConn is the engine closing its session, at shutdown.
 func (c *client) closeConn() {
 	c.exited = true

@@ -19,17 +19,20 @@ import (
 // touched for the session timeout it granted. A request touches the
 // session there before it is answered if the leader itself answers it,
 // or if it is a handshake (a follower revalidates the session with the
-// leader before it answers); a follower's other answers prove nothing
-// about the leader's clock. Hence the deadline:
+// leader before it answers); through a follower, a chain of syncs proves
+// a touch after the first of them was sent (serverconn's sync.go); a
+// follower's other answers prove nothing about the leader's clock. Hence
+// the deadline:
 //
 //	send time of the latest such request answered
 //	  + granted timeout − LostMargin × granted timeout / SessionTimeout
 //
 // measured on the monotonic clock. Requests are the client's own requests,
 // its pings and the connect handshake of each connection; replies are
-// matched to them by xid, and counted only on a connection whose server
-// is known to be the leader (see engine/internal/serverconn, which also
-// learns the servers' roles and keeps the deadline ahead). What proves nothing
+// matched to them by xid, and counted on a connection whose server is
+// known to be the leader, or through a closed chain of syncs (see
+// engine/internal/serverconn, which also learns the servers' roles and
+// keeps the deadline ahead). What proves nothing
 // does not count: a connection that was merely opened (connecting is not
 // hearing), a watch notification, a reply to no request of this
 // connection, a reply that says the session expired or moved.

@@ -31,12 +31,15 @@ type lab struct {
 	clients []*netns.Host
 	ctl     *netns.Host
 	ens     *zkserver.Ensemble
+	opts    labOptions
 }
 
 type labOptions struct {
 	tick      time.Duration // tickTime
 	syncLimit int           // in ticks
 	clients   int
+	// leaderServesNo: the ensemble's leader takes no clients.
+	leaderServesNo bool
 }
 
 // newLab builds the network and starts the ensemble; everything is removed
@@ -50,7 +53,7 @@ func newLab(t *testing.T, o labOptions) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lab{net: n}
+	l := &lab{net: n, opts: o}
 	t.Cleanup(func() {
 		if l.ens != nil {
 			if t.Failed() {
@@ -88,6 +91,7 @@ func newLab(t *testing.T, o labOptions) *lab {
 		TickTime:          o.tick,
 		MinSessionTimeout: 2 * o.tick,
 		ExtraConfig:       map[string]string{"syncLimit": strconv.Itoa(o.syncLimit), "initLimit": "20"},
+		LeaderServesNo:    o.leaderServesNo,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +104,14 @@ func newLab(t *testing.T, o labOptions) *lab {
 // leader, and closes every client connection until then.
 func (l *lab) waitServing(t *testing.T) {
 	t.Helper()
-	for _, s := range l.ens.Servers {
+	leader := -1
+	if l.opts.leaderServesNo {
+		leader, _ = l.roles(t) // it serves no client
+	}
+	for i, s := range l.ens.Servers {
+		if i == leader {
+			continue
+		}
 		conn, events, err := zk.Connect([]string{s.Addr()}, 2*time.Second,
 			zk.WithDialer(l.ctl.Dial), zk.WithLogger(quiet{}))
 		if err != nil {
@@ -160,18 +171,22 @@ func (l *lab) addrs(idx ...int) []string {
 // engineOn starts an engine whose connections are made from host.
 func engineOn(t *testing.T, host *netns.Host, servers []string, session time.Duration) *engine.Engine {
 	t.Helper()
+	return engineWith(t, host, engine.Config{Servers: servers, SessionTimeout: session})
+}
+
+// engineWith starts an engine of cfg whose connections are made from
+// host, logging into the test.
+func engineWith(t *testing.T, host *netns.Host, cfg engine.Config) *engine.Engine {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	level := slog.LevelInfo
 	if os.Getenv("TURNSTILE_PARTITION_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	e, err := engine.Start(ctx, engine.Config{
-		Servers:        servers,
-		SessionTimeout: session,
-		Dialer:         host.Dial,
-		Logger:         slog.New(slog.NewTextHandler(&testLog{t: t, prefix: host.Name}, &slog.HandlerOptions{Level: level})),
-	})
+	cfg.Dialer = host.Dial
+	cfg.Logger = slog.New(slog.NewTextHandler(&testLog{t: t, prefix: host.Name}, &slog.HandlerOptions{Level: level}))
+	e, err := engine.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("engine on %s: %v", host.Name, err)
 	}

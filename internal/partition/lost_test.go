@@ -60,6 +60,34 @@ func TestLostBeforeOtherGrantLeaderCut(t *testing.T) {
 	})
 }
 
+// Two clients, their sessions spread over the ensemble as their shuffled
+// lists put them, are left with one follower, cut with them from the
+// leader and the other follower: that follower answers them for up to
+// syncLimit × tickTime while the leader expires both sessions, and then
+// serves no one. Once the network heals, the waiter queues again under a
+// new session and is granted; the holder's Lost() must have closed first.
+func TestLostBeforeOtherGrantClientsWithMinorityFollower(t *testing.T) {
+	l := newLab(t, labOptions{tick: tick, syncLimit: syncLimit, clients: 2})
+	leader, fs := l.roles(t)
+	follower, other := fs[0], fs[1]
+	holderHost, waiterHost := l.clients[0], l.clients[1]
+	holder := engineOn(t, holderHost, l.addrs(0, 1, 2), session)
+	waiter := engineOn(t, waiterHost, l.addrs(0, 1, 2), session)
+	t.Logf("leader %s; holder on %d, waiter on %d; both left with follower %s", l.servers[leader].Name,
+		l.serverOf(t, holder.SessionID())+1, l.serverOf(t, waiter.SessionID())+1, l.servers[follower].Name)
+	heal := time.AfterFunc(time.Hour, func() {})
+	t.Cleanup(func() { heal.Stop() })
+	lostBeforeGrant(t, holder, waiter, func() error {
+		heal.Stop()
+		// Heal well after the follower gave up its leader (syncLimit ×
+		// tickTime, 5 s) and the leader expired both sessions.
+		heal = time.AfterFunc(8*time.Second, func() { _ = netns.Heal(l.net.Hosts()...) })
+		return netns.Partition(
+			[]*netns.Host{l.servers[follower], holderHost, waiterHost},
+			[]*netns.Host{l.servers[leader], l.servers[other]})
+	})
+}
+
 // lostBeforeGrant has holder take a mutex and waiter queue for it, cuts
 // the network, and waits for the waiter's grant: at the moment the test
 // sees that grant, the holder's Lost() must already be closed.

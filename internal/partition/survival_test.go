@@ -100,7 +100,12 @@ func survive(t *testing.T, name string, session time.Duration, trial trialFn) {
 // hold starts an engine on the lab's client host and takes a mutex.
 func hold(t *testing.T, l *lab, servers []string, session time.Duration, i int) (*engine.Engine, *lock.Lease) {
 	t.Helper()
-	e := engineOn(t, l.clients[0], servers, session)
+	return holdWith(t, l, engine.Config{Servers: servers, SessionTimeout: session}, i)
+}
+
+func holdWith(t *testing.T, l *lab, cfg engine.Config, i int) (*engine.Engine, *lock.Lease) {
+	t.Helper()
+	e := engineWith(t, l.clients[0], cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	lease, err := lock.NewMutex(e, "/survival-"+strconv.Itoa(i)).Lock(ctx)
@@ -123,8 +128,8 @@ func keptFor(e *engine.Engine, lease *lock.Lease, session int64, window time.Dur
 
 // With a 2 s session, the holder's server and one more are cut from the
 // holder (a quorum stays whole among the servers): the holder must move to
-// the third. Even trials: it is on the leader (where the engine goes when
-// it can), cut with a follower. Odd trials: it is on a follower, having
+// the third. Even trials: it is on whichever server its shuffled list
+// gave it, cut with another. Odd trials: it is on a follower, having
 // been cut from the leader first, and then cut from that follower too.
 // The cut comes at a random instant of the engine's own rhythm.
 func TestSurvivalTwoServersCut(t *testing.T) {
@@ -188,6 +193,34 @@ func TestSurvivalServerLinkDown(t *testing.T) {
 // election outlasts it.)
 func TestSurvivalFollowerLinkDown(t *testing.T) {
 	survive(t, "the holder's follower's link down", session, linkDown(session, true))
+}
+
+// With the session on the leader (PreferLeader puts it there), the
+// leader's link goes down: with a 10 s session the lease must survive;
+// with a 2 s session it is the case no engine setting saves, as the
+// ensemble's election (syncLimit × tickTime before the followers give the
+// leader up, then the vote) outlasts the session.
+func TestSurvivalLeaderLinkDown(t *testing.T) {
+	for _, session := range []time.Duration{10 * time.Second, session} {
+		t.Run(session.String(), func(t *testing.T) { survive(t, "the holder's leader's link down", session, leaderDown(session)) })
+	}
+}
+
+func leaderDown(session time.Duration) trialFn {
+	return func(t *testing.T, l *lab, i int) (bool, string) {
+		leader, _ := l.roles(t)
+		e, lease := holdWith(t, l, engine.Config{Servers: l.addrs(0, 1, 2), SessionTimeout: session, PreferLeader: true}, i)
+		cur := l.waitOn(t, e.SessionID())
+		if cur != leader {
+			t.Fatalf("trial %d: session on member %d, not the leader %d", i, cur, leader)
+		}
+		sess := e.SessionID()
+		time.Sleep(time.Duration(rand.Int64N(int64(session / 2))))
+		if err := l.servers[cur].LinkDown(); err != nil {
+			t.Fatal(err)
+		}
+		return keptFor(e, lease, sess, 2*session), "on the leader " + l.servers[cur].Name + ", its link down"
+	}
 }
 
 func linkDown(session time.Duration, followersOnly bool) trialFn {

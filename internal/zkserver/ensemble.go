@@ -96,7 +96,8 @@ func (e *Ensemble) Addrs() []string {
 func (e *Ensemble) ConnectString() string { return strings.Join(e.Addrs(), ",") }
 
 // Leader returns the index in Servers of the member whose srvr says
-// "Mode: leader". It asks once; it fails when no running member is leader
+// "Mode: leader" (under Options.LeaderServesNo: the one not serving while
+// every other is a follower). It asks once; it fails when no running member is leader
 // right now (e.g. during an election).
 func (e *Ensemble) Leader(ctx context.Context) (int, error) {
 	var errs []error
@@ -104,12 +105,12 @@ func (e *Ensemble) Leader(ctx context.Context) (int, error) {
 		if !s.Running() {
 			continue
 		}
-		mode, err := s.Mode(ctx)
+		mode, err := s.role(ctx)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if mode == "leader" {
+		if mode == "leader" && (!s.opts.LeaderServesNo || e.readyOnce(ctx) == nil) {
 			return i, nil
 		}
 	}
@@ -144,7 +145,7 @@ func (e *Ensemble) readyOnce(ctx context.Context) error {
 		if err := s.readyOnce(ctx); err != nil {
 			return fmt.Errorf("member %d: %w", s.id, err)
 		}
-		if m, err := s.Mode(ctx); err != nil {
+		if m, err := s.role(ctx); err != nil {
 			return err
 		} else if m == "leader" {
 			leaders++

@@ -63,6 +63,12 @@ type Options struct {
 	// TLS, if set, makes the server serve TLS on a secure client port
 	// (SecureAddr) beside its plain one (see TLS).
 	TLS *TLS
+	// LeaderServesNo sets leaderServes=no: an ensemble's leader takes no
+	// client connections (it closes each at once) and its four-letter
+	// words say it is not serving; the readiness checks and Leader take
+	// such a member for the leader when every other running member is a
+	// follower.
+	LeaderServesNo bool
 }
 
 func (o Options) withDefaults() Options {
@@ -225,6 +231,9 @@ func (s *Server) writeConfig() error {
 		{"reconfigEnabled", "false"},
 		{"standaloneEnabled", "true"},
 	}
+	if o.LeaderServesNo {
+		kv = append(kv, [2]string{"leaderServes", "no"})
+	}
 	if o.ForceSync {
 		kv = append(kv, [2]string{"forceSync", "yes"})
 	} else {
@@ -385,7 +394,7 @@ func (s *Server) readyOnce(ctx context.Context) error {
 	if strings.TrimSpace(r) != "imok" {
 		return fmt.Errorf("ruok answered %q", r)
 	}
-	mode, err := s.Mode(cctx)
+	mode, err := s.role(cctx)
 	if err != nil {
 		return err
 	}
@@ -533,6 +542,22 @@ func (s *Server) FourLetterWord(ctx context.Context, cmd string) (string, error)
 // "follower" (or "observer").
 func (s *Server) Mode(ctx context.Context) (string, error) {
 	return srvrField(ctx, s.dial, s.Addr(), "Mode")
+}
+
+// notServing is what a server's srvr says while it takes no clients: a
+// member syncing with its leader, or a leader under leaderServes=no.
+const notServing = "not currently serving requests"
+
+// role is the server's Mode, or, under Options.LeaderServesNo, "leader"
+// when srvr says the server is not serving: the caller checks that every
+// other member is a follower (Ensemble.readyOnce), as a member syncing
+// with its leader says the same.
+func (s *Server) role(ctx context.Context) (string, error) {
+	mode, err := s.Mode(ctx)
+	if err != nil && s.opts.LeaderServesNo && strings.Contains(err.Error(), notServing) {
+		return "leader", nil
+	}
+	return mode, err
 }
 
 // Version is the server's version from srvr's "Zookeeper version:" line,

@@ -3,9 +3,11 @@
 // time of every request and matches each reply to it by xid, reads the
 // greatest zxid in reply headers and the timeout each handshake granted,
 // and feeds the session's trust deadline (the engine's watchdog, through
-// Watchdog) with what only the leader's answers prove; which server is the
-// leader (roles.go); and a keeper per connection that pings, renews the
-// handshake of a follower, and closes a connection to a silent server.
+// Watchdog) with what proves a touch of the session at the leader: a
+// handshake, a leader's answers, and on any other server a chain of the
+// engine's own syncs (sync.go); which server is the leader (roles.go); and
+// a keeper per connection that pings a leader, syncs through any other
+// server, and closes a connection to a silent server.
 package serverconn
 
 import (
@@ -52,6 +54,12 @@ const (
 	// pingXid is the xid of every ping. Pings are the one request sent
 	// again and again with the same xid, so their send times queue.
 	pingXid = -2
+	// syncXid is the xid of the keeper's own syncs (sync.go), one at a
+	// time on a connection. The client takes a reply of a negative xid
+	// other than a ping's or a notification's for none of its requests
+	// and passes over it; the server counts no negative xid against its
+	// throttle.
+	syncXid = -3
 	// errSessionExpired and errSessionMoved: a reply with either error
 	// code says the server is not keeping this session alive for this
 	// connection, so it does not count as an answer.
@@ -69,7 +77,9 @@ type Watchdog interface {
 	// naming session (0: expired) and the timeout granted in milliseconds
 	// (0 when the answer did not carry one).
 	Handshake(sent time.Duration, session int64, timeoutMs int32)
-	// Answered: the leader answered a request sent at sent.
+	// Answered: the session was touched at the leader after sent (the
+	// leader answered a request sent at sent, or a chain of syncs proves
+	// it).
 	Answered(sent time.Duration)
 }
 
@@ -78,10 +88,14 @@ type Config struct {
 	Servers     []string
 	Dialer      func(network, address string, timeout time.Duration) (net.Conn, error)
 	DialTimeout time.Duration // the most one dial, or one role probe, may take
-	ProbeGrace  time.Duration // how long a follower's answer waits for a leader's
-	Log         *slog.Logger
-	Trust       Watchdog      // the engine's watchdog
-	Zxid        *atomic.Int64 // the greatest zxid read in any reply header
+	// ProbeGrace is how long a follower's answer waits for a leader's when
+	// a dial looks for the leader (see pick); zero: dials do not look,
+	// each goes to the server the client's shuffled list names next, as
+	// any ZooKeeper client's does, and sessions spread over the ensemble.
+	ProbeGrace time.Duration
+	Log        *slog.Logger
+	Trust      Watchdog      // the engine's watchdog
+	Zxid       *atomic.Int64 // the greatest zxid read in any reply header
 }
 
 // Conns is an engine's connections: the dialer and host list its client
@@ -95,6 +109,9 @@ type Conns struct {
 	conns connSet
 	bg    sync.WaitGroup
 	hosts hostList // the client's servers, in turn
+	// tick is the servers' tickTime once CheckTick has read it, 0 before
+	// or when unknown: the spacing of a sync chain rests on it (sync.go).
+	tick atomic.Int64
 }
 
 // New returns the connections of an engine, none open yet.
@@ -119,11 +136,12 @@ func (e *Conns) DialErr() error {
 // the greatest zxid read. With Config.TLS the dialer has completed the
 // handshake already, so what is watched is ZooKeeper's plaintext.
 //
-// With more than one server, the address is the engine's choice, not the
-// client's: the leader if one answers (see pick). Each connection is kept
-// by a goroutine of its own (see trackedConn.keep).
+// With more than one server and a ProbeGrace, the address is the
+// engine's choice, not the client's: the leader if one answers (see
+// pick); without, it is the client's. Each connection is kept by a
+// goroutine of its own (see trackedConn.keep).
 func (e *Conns) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	if len(e.cfg.Servers) > 1 {
+	if len(e.cfg.Servers) > 1 && e.cfg.ProbeGrace > 0 {
 		address = e.pick(address)
 	}
 	c, err := e.cfg.Dialer(network, address, min(timeout, e.cfg.DialTimeout))
@@ -176,9 +194,11 @@ type trackedConn struct {
 	// leaderFrom or before, on this connection's watch (see
 	// confirmLeader). Only then does a reply to a request sent from
 	// leaderFrom on move the trust deadline; before, and on a follower,
-	// only the handshake does (see DESIGN.md, "The trust deadline").
+	// the handshake and the chain of syncs do (see DESIGN.md, "The trust
+	// deadline").
 	leader     bool
 	leaderFrom time.Duration
+	syncs      syncChain
 }
 
 // confirmLeader records that the server was the leader (or standalone)
@@ -211,8 +231,9 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.lastRead.Store(int64(c.watchdog.Clock()))
-		c.read(p[:n])
+		now := c.watchdog.Clock()
+		c.lastRead.Store(int64(now))
+		c.read(p[:n], now)
 	}
 	return n, err
 }
@@ -236,7 +257,7 @@ func (c *trackedConn) wrote(p []byte, now time.Duration) {
 	}
 }
 
-func (c *trackedConn) read(p []byte) {
+func (c *trackedConn) read(p []byte, now time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(p) > 0 {
@@ -274,8 +295,20 @@ func (c *trackedConn) read(p []byte) {
 		if xid == notificationXid {
 			continue
 		}
-		if sent, ok := c.sent.take(xid); ok && code != errSessionExpired && code != errSessionMoved && c.leader && sent >= c.leaderFrom {
+		sent, ok := c.sent.take(xid)
+		if ok && xid == syncXid {
+			c.syncs.out = false
+		}
+		if !ok || code == errSessionExpired || code == errSessionMoved {
+			continue
+		}
+		if c.leader && sent >= c.leaderFrom {
 			c.watchdog.Answered(sent)
+		}
+		if xid == syncXid && code == 0 {
+			if anchor, ok := c.syncs.answered(sent, now, c.syncGap()); ok {
+				c.watchdog.Answered(anchor)
+			}
 		}
 	}
 }

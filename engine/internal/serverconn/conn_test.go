@@ -128,7 +128,7 @@ func TestTrackedConnTracksGreatestZxid(t *testing.T) {
 	for trial := range 200 {
 		var clock fakeClock
 		c := &trackedConn{watchdog: newFakeWatchdog(&clock), zxid: new(atomic.Int64)}
-		inPieces(rng, stream, 1+trial%64, c.read)
+		inPieces(rng, stream, 1+trial%64, func(p []byte) { c.read(p, clock.read()) })
 		if got := c.zxid.Load(); got != want {
 			t.Fatalf("trial %d: zxid %#x, want %#x", trial, got, want)
 		}
@@ -191,7 +191,7 @@ func TestTrackedConnMatchesRepliesToRequests(t *testing.T) {
 			t.Fatalf("trial %d: handshakes %v told before the server said a word", trial, h)
 		}
 		for _, r := range reads {
-			inPieces(rng, r.bytes, 1+trial%20, c.read)
+			inPieces(rng, r.bytes, 1+trial%20, func(p []byte) { c.read(p, clock.read()) })
 			if got := heard(c.watchdog); got != r.heard {
 				t.Fatalf("trial %d: after the %s, heard at %v, want %v", trial, r.what, got, r.heard)
 			}
@@ -220,15 +220,15 @@ func TestTrackedConnHandshake(t *testing.T) {
 	}
 	first := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 	first.wrote(connectRequest(), clock.read())
-	first.read(connectResponse(hourMs, 0x10))
+	first.read(connectResponse(hourMs, 0x10), clock.read())
 	clock.set(3 * time.Second)
 	expired := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 	expired.wrote(connectRequest(), clock.read())
-	expired.read(connectResponse(hourMs, 0))
+	expired.read(connectResponse(hourMs, 0), clock.read())
 	clock.set(4 * time.Second)
 	renewed := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
 	renewed.wrote(connectRequest(), clock.read())
-	renewed.read(connectResponse(hourMs, 0x11))
+	renewed.read(connectResponse(hourMs, 0x11), clock.read())
 	if h, want := told(tr), []string{"2s 0x10", "3s 0x0", "4s 0x11"}; !slices.Equal(h, want) {
 		t.Fatalf("handshakes told %v, want %v", h, want)
 	}
@@ -247,14 +247,14 @@ func TestTrackedConnCountsOnlyTheLeadersReplies(t *testing.T) {
 
 	clock.set(time.Second)
 	c.wrote(connectRequest(), clock.read())
-	c.read(connectResponse(hourMs, 0x10))
+	c.read(connectResponse(hourMs, 0x10), clock.read())
 	for i, at := range []time.Duration{2 * time.Second, 3 * time.Second} {
 		clock.set(at)
 		c.wrote(requestFrame(pingXid, 0), clock.read())
 		c.wrote(requestFrame(int32(i+1), 10), clock.read())
 	}
-	c.read(replyFrame(pingXid, 5, 0, 0))
-	c.read(replyFrame(1, 5, 0, 0))
+	c.read(replyFrame(pingXid, 5, 0, 0), clock.read())
+	c.read(replyFrame(1, 5, 0, 0), clock.read())
 	if got := heard(tr); got != time.Second {
 		t.Fatalf("a follower's replies moved the deadline: heard at %v, want the handshake's 1s", got)
 	}
@@ -262,13 +262,109 @@ func TestTrackedConnCountsOnlyTheLeadersReplies(t *testing.T) {
 	c.confirmLeader(3500 * time.Millisecond)
 	clock.set(4 * time.Second)
 	c.wrote(requestFrame(3, 10), clock.read())
-	c.read(replyFrame(pingXid, 6, 0, 0)) // sent at 3s, before the role was known
-	c.read(replyFrame(2, 6, 0, 0))       // likewise
+	c.read(replyFrame(pingXid, 6, 0, 0), clock.read()) // sent at 3s, before the role was known
+	c.read(replyFrame(2, 6, 0, 0), clock.read())       // likewise
 	if got := heard(tr); got != time.Second {
 		t.Fatalf("heard at %v after replies to requests sent before the role was known, want 1s", got)
 	}
-	c.read(replyFrame(3, 7, 0, 0))
+	c.read(replyFrame(3, 7, 0, 0), clock.read())
 	if got := heard(tr); got != 4*time.Second {
 		t.Fatalf("heard at %v after the leader answered a request sent at 4s, want 4s", got)
 	}
+}
+
+// Through a server not known to be the leader, a sync's answer proves a
+// touch at the leader only through a chain: the answer to sync j proves
+// the leader touched the session after sync k was sent when the sync
+// before j was sent at least a gap after k's answer (sync.go). Nothing
+// else a follower answers moves the deadline.
+func TestTrackedConnSyncChain(t *testing.T) {
+	var clock fakeClock
+	tr := newFakeWatchdog(&clock)
+	c := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
+	const gap = 48 * time.Minute / 4 // fakeWatchdog's lifetime / 4: no tick known
+	c.wrote(connectRequest(), clock.read())
+	c.read(connectResponse(hourMs, 0x10), clock.read())
+	round := func(sent, answered time.Duration) {
+		clock.set(sent)
+		c.wrote(syncRequest, clock.read())
+		clock.set(answered)
+		c.read(replyFrame(syncXid, 5, 0, 3), clock.read())
+	}
+	round(1*time.Minute, 2*time.Minute)
+	round(3*time.Minute, 4*time.Minute)
+	round(5*time.Minute, 6*time.Minute)
+	if got := heard(tr); got != 0 {
+		t.Fatalf("syncs closer than a gap moved the deadline to %v", got)
+	}
+	// Sync 4 is sent more than a gap after sync 1's answer; sync 5, sent
+	// after 4's answer, proves sync 1.
+	round(2*time.Minute+gap, 2*time.Minute+gap+time.Second)
+	if got := heard(tr); got != 0 {
+		t.Fatalf("the chain's middle sync alone moved the deadline to %v", got)
+	}
+	round(3*time.Minute+gap, 3*time.Minute+gap+time.Second)
+	if got := heard(tr); got != time.Minute {
+		t.Fatalf("heard at %v after the chain closed, want sync 1's send time 1m0s", got)
+	}
+	// A sync answered with an error proves nothing and breaks no chain.
+	clock.set(4*time.Minute + gap)
+	c.wrote(syncRequest, clock.read())
+	c.read(replyFrame(syncXid, 5, errSessionMoved, 0), clock.read())
+	if got := heard(tr); got != time.Minute {
+		t.Fatalf("a sync answered with session moved moved the deadline to %v", got)
+	}
+	round(5*time.Minute+gap, 5*time.Minute+gap+time.Second) // the sync before it was sent at 3m+gap
+	if got := heard(tr); got != time.Minute {
+		t.Fatalf("heard at %v, want still sync 1's send time 1m0s", got)
+	}
+	round(6*time.Minute+gap, 6*time.Minute+gap+time.Second) // the sync before it was sent at 5m+gap
+	if got := heard(tr); got != 3*time.Minute {
+		t.Fatalf("heard at %v, want sync 2's send time 3m0s", got)
+	}
+}
+
+// The keeper never closes a follower's connection that answers: it sends
+// syncs, one at a time, a quarter gap after the last answer, and closes
+// only a silent connection.
+func TestKeeperSyncsAFollowerAndNeverRenews(t *testing.T) {
+	var clock fakeClock
+	tr := newFakeWatchdog(&clock)
+	c := &trackedConn{watchdog: tr, zxid: new(atomic.Int64)}
+	c.lastRead.Store(0)
+	c.wrote(connectRequest(), clock.read())
+	c.read(connectResponse(hourMs, 0x10), clock.read())
+	life := tr.Lifetime()
+	syncs := 0
+	for clock.read() < 10*life {
+		clock.advance(c.keepWait())
+		why, ping, sync := c.keepLook()
+		if why != "" || ping {
+			t.Fatalf("at %v: keeper closes (%q) or pings (%v) a follower that answers", clock.read(), why, ping)
+		}
+		if sync {
+			syncs++
+			c.wrote(syncRequest, clock.read())
+			c.lastRead.Store(int64(clock.read()))
+			c.read(replyFrame(syncXid, 5, 0, 3), clock.read())
+		}
+	}
+	if syncs < 10 {
+		t.Fatalf("%d syncs over ten lifetimes", syncs)
+	}
+	if heard(tr) <= time.Second {
+		t.Fatalf("the syncs never moved the deadline (heard at %v)", heard(tr))
+	}
+	// A sync unanswered for a quarter lifetime: the server is given up.
+	for clock.read() < 12*life {
+		clock.advance(c.keepWait())
+		why, _, sync := c.keepLook()
+		if sync {
+			c.wrote(syncRequest, clock.read())
+		}
+		if why != "" {
+			return
+		}
+	}
+	t.Fatal("the keeper kept a connection whose sync went unanswered")
 }

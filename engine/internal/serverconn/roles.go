@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -85,12 +87,12 @@ func (e *Conns) serverMode(addr string, timeout time.Duration, reached func()) s
 	return parseMode(b)
 }
 
-// pick chooses the address to connect to among Config.Servers, asking each
-// for its role at once: the first leader to answer, else a follower
-// (asked, the client's own choice, if it answered as one), waiting
-// probeGrace after the first follower's answer for a leader's. A leader's
-// replies all move the deadline, a follower's only its handshakes, which
-// the engine must then renew. Asking all at once also passes over
+// pick chooses the address to connect to among Config.Servers when the
+// engine prefers the leader (a ProbeGrace), asking each for its role at
+// once: the first leader to answer, else a follower (asked, the client's
+// own choice, if it answered as one), waiting probeGrace after the first
+// follower's answer for a leader's. A leader's replies all move the
+// deadline, with no syncs. Asking all at once also passes over
 // unreachable servers in one dial timeout, where the client would give
 // each its own. When no role came within the dial timeout: a server that
 // at least accepted the connection (asked if it did), else asked.
@@ -175,29 +177,27 @@ func (e *Conns) probeRole(c *trackedConn) {
 	e.cfg.Log.Debug("server role", slog.String("server", c.addr), slog.String("mode", mode.String()))
 }
 
-// renewShare is, in tenths of the lifetime, how long after its handshake
-// was sent a connection to a server not known to be the leader is closed
-// to renew it: the rest of the lifetime, three fifths, is left to reach a
-// server again if that one is gone.
-const renewShare = 4
-
 // pingRequest is a ping: length 8, xid −2, opcode 11.
 var pingRequest = []byte{0, 0, 0, 8, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 11}
 
 // keep watches the connection until it is closed. It closes it, so that
-// the client connects again (to the server pick chooses), when
+// the client connects again, when
 //   - the server has sent nothing for a quarter of the session's lifetime
-//     while a request (or the handshake) waits for its answer: the client
-//     itself would wait two thirds of the session timeout;
-//   - the server is not known to be the leader and two fifths of the
-//     lifetime have passed since the handshake was sent: only a new
-//     handshake can move the deadline then;
+//     while a request (or the handshake, or a sync) waits for its answer:
+//     the client itself would wait two thirds of the session timeout;
+//   - a sync has waited a quarter of the lifetime for its answer, though
+//     the server answers other requests: a follower cut from its leader
+//     answers pings but no sync;
 //   - the server said the session expired (the client leaves that
 //     connection open).
 //
-// Otherwise, when nothing waits for an answer, it sends a ping, so that a
-// silent server is noticed, and a leader's answer moves the deadline,
-// within a tenth of the lifetime.
+// Otherwise, on a server known to be the leader, it sends a ping when
+// nothing waits for an answer, so that a silent server is noticed, and a
+// leader's answer moves the deadline, within a tenth of the lifetime; on
+// any other server it sends a sync a quarter gap after the last one was
+// answered, whatever else waits, and the chain of their answers moves the
+// deadline (sync.go). It never closes a connection that answers: nothing
+// suspends a lease on a server that keeps answering.
 func (c *trackedConn) keep() {
 	e := c.eng
 	defer e.bg.Done()
@@ -211,10 +211,17 @@ func (c *trackedConn) keep() {
 			return
 		case <-t.C:
 		}
-		why, ping := c.keepLook()
+		why, ping, sync := c.keepLook()
 		switch {
 		case ping:
-			c.ping()
+			c.send(pingRequest)
+			continue
+		case sync:
+			if !c.send(syncRequest) {
+				c.mu.Lock()
+				c.syncs.out = false // not sent: a ping is being written
+				c.mu.Unlock()
+			}
 			continue
 		case why == "":
 			continue
@@ -227,59 +234,66 @@ func (c *trackedConn) keep() {
 }
 
 // keepWait is how long the keeper waits before its next look: a tenth of
-// the lifetime, or until the renewal of a connection to a server not known
-// to be the leader, whichever comes first.
+// the lifetime, or until the next sync is due on a connection to a server
+// not known to be the leader, whichever comes first.
 func (c *trackedConn) keepWait() time.Duration {
 	life := c.watchdog.Lifetime()
-	renewAfter := life * renewShare / 10
 	wait := life / 10
+	every := c.syncEvery()
+	now := c.watchdog.Clock()
 	c.mu.Lock()
-	if c.welcomed && !c.leader {
-		// Wake at the renewal itself, not at the next tick after it.
-		wait = min(wait, c.sent.handshake+renewAfter-c.watchdog.Clock())
+	if c.welcomed && !c.leader && !c.syncs.out {
+		// Wake when the sync is due, not at the next tick after it.
+		wait = min(wait, c.syncs.last+every-now)
 	}
 	c.mu.Unlock()
 	return max(wait, time.Millisecond)
 }
 
 // keepLook is what the keeper does when it looks: close the connection
-// (why says why), send a ping, or nothing. It is apart from keep so that
-// the simulator, which runs no keeper goroutine, looks the same way.
-func (c *trackedConn) keepLook() (why string, ping bool) {
+// (why says why), send a ping, send a sync, or nothing. It is apart from
+// keep so that the simulator, which runs no keeper goroutine, looks the
+// same way. A sync it asks for counts as sent (one at a time).
+func (c *trackedConn) keepLook() (why string, ping, sync bool) {
 	life := c.watchdog.Lifetime()
-	renewAfter := life * renewShare / 10
+	every := c.syncEvery()
 	now := c.watchdog.Clock()
 	c.mu.Lock()
-	waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting()
-	welcomed, session, leader, hello := c.welcomed, c.session, c.leader, c.sent.handshake
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	waiting := (c.sent.greeted && !c.welcomed) || c.sent.waiting() || c.syncs.out
 	silent := now - time.Duration(c.lastRead.Load())
 	switch {
-	case welcomed && session == 0:
-		return "session expired", false
+	case c.welcomed && c.session == 0:
+		return "session expired", false, false
 	case waiting && silent >= life/4:
-		return "server silent for " + silent.Round(time.Millisecond).String(), false
-	case welcomed && !leader && now-hello >= renewAfter:
-		return "renewing the handshake with a server not known to be the leader", false
-	case welcomed && !waiting:
-		return "", true
+		return "server silent for " + silent.Round(time.Millisecond).String(), false, false
+	case c.syncs.out && now-c.syncs.asked >= life/4:
+		// A follower cut from its leader goes on answering pings, but
+		// not the syncs the leader must answer.
+		return "sync unanswered for " + (now - c.syncs.asked).Round(time.Millisecond).String(), false, false
+	case c.welcomed && !c.leader && !c.syncs.out && now-c.syncs.last >= every:
+		c.syncs.out, c.syncs.asked = true, now
+		return "", false, true
+	case c.welcomed && c.leader && !waiting:
+		return "", true, false
 	}
-	return "", false
+	return "", false, false
 }
 
-// ping writes a ping on its own goroutine, so that a write that blocks
-// never holds up the keeper (which closes the connection if no answer
-// comes); one at a time.
-func (c *trackedConn) ping() {
+// send writes a ping or a sync on its own goroutine, so that a write that
+// blocks never holds up the keeper (which closes the connection if no
+// answer comes); one at a time: false when one is being written.
+func (c *trackedConn) send(frame []byte) bool {
 	if !c.pinging.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	c.eng.bg.Add(1)
 	go func() {
 		defer c.eng.bg.Done()
 		defer c.pinging.Store(false)
-		_, _ = c.Write(pingRequest)
+		_, _ = c.Write(frame)
 	}()
+	return true
 }
 
 // connSet is the engine's open connections, for Close to close any the
@@ -333,8 +347,8 @@ func (e *Conns) Close() {
 // hostList gives the client its servers in turn, and tells it to wait (a
 // second) before dialing again once every server was tried since the last
 // connection, as the client's own list does, but for one thing: after the
-// engine itself closed a connection (to renew a handshake, or from a
-// silent server) the next dial comes at once, even with one server, whose
+// engine itself closed a connection (to a silent server, or a follower
+// whose sync went unanswered) the next dial comes at once, even with one server, whose
 // every reconnection the client's list would delay by a second.
 type hostList struct {
 	mu      sync.Mutex
@@ -344,11 +358,30 @@ type hostList struct {
 	now     bool // the engine closed the connection: dial again at once
 }
 
+// firstServer is the turn of the next engine's first server, from a random
+// start in each process.
+var firstServer = func() *atomic.Uint64 {
+	var a atomic.Uint64
+	a.Store(rand.Uint64())
+	return &a
+}()
+
+// Init orders the servers as ZooKeeper's client does, shuffled, but for
+// the first: the engines of one process take the servers (sorted) first
+// in turn, so that their sessions spread evenly (a dozen engines on three
+// servers: four on each, or, when one serves no clients, the four meant
+// for it shared at random by the rest), where independent shuffles would
+// put nine of twelve on one server about once in a hundred runs.
 func (h *hostList) Init(servers []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.servers = append([]string(nil), servers...)
-	rand.Shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
+	h.servers = slices.Sorted(slices.Values(servers))
+	if n := len(h.servers); n > 1 {
+		first := int(firstServer.Add(1) % uint64(n))
+		h.servers[0], h.servers[first] = h.servers[first], h.servers[0]
+		rest := h.servers[1:]
+		rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	}
 	// The first dial comes at once, and the wait after every server was
 	// tried once, as with the client's list.
 	h.tries, h.now = -1, true
@@ -400,6 +433,9 @@ func (e *Conns) CheckTick(addr string, margin time.Duration) {
 				tick = time.Duration(ms) * time.Millisecond
 			}
 		}
+	}
+	if tick > 0 {
+		e.tick.Store(int64(tick))
 	}
 	switch {
 	case tick == 0:

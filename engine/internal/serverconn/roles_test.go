@@ -9,7 +9,7 @@ import (
 // every server was tried since the last connection, as go-zookeeper's own
 // list does: never before the first dial; with one server, before every
 // reconnection. After the engine
-// closed a connection itself (to renew a handshake), the next dial must
+// closed a connection itself (from a silent server), the next dial must
 // come at once, even with one server.
 func TestHostListWaitsOnlyAfterAFullRound(t *testing.T) {
 	for _, n := range []int{1, 3} {
@@ -61,6 +61,28 @@ func TestParseMode(t *testing.T) {
 	} {
 		if got := parseMode([]byte(c.answer)); got != c.want {
 			t.Errorf("parseMode(%q) = %v, want %v", c.answer, got, c.want)
+		}
+	}
+}
+
+// The engines of one process take the servers first in turn: any twelve
+// in a row start four on each of three servers.
+func TestHostListsTakeTheFirstServerInTurn(t *testing.T) {
+	first := map[string]int{}
+	for range 12 {
+		h := &hostList{}
+		if err := h.Init([]string{"c:3", "a:1", "b:2"}); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := h.Next()
+		first[s]++
+		if seen := slices.Sorted(slices.Values(h.servers)); !slices.Equal(seen, []string{"a:1", "b:2", "c:3"}) {
+			t.Fatalf("servers %v", h.servers)
+		}
+	}
+	for _, s := range []string{"a:1", "b:2", "c:3"} {
+		if first[s] != 4 {
+			t.Fatalf("first servers %v, want four each", first)
 		}
 	}
 }

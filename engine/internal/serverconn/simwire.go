@@ -10,12 +10,12 @@ import (
 // sees it, the deterministic simulator's seam (engine's tests): the
 // simulator writes the frames its client sends and reads those the server
 // answers, and the trust deadline moves as it would on the wire, by
-// trackedConn's own rules (which replies count: a leader's, and any
-// handshake). The role probe's answer and the keeper's looks come from the
+// trackedConn's own rules (which replies count: a leader's, any
+// handshake, and a chain of syncs). The role probe's answer and the keeper's looks come from the
 // simulator too, which runs neither goroutine.
 type SimWire struct{ c *trackedConn }
 
-// NewSimWire is a connection just dialed, feeding watchdog and zxid: nothing
+// NewSimWire is a connection just dialed, feeding the watchdog and zxid: nothing
 // written or read yet.
 func NewSimWire(watchdog Watchdog, zxid *atomic.Int64) *SimWire {
 	c := &trackedConn{watchdog: watchdog, zxid: zxid, addr: "sim", done: make(chan struct{})}
@@ -63,8 +63,9 @@ func (s *SimWire) Replied(xid int32, zxid int64, code int32) {
 }
 
 func (s *SimWire) read(p []byte) {
-	s.c.lastRead.Store(int64(s.c.watchdog.Clock()))
-	s.c.read(p)
+	now := s.c.watchdog.Clock()
+	s.c.lastRead.Store(int64(now))
+	s.c.read(p, now)
 }
 
 // Probed is the answer of the server's srvr four-letter word, read now,
@@ -76,12 +77,13 @@ func (s *SimWire) Probed(srvr string) {
 }
 
 // KeepWait and KeepLook are the keeper's: when it looks next, and what it
-// does then (close the connection, why; or ping).
-func (s *SimWire) KeepWait() time.Duration           { return s.c.keepWait() }
-func (s *SimWire) KeepLook() (why string, ping bool) { return s.c.keepLook() }
+// does then (close the connection, why; ping; or sync, with SyncXid, "/").
+func (s *SimWire) KeepWait() time.Duration                 { return s.c.keepWait() }
+func (s *SimWire) KeepLook() (why string, ping, sync bool) { return s.c.keepLook() }
 
 // The xids trackedConn tells apart.
 const (
 	PingXid         = pingXid
 	NotificationXid = notificationXid
+	SyncXid         = syncXid
 )
