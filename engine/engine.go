@@ -83,10 +83,10 @@ type Engine struct {
 	count counters
 	batch *batch.Sender // sends batches and cold ops as multis (engine/internal/batch)
 
-	states   *stateWatch   // the state followers see (see state.go)
-	trust    *sessionTrust // until when the server cannot have expired the session
-	lastZxid atomic.Int64  // the greatest zxid seen in a reply header
-	gauges   gauges        // for monitoring; see gauges.go
+	states   *stateWatch  // the state followers see (see state.go)
+	trust    *watchdog    // until when the server cannot have expired the session
+	lastZxid atomic.Int64 // the greatest zxid seen in a reply header
+	gauges   gauges       // for monitoring; see gauges.go
 	// servers are the connections to the servers, which feed trust
 	// (engine/internal/serverconn).
 	servers *serverconn.Conns
@@ -207,7 +207,7 @@ func newEngine(cfg Config) *Engine {
 		leases:    make(map[uint64]*Lease),
 		releasing: make(map[uint64]*releaseCmd),
 	}
-	e.trust = newSessionTrust(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed, expired bool, margin time.Duration) {
+	e.trust = newWatchdog(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed, expired bool, margin time.Duration) {
 		e.inbox.Put(input.TrustChanged{Lapsed: lapsed, Expired: expired, Margin: margin})
 	})
 	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,

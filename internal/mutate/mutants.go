@@ -44,7 +44,7 @@ var mutants = []mutant{
 	{
 		name:    "lost-late",
 		class:   "Lost closes only when the loop hears of the expiry: the watchdog's lapse loses no lease",
-		changes: []change{{"trust.go", "\tfor _, l := range held {\n\t\tl.markLost(cause)\n\t}", "\tfor range held {\n\t}"}},
+		changes: []change{{"watchdog.go", "\tfor _, l := range held {\n\t\tl.markLost(cause)\n\t}", "\tfor range held {\n\t}"}},
 		checks:  []check{sim, test("./engine", "Trust|Lapse")},
 	},
 	{
@@ -56,13 +56,13 @@ var mutants = []mutant{
 	{
 		name:    "grant-old-session",
 		class:   "a grant on an expired session's listing: the watchdog admits a lease of a session it does not follow",
-		changes: []change{{"trust.go", "if t.stopped || t.lapsed || session != t.session {", "if t.stopped || t.lapsed {"}},
+		changes: []change{{"watchdog.go", "if t.stopped || t.lapsed || session != t.session {", "if t.stopped || t.lapsed {"}},
 		checks:  []check{sim, test("./engine", "Trust|Admit")},
 	},
 	{
 		name:    "grant-after-deadline",
 		class:   "a grant after the trust deadline: admission does not read the clock",
-		changes: []change{{"trust.go", "\tif t.clock() >= t.deadline() {\n\t\tt.lapse(ErrLost)\n\t\treturn false\n\t}\n\tt.held[l]", "\tt.held[l]"}},
+		changes: []change{{"watchdog.go", "\tif t.clock() >= t.deadline() {\n\t\tt.lapse(ErrLost)\n\t\treturn false\n\t}\n\tt.held[l]", "\tt.held[l]"}},
 		checks:  []check{sim, test("./engine", "Trust|Admit")},
 	},
 	{
@@ -209,8 +209,14 @@ var mutants = []mutant{
 	{
 		name:    "follower-answers-trusted",
 		class:   "a follower's answer counted as proof that the session lives at the leader (issue 22's Lost() after another grant, behind a partition)",
-		changes: []change{{"conn.go", "code != errSessionMoved && c.leader && sent >= c.leaderFrom {", "code != errSessionMoved {"}},
+		changes: []change{{"conn.go", "\t\tif c.leader && sent >= c.leaderFrom {\n\t\t\tc.watchdog.Answered(sent)", "\t\tif true {\n\t\t\tc.watchdog.Answered(sent)"}},
 		checks:  []check{sim, test("./engine/internal/serverconn", "TestTrackedConn"), test("./internal/partition", "TestLostBeforeOtherGrantFollowerCut")},
+	},
+	{
+		name:    "sync-chain-anchor-too-late",
+		class:   "a follower's sync answer taken to prove a touch at the leader at its own send time, not at the chain's earlier sync: the deadline runs past the server's expiry",
+		changes: []change{{"conn.go", "\t\t\t\tc.watchdog.Answered(anchor)", "\t\t\t\tc.watchdog.Answered(sent)"}},
+		checks:  []check{sim, test("./engine/internal/serverconn", "TestTrackedConnSyncChain|TestKeeperSyncs")},
 	},
 	{
 		name:    "semaphore-lease-without-guard",

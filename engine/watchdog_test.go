@@ -20,7 +20,7 @@ import (
 func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
+	tr := newTestWatchdog(&clock, &lapses)
 	defer tr.stop()
 	clock.set(10 * time.Second)
 	tr.Handshake(10*time.Second, 0x10, hourMs)
@@ -67,7 +67,7 @@ func TestTrustLapsesAtDeadlineAndComesBack(t *testing.T) {
 func TestTrustUntilIsTheDeadline(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
+	tr := newTestWatchdog(&clock, &lapses)
 	defer tr.stop()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if got := tr.until(now); !got.IsZero() {
@@ -98,7 +98,7 @@ func TestTrustUntilIsTheDeadline(t *testing.T) {
 func TestTrustAdmitReadsTheClock(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
+	tr := newTestWatchdog(&clock, &lapses)
 	defer tr.stop()
 	tr.Handshake(0, 0x10, hourMs)
 	held := &Lease{}
@@ -119,7 +119,7 @@ func TestTrustAdmitReadsTheClock(t *testing.T) {
 func TestTrustAdmitsOnlyItsSession(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
+	tr := newTestWatchdog(&clock, &lapses)
 	defer tr.stop()
 	tr.Handshake(0, 0x10, hourMs)
 	if !tr.admit(&Lease{}, 0x10) || !tr.follows(0x10) {
@@ -141,7 +141,7 @@ func TestTrustAdmitsOnlyItsSession(t *testing.T) {
 func TestTrustTimeoutWhenUnread(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
-	tr := newTestTrust(&clock, &lapses) // asks for an hour
+	tr := newTestWatchdog(&clock, &lapses) // asks for an hour
 	defer tr.stop()
 	session := int64(0x10)
 	for _, c := range []struct {
@@ -162,7 +162,7 @@ func TestTrustTimeoutWhenUnread(t *testing.T) {
 	}
 }
 
-func grantedTimeout(t *sessionTrust) time.Duration {
+func grantedTimeout(t *watchdog) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.granted
@@ -185,7 +185,7 @@ func TestTrustIgnoresWallClockSteps(t *testing.T) {
 	clock := monotonicSince(now)
 	var mu sync.Mutex
 	var lapses []bool
-	tr := newSessionTrust(clock, time.Second, 200*time.Millisecond, func(lapsed, _ bool, _ time.Duration) {
+	tr := newWatchdog(clock, time.Second, 200*time.Millisecond, func(lapsed, _ bool, _ time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		lapses = append(lapses, lapsed)
@@ -275,13 +275,13 @@ func (c *fakeClock) advance(d time.Duration) { c.now.Add(int64(d)) }
 // check themselves.
 const hourMs = int32(time.Hour / time.Millisecond)
 
-func newTestTrust(clock *fakeClock, lapses *[]bool) *sessionTrust {
-	return newSessionTrust(clock.read, time.Hour, 12*time.Minute, func(lapsed, _ bool, _ time.Duration) {
+func newTestWatchdog(clock *fakeClock, lapses *[]bool) *watchdog {
+	return newWatchdog(clock.read, time.Hour, 12*time.Minute, func(lapsed, _ bool, _ time.Duration) {
 		*lapses = append(*lapses, lapsed)
 	})
 }
 
-func heard(t *sessionTrust) time.Duration {
+func heard(t *watchdog) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.heard
@@ -304,7 +304,7 @@ func closedChan(ch <-chan struct{}) bool {
 func TestTrustHandshakes(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
-	tr := newTestTrust(&clock, &lapses)
+	tr := newTestWatchdog(&clock, &lapses)
 	defer tr.stop()
 	clock.set(2 * time.Second)
 	if tr.admit(&Lease{}, 0x10) || len(lapses) != 0 {
@@ -338,7 +338,7 @@ func TestTrustHandshakes(t *testing.T) {
 func TestTrustKeepsTheSessionsSmallestTimeout(t *testing.T) {
 	var clock fakeClock
 	var lapses []bool
-	tr := newTestTrust(&clock, &lapses) // asks for an hour, margin 12 minutes
+	tr := newTestWatchdog(&clock, &lapses) // asks for an hour, margin 12 minutes
 	defer tr.stop()
 	tr.Handshake(0, 0x10, hourMs)
 	if got, want := tr.Lifetime(), 48*time.Minute; got != want {

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// sessionTrust is the engine's watchdog over its session. It knows until
+// watchdog is the engine's watchdog over its session. It knows until
 // when the server cannot have expired the session, closes the Lost channel
 // of every held lease itself when that moment passes, and then tells the
 // loop; it needs nothing from the loop to do so, so a loop busy for seconds
@@ -36,7 +36,7 @@ import (
 // does not count: a connection that was merely opened (connecting is not
 // hearing), a watch notification, a reply to no request of this
 // connection, a reply that says the session expired or moved.
-type sessionTrust struct {
+type watchdog struct {
 	clock func() time.Duration // monotonic time, see monotonicClock
 	asked time.Duration        // Config.SessionTimeout
 	// margin is Config.LostMargin, for a session timeout of asked. It
@@ -98,8 +98,8 @@ func monotonicSince(now func() time.Time) func() time.Duration {
 	return func() time.Duration { return now().Sub(start) }
 }
 
-func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed, expired bool, margin time.Duration)) *sessionTrust {
-	return &sessionTrust{
+func newWatchdog(clock func() time.Duration, asked, margin time.Duration, changed func(lapsed, expired bool, margin time.Duration)) *watchdog {
+	return &watchdog{
 		clock:     clock,
 		asked:     asked,
 		margin:    margin,
@@ -113,7 +113,7 @@ func newSessionTrust(clock func() time.Duration, asked, margin time.Duration, ch
 // sessionID is the session the latest answered handshake named; 0 when
 // none. The client reports a new session after the handshake that made it
 // was read, so the runtime takes the session of that report from here.
-func (t *sessionTrust) sessionID() int64 {
+func (t *watchdog) sessionID() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.session
@@ -122,7 +122,7 @@ func (t *sessionTrust) sessionID() int64 {
 // Handshake is the server's answer to the connect request sent at sent: a
 // session (0: the server says the session expired) and the timeout it
 // granted, in milliseconds (0 when the answer did not carry one).
-func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs int32) {
+func (t *watchdog) Handshake(sent time.Duration, session int64, timeoutMs int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
@@ -157,7 +157,7 @@ func (t *sessionTrust) Handshake(sent time.Duration, session int64, timeoutMs in
 }
 
 // Answered records the reply to a request sent at sent.
-func (t *sessionTrust) Answered(sent time.Duration) {
+func (t *watchdog) Answered(sent time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped || t.session == 0 {
@@ -170,7 +170,7 @@ func (t *sessionTrust) Answered(sent time.Duration) {
 // at sent proves, and restores trust if that deadline is still ahead: the
 // same session answers again, so waiters may be granted once more. Leases
 // lost meanwhile stay lost. mu is held.
-func (t *sessionTrust) heardAt(sent time.Duration) {
+func (t *watchdog) heardAt(sent time.Duration) {
 	t.heard = max(t.heard, sent)
 	if !t.lapsed {
 		return // the timer, when it fires, finds the later deadline
@@ -196,7 +196,7 @@ func (t *sessionTrust) heardAt(sent time.Duration) {
 // and a grant read earlier is an upper bound on that maximum. Anything
 // larger could be more than the server granted, and the deadline would
 // then fall after the server may expire the session.
-func (t *sessionTrust) grantedTimeout(ms int32) time.Duration {
+func (t *watchdog) grantedTimeout(ms int32) time.Duration {
 	if ms > 0 {
 		d := time.Duration(ms) * time.Millisecond
 		if t.smallest == 0 || d < t.smallest {
@@ -212,11 +212,11 @@ func (t *sessionTrust) grantedTimeout(ms int32) time.Duration {
 }
 
 // Clock reads the watchdog's monotonic clock.
-func (t *sessionTrust) Clock() time.Duration { return t.clock() }
+func (t *watchdog) Clock() time.Duration { return t.clock() }
 
 // Lifetime is how long after heard the session is trusted: from the
 // granted timeout once a handshake was read, else from the one asked.
-func (t *sessionTrust) Lifetime() time.Duration {
+func (t *watchdog) Lifetime() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.lifetime > 0 {
@@ -226,14 +226,14 @@ func (t *sessionTrust) Lifetime() time.Duration {
 }
 
 // marginNow is the margin, scaled to the granted timeout once known.
-func (t *sessionTrust) marginNow() time.Duration {
+func (t *watchdog) marginNow() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.marginLocked()
 }
 
 // marginLocked is marginNow with mu held.
-func (t *sessionTrust) marginLocked() time.Duration {
+func (t *watchdog) marginLocked() time.Duration {
 	if t.lifetime > 0 {
 		return t.granted - t.lifetime
 	}
@@ -242,7 +242,7 @@ func (t *sessionTrust) marginLocked() time.Duration {
 
 // until is the trust deadline as a time read with now: the zero Time
 // when the session is not trusted.
-func (t *sessionTrust) until(now time.Time) time.Time {
+func (t *watchdog) until(now time.Time) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped || t.lapsed {
@@ -257,14 +257,14 @@ func (t *sessionTrust) until(now time.Time) time.Time {
 
 // deadline is when the server might expire the session, less the margin,
 // on t.clock. mu is held.
-func (t *sessionTrust) deadline() time.Duration {
+func (t *watchdog) deadline() time.Duration {
 	return t.heard + t.lifetime
 }
 
 // check runs on the timer's own goroutine. Answers move the deadline
 // without touching the timer (thousands a second would each reset it), so
 // the timer may fire early: it then waits for the rest.
-func (t *sessionTrust) check() {
+func (t *watchdog) check() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped || t.lapsed {
@@ -285,7 +285,7 @@ func (t *sessionTrust) check() {
 // their acquisitions in), not the held map's, which is random on each
 // run: whoever watches several leases sees them lost in an order that
 // follows from what happened, and the simulator's runs from their seeds.
-func (t *sessionTrust) lapse(cause error) {
+func (t *watchdog) lapse(cause error) {
 	if t.lapsed {
 		return
 	}
@@ -309,7 +309,7 @@ func (t *sessionTrust) lapse(cause error) {
 // grant may be one of the old session, whose nodes the server removed
 // when it expired it, and another client may hold the lock already. A new
 // session's trust says nothing about the old one's replies.
-func (t *sessionTrust) admit(l *Lease, session int64) bool {
+func (t *watchdog) admit(l *Lease, session int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped || t.lapsed || session != t.session {
@@ -324,21 +324,21 @@ func (t *sessionTrust) admit(l *Lease, session int64) bool {
 }
 
 // follows reports whether session is the one the watchdog follows now.
-func (t *sessionTrust) follows(session int64) bool {
+func (t *watchdog) follows(session int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return session == t.session
 }
 
 // forget drops a lease that was lost or has ended.
-func (t *sessionTrust) forget(l *Lease) {
+func (t *watchdog) forget(l *Lease) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.held, l)
 }
 
 // stop ends the watch for good: the engine is shutting down.
-func (t *sessionTrust) stop() {
+func (t *watchdog) stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stopped = true
@@ -352,7 +352,7 @@ func (t *sessionTrust) stop() {
 // local pass is a grant, and asks what a grant asks (see admit). A
 // deadline passed unnoticed ends trust here, as in admit. now is the time
 // it read.
-func (t *sessionTrust) vouches(l *Lease) (ok bool, now time.Duration) {
+func (t *watchdog) vouches(l *Lease) (ok bool, now time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now = t.clock()
