@@ -335,6 +335,9 @@ type cohort struct {
 	req        any
 	head, tail *waiter // FIFO
 	waiting    int
+	// tries are the waiters queued that joined as tries: most give-backs
+	// find none, and so need not walk the queue for them.
+	tries int
 
 	pending uint64 // the attempt acquiring the next node
 	carrier uint64 // the attempt whose node is held
@@ -574,6 +577,9 @@ func (m *Machine) push(c *cohort, w *waiter) {
 	}
 	c.tail = w
 	c.waiting++
+	if w.try {
+		c.tries++
+	}
 	m.stats.Waiting++
 	if m.groups.Join(w.group, w.id, w, &w.cancelOn) {
 		m.emit(Effect{Kind: Follow, Group: w.group})
@@ -595,6 +601,9 @@ func (m *Machine) remove(w *waiter) {
 	}
 	w.prev, w.next, w.c = nil, nil, nil
 	c.waiting--
+	if w.try {
+		c.tries--
+	}
 	m.stats.Waiting--
 	if m.groups.Leave(&w.cancelOn) {
 		m.emit(Effect{Kind: Unfollow, Group: w.group})
@@ -624,7 +633,7 @@ func (m *Machine) failAll(c *cohort, err error) {
 // failTries fails the tries queued in c: the node they joined to be
 // passed goes, and a try waits for no node of its own.
 func (m *Machine) failTries(c *cohort) {
-	for w := c.head; w != nil; {
+	for w := c.head; w != nil && c.tries > 0; {
 		next := w.next
 		if w.try {
 			m.remove(w)
