@@ -35,11 +35,15 @@ func (in *inbox) Put(e input.Event) {
 // Ready is signalled after Put; the signal may cover several events.
 func (in *inbox) Ready() <-chan struct{} { return in.ready }
 
-// Drain moves every queued event into buf (reusing its storage) and returns
-// it. The inbox keeps the old buffer for later Puts, so a steady loop
-// allocates nothing.
+// Drain returns every queued event, and takes buf, the batch the previous
+// Drain returned, as the storage of later Puts, so a steady loop
+// allocates nothing. It clears buf's events, not its capacity: a Put
+// writes only below the length a batch is returned with, and a burst (a
+// million acquisitions queued at once) grows the storage to its size,
+// which every later turn would otherwise clear whole, however few events
+// it took.
 func (in *inbox) Drain(buf []input.Event) []input.Event {
-	clear(buf[:cap(buf)])
+	clear(buf)
 	in.mu.Lock()
 	out := in.events
 	in.events = buf[:0]

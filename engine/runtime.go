@@ -109,7 +109,7 @@ func (e *Engine) loop() {
 	var batch []input.Event
 	for {
 		<-e.inbox.Ready()
-		batch = e.inbox.Drain(spent(batch))
+		batch = e.inbox.Drain(batch)
 		if e.turn(batch) {
 			return
 		}
@@ -125,20 +125,6 @@ func (e *Engine) loop() {
 		goruntime.Gosched()
 	}
 }
-
-// spent is the batch a turn took, as the storage handed back to the
-// inbox: capped at twice its length (at least minBatchRoom), since Drain
-// clears all of the capacity it is given. A burst (a million acquisitions
-// queued at once) grows the buffer to its size; each later turn would
-// otherwise clear all of it, however few events it took. Capped, the
-// storage beyond is let go once a turn takes less than half of it, and
-// a batch that outgrows the cap grows it again by append.
-func spent(batch []input.Event) []input.Event {
-	return batch[:len(batch):min(cap(batch), max(2*len(batch), minBatchRoom))]
-}
-
-// minBatchRoom is the least room a spent batch keeps.
-const minBatchRoom = 256
 
 // turn is one pass of the loop: it steps the core through a batch of
 // events, carrying out what it decided after each, then ends the turn
