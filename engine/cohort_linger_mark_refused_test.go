@@ -18,7 +18,9 @@ import (
 // version stays even, as a held node's, and the other engine's try fails
 // with ErrWouldBlock though nobody holds the lock. The cohort machine takes
 // its Mark as made whatever the write's outcome (the core only logs a
-// refusal), so nothing ends the linger or marks again.
+// refusal): the node lingers on unmarked, and only the try's own arrival,
+// seen through the cohort's watch, sends it back, after the try has read
+// it as held.
 //
 // The lingerer's loop is held still while the try runs, so that the try's
 // arrival cannot make it give the node back before the try has read the
