@@ -60,32 +60,10 @@ func tryBesideHeldLinger(t *testing.T, cfg engine.Config) {
 	resume := lingerer.HoldLoop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	type outcome struct {
-		l   *lock.Lease
-		err error
+	got, _, err := tryThen(t, func() (*lock.Lease, error) { return lock.NewMutex(other, p).TryAcquire(ctx) },
+		func() bool { return len(ephemerals(t, raw, p)) == 2 }, resume)
+	if err != nil {
+		t.Fatalf("another engine's try with nobody holding the lock (its node lingers): %v", err)
 	}
-	tried := make(chan outcome, 1)
-	go func() {
-		l, err := lock.NewMutex(other, p).TryAcquire(ctx)
-		tried <- outcome{l, err}
-	}()
-	var out outcome
-	ended := false
-	eventually(t, "the try under way", func() bool {
-		select {
-		case out = <-tried:
-			ended = true
-			return true
-		default:
-			return len(ephemerals(t, raw, p)) == 2
-		}
-	})
-	resume()
-	if !ended {
-		out = <-tried
-	}
-	if out.err != nil {
-		t.Fatalf("another engine's try with nobody holding the lock (its node lingers): %v", out.err)
-	}
-	release(t, out.l)
+	release(t, got)
 }
