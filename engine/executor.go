@@ -151,10 +151,10 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 		// A data watch, not an exists watch: on a node already gone it
 		// fails with no-node and leaves no watch behind. Its version says
 		// whether the node lingers (contender.Lingering).
-		_, stat, _, err := e.conn.GetW(o.Path)
+		data, stat, _, err := e.conn.GetW(o.Path)
 		done.Err = err
 		if err == nil && stat != nil {
-			done.Version = stat.Version
+			done.Version, done.Data = stat.Version, data
 		}
 	case input.OpWatchChildren, input.OpCohortWatch:
 		children, stat, _, err := e.conn.ChildrenW(o.Path)
@@ -168,7 +168,11 @@ func (e *Engine) exec(o core.Op) (done input.OpDone) {
 		// The node's data again, unchanged: its version moves by one, and
 		// an odd one tells other clients' tries that the node lingers, held
 		// by no one (see the cohort machine's Mark).
-		_, done.Err = e.conn.Set(o.Path, o.Data, -1)
+		var stat *zk.Stat
+		stat, done.Err = e.conn.Set(o.Path, o.Data, -1)
+		if done.Err == nil && stat != nil {
+			done.Version = stat.Version
+		}
 	case input.OpRecover:
 		done.Children, done.Pzxid, done.Name, done.Foreign, done.Err = e.recoverNode(o.Path, o.Find)
 	case input.OpPin:

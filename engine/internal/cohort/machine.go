@@ -185,6 +185,11 @@ const (
 	// head, and the node goes back, since nothing granted under it now
 	// can be trusted.
 	Refused
+	// MarkFailed: a Mark or Unmark of Attempt's node was refused, or its
+	// fate is unknown (the connection dropped): the parity of the node's
+	// data version no longer tells other clients whether it lingers. It
+	// lingers no more under this grant, and is not marked again.
+	MarkFailed
 )
 
 // Input is one event. The fields each kind reads are named at the kind.
@@ -362,6 +367,9 @@ type cohort struct {
 	lingerUntil                time.Duration
 	// marked: a Mark of the node was asked, and no Unmark since.
 	marked bool
+	// unmarked: a Mark or Unmark of the node failed (MarkFailed): its
+	// version's parity says nothing, so it may not linger.
+	unmarked bool
 }
 
 // waiter is one acquisition queued in a cohort.
@@ -419,6 +427,14 @@ func (m *Machine) Known(path string) (listed, others bool) {
 	return listed, others
 }
 
+// Carries reports whether attempt's node is held for a cohort, not given
+// back or lost: an effect about it queued before a step that gave it back
+// (a Hand refused) is void.
+func (m *Machine) Carries(attempt uint64) bool {
+	c := m.attempts[attempt]
+	return c != nil && c.carrier == attempt
+}
+
 // Ready returns the effects of the steps since the last call, in the
 // order they are to be carried out. The slice is the machine's: it is
 // valid until the next Step.
@@ -471,6 +487,15 @@ func (m *Machine) Step(in *Input) {
 		m.wake(in)
 	case Refused:
 		m.refused(in)
+	case MarkFailed:
+		c := m.attempts[in.Attempt]
+		if c == nil || c.carrier != in.Attempt {
+			return // given back already
+		}
+		c.unmarked = true
+		if c.lingering && c.waiting == 0 {
+			m.giveBack(c, 0)
+		}
 	case Clear:
 		// A copy: a cohort given back with nobody waiting is forgotten,
 		// and leaves the path's list.
@@ -665,7 +690,7 @@ func (m *Machine) dropCarrier(c *cohort) {
 // holder of this engine has it again: that client's try, if it found the
 // node marked, waits for this write and fails on it, the lock held.
 func (m *Machine) unmarkIfSeen(c *cohort) {
-	if c.marked && c.foreign && !c.lingering && c.carrier != 0 {
+	if c.marked && c.foreign && !c.lingering && c.carrier != 0 && !c.unmarked {
 		c.marked = false
 		m.emit(Effect{Kind: Unmark, Cohort: c.id, Attempt: c.carrier, Req: c.req})
 	}
@@ -705,7 +730,7 @@ func (m *Machine) granted(in *Input) {
 	}
 	m.stats.Carriers++
 	c.carrier, c.holder, c.passes, c.grantedAt, c.sealed = a, w.id, 0, in.Now, false
-	c.foreign, c.watchKnown, c.parked = false, false, false
+	c.foreign, c.watchKnown, c.parked, c.unmarked = false, false, false, false
 	if in.Seen.Listed && in.Seen.Nodes > 1 {
 		// The listing that granted the node shows another client waiting
 		// behind this exclusive holder: nothing need be asked (and under
@@ -733,7 +758,7 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	m.unmarkIfSeen(c)
 	bounded := !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses || in.Now-c.grantedAt >= m.cfg.MaxHold
 	switch {
-	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !c.foreign:
+	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !c.foreign && !c.unmarked:
 		m.linger(c, in, holder)
 		return
 	case c.waiting == 0:

@@ -655,7 +655,7 @@ func (c *Machine) onWatchSet(in Input) []Effect {
 		if c.fired {
 			return c.list()
 		}
-		if peeked && !Lingering(in.Version) {
+		if peeked && (!Lingering(in.Version) || in.Revoked) {
 			// Held (or our own engine's, which sends a lingering node
 			// back before a try): the try fails. The watch fires in vain.
 			c.wouldBlock = true

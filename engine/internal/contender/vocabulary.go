@@ -87,6 +87,10 @@ type Input struct {
 	// Version, with WatchSet of a data watch: the watched node's data
 	// version; odd when its engine marked it lingering (Lingering).
 	Version int32
+	// Revoked, with Version: the node's data is a revocation request
+	// (lock.Revoke, Curator's Revoker), whose write moved the version too:
+	// the node is held, whatever the version's parity says.
+	Revoked bool
 	// Foreign, with Listed, the reply to a recovery read: a node carries
 	// our id but another session owns it.
 	Foreign bool

@@ -11,10 +11,10 @@ import (
 // of a cohort's node to a member (a grant naming its Carrier): the lapse
 // the real watchdog can have, on its own timer, between the carrier's
 // Admit and its first member's.
-type handRefusingTrust struct{ *coreScriptTrust }
+type handRefusingTrust struct{ *coreScriptWatchdog }
 
 func (t handRefusingTrust) Admit(g Grant, session int64) bool {
-	return g.Carrier == 0 && t.coreScriptTrust.Admit(g, session)
+	return g.Carrier == 0 && t.coreScriptWatchdog.Admit(g, session)
 }
 
 // runRefusedHandScript runs script on a core under YieldToOthers whose
@@ -23,7 +23,7 @@ func (t handRefusingTrust) Admit(g Grant, session int64) bool {
 // text must not.
 func runRefusedHandScript(t *testing.T, script string) {
 	s := newCoreScriptWith(func(cfg *Config) { cfg.Cohort.YieldToOthers = true },
-		func(t *coreScriptTrust) Admitter { return handRefusingTrust{t} })
+		func(t *coreScriptWatchdog) Admitter { return handRefusingTrust{t} })
 	var failed []string
 	datadriven.RunTestFromString(t, script, func(t *testing.T, d *datadriven.TestData) string {
 		out := s.run(t, d)

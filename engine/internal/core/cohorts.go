@@ -89,6 +89,10 @@ type carrier struct {
 	linger uint64
 	// suspended: the session is disconnected while the node is held.
 	suspended bool
+	// marks are the Marks (true) and Unmarks of the node awaiting their
+	// replies, oldest first: the parity each is to leave the node's data
+	// version with (see marked).
+	marks []bool
 }
 
 // member is a member holding a node: its cohort, the node's attempt, and
@@ -292,7 +296,9 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 	case cohort.GiveBack:
 		c.giveBack(f, cr, en)
 	case cohort.AskWatch:
-		if en != nil {
+		// Not for a node given back since the effect was queued (its
+		// first Hand refused): the listing would tell nothing.
+		if en != nil && c.coh.m.Carries(f.Attempt) {
 			p := en.c.LockPath()
 			c.coh.watching[p] = append(c.coh.watching[p], f.Attempt)
 			c.commit.send(&c.rd, Op{Kind: input.OpCohortWatch, ID: f.Attempt, Path: p})
@@ -314,6 +320,9 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 		c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Wake, Attempt: f.Attempt}))
 	case cohort.Mark, cohort.Unmark:
 		if en != nil && en.leased() {
+			if cr != nil {
+				cr.marks = append(cr.marks, f.Kind == cohort.Mark)
+			}
 			c.commit.send(&c.rd, Op{Kind: input.OpMark, ID: f.Attempt, Path: en.node, Data: f.Req.(*Acquire).Data})
 		}
 	}

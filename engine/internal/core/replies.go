@@ -1,10 +1,13 @@
 package core
 
 import (
+	"bytes"
 	"path"
 
+	"github.com/turnstile-go/turnstile/engine/internal/cohort"
 	"github.com/turnstile-go/turnstile/engine/internal/contender"
 	"github.com/turnstile-go/turnstile/engine/internal/input"
+	"github.com/turnstile-go/turnstile/internal/nodename"
 )
 
 // handleOpDone hands a request's reply to the contender, or contenders,
@@ -34,7 +37,9 @@ func (c *Core) handleOpDone(d input.OpDone) {
 	case input.OpRecover:
 		in.Kind, in.Children, in.Pzxid, in.Name, in.Foreign = contender.Listed, d.Children, d.Pzxid, d.Name, d.Foreign
 	case input.OpWatch:
-		in.Kind, in.Version = contender.WatchSet, d.Version
+		// A revocation request writes a node's data too, moving its
+		// version as a mark does: such a node is held, whatever its parity.
+		in.Kind, in.Version, in.Revoked = contender.WatchSet, d.Version, bytes.Equal(d.Data, nodename.RevokeData)
 	case input.OpWatchChildren:
 		in.Kind, in.Children, in.Pzxid, in.ChildWatch = contender.WatchSet, d.Children, d.Pzxid, true
 		in.Listing = c.parseListing(d.Path, d.Children)
@@ -45,9 +50,7 @@ func (c *Core) handleOpDone(d input.OpDone) {
 		c.cohortWatched(d)
 		return
 	case input.OpMark:
-		if d.Outcome != input.OK && d.Outcome != input.NoNode {
-			c.log(LevelDebug, "marking a cohort's node", "node", d.Path, "outcome", d.Outcome)
-		}
+		c.marked(d)
 		return
 	case input.OpDelete:
 		in.Kind = contender.Deleted
@@ -65,5 +68,25 @@ func (c *Core) handleOpDone(d input.OpDone) {
 		if in.Fresh && en.c.Phase() != contender.Listing {
 			c.rd.Counts.Predicted++ // held (or let go) on its own node: no listing
 		}
+	}
+}
+
+// marked: the reply to a Mark or Unmark of a cohort's node. A write
+// refused, or of unknown fate, leaves the parity of the node's data
+// version saying nothing; so does one answered with the wrong parity,
+// since another client wrote the node too (a revocation request does):
+// either way the machine hears MarkFailed, and the node lingers no more.
+func (c *Core) marked(d input.OpDone) {
+	odd := false // what the write was to make the version: odd marks
+	if cr := c.coh.carriers[d.Contender]; cr != nil && len(cr.marks) > 0 {
+		odd = cr.marks[0]
+		cr.marks = cr.marks[1:]
+	}
+	switch {
+	case d.Outcome == input.NoNode:
+	case d.Outcome == input.OK && contender.Lingering(d.Version) == odd:
+	default:
+		c.log(LevelDebug, "marking a cohort's node", "node", d.Path, "outcome", d.Outcome, "version", d.Version)
+		c.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Attempt: d.Contender})
 	}
 }

@@ -186,8 +186,8 @@ type OpDone struct {
 	Path      string // the znode the request named
 	Name      string // OpCreate: the created node's name (last path element); OpRecover: the contender's own node, if found
 	Children  []string
-	Data      []byte // OpRevokeWatch: the node's data
-	Version   int32  // OpWatch: the watched node's data version (0 for a node of this engine, watched locally)
+	Data      []byte // OpRevokeWatch, OpWatch: the node's data
+	Version   int32  // OpWatch: the watched node's data version (0 for a node of this engine, watched locally); OpMark: the version the write left
 	Pzxid     int64  // OpList, OpRecover, OpWatchChildren: the parent's pzxid at the time of the listing
 	// Cversion, with Pzxid: the parent's child version at the time of the
 	// listing, as the server reports it: 2×(children ever created) −
