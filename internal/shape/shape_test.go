@@ -60,9 +60,9 @@ func TestEngineSize(t *testing.T) {
 
 // The README is the user's path, with the deep material linked; BENCHMARKS.md
 // is the method, the machine and the latest figures, with history left to
-// git.
+// git; DESIGN.md is the reference, read in an hour.
 func TestDocSizes(t *testing.T) {
-	for doc, most := range map[string]int{"README.md": 350, "BENCHMARKS.md": 250} {
+	for doc, most := range map[string]int{"README.md": 350, "BENCHMARKS.md": 250, "DESIGN.md": 600} {
 		if n := lines(t, doc); n > most {
 			t.Errorf("%s holds %d lines, over %d", doc, n, most)
 		}
