@@ -255,9 +255,21 @@ var mutants = []mutant{
 		checks:  []check{test("./engine", "TestCohortLingerTryOfAnotherEngineIsGranted"), test("./engine/internal/contender", "TestTryOnly")},
 	},
 	{
+		name:    "mark-failure-unheard",
+		class:   "a lingering node whose mark failed lingers on: its even version reads as held, and another engine's try fails with nobody holding the lock",
+		changes: []change{{"replies.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Attempt: d.Contender})\n", ""}},
+		checks:  []check{test("./engine/internal/core", "TestCohortLingerEndsOrMarksAgainWhenTheMarkFails"), test("./engine", "TestCohortLingerTryOfAnotherEngineIsGrantedThoughTheMarkIsRefused")},
+	},
+	{
+		name:    "try-reads-revoked-as-lingering",
+		class:   "a try reads a held node that a revocation request wrote (its version odd) as lingering: it waits on a held lock and is granted when the holder lets go",
+		changes: []change{{"machine.go", "if peeked && (!Lingering(in.Version) || in.Revoked) {", "if peeked && !Lingering(in.Version) {"}},
+		checks:  []check{sim, test("./engine", "TestTryFailsOnAHolderAskedToLetGo")},
+	},
+	{
 		name:    "linger-mark-kept-while-held",
 		class:   "a lingering node passed again stays marked when another client shows: that client's try waits on a held lock",
-		changes: []change{{"machine.go", "\tif c.marked && c.foreign && !c.lingering && c.carrier != 0 {", "\tif false {"}},
+		changes: []change{{"machine.go", "\tif c.marked && c.foreign && !c.lingering && c.carrier != 0 && !c.unmarked {", "\tif false {"}},
 		checks:  []check{test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "TestCohortLingerTryOfAnotherEngineIsGranted")},
 	},
 	{
