@@ -215,7 +215,7 @@ var mutants = []mutant{
 	{
 		name:    "sync-chain-anchor-too-late",
 		class:   "a follower's sync answer taken to prove a touch at the leader at its own send time, not at the chain's earlier sync: the deadline runs past the server's expiry",
-		changes: []change{{"conn.go", "\t\t\t\tc.watchdog.Answered(anchor)", "\t\t\t\tc.watchdog.Answered(sent)"}},
+		changes: []change{{"conn.go", "if anchor, ok := c.syncs.answered(sent, now, c.syncGap()); ok {\n\t\t\t\tc.watchdog.Answered(anchor)", "if _, ok := c.syncs.answered(sent, now, c.syncGap()); ok {\n\t\t\t\tc.watchdog.Answered(sent)"}},
 		checks:  []check{sim, test("./engine/internal/serverconn", "TestTrackedConnSyncChain|TestKeeperSyncs")},
 	},
 	{
@@ -257,7 +257,7 @@ var mutants = []mutant{
 	{
 		name:    "mark-failure-unheard",
 		class:   "a lingering node whose mark failed lingers on: its even version reads as held, and another engine's try fails with nobody holding the lock",
-		changes: []change{{"replies.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Attempt: d.Contender})\n", ""}},
+		changes: []change{{"replies.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Attempt: d.Contender})\n", "\t\t_ = cohort.MarkFailed\n"}},
 		checks:  []check{test("./engine/internal/core", "TestCohortLingerEndsOrMarksAgainWhenTheMarkFails"), test("./engine", "TestCohortLingerTryOfAnotherEngineIsGrantedThoughTheMarkIsRefused")},
 	},
 	{
