@@ -107,9 +107,10 @@ type Engine struct {
 	core   *core.Core
 	timers map[uint64]timer // armed for the core, by its ids
 	// What the core's decisions are about, by acquisition id (the core
-	// names acquisitions): the acquisitions not yet resolved, the leases
-	// admitted and not yet dropped, the releases waiting for their outcome.
-	acquiring map[uint64]*acquireCmd
+	// names acquisitions): the leases admitted and not yet dropped, the
+	// releases waiting for their outcome. An acquisition not yet resolved
+	// is the core's to keep: its Ref, the command, comes back in its
+	// NoteAcquired, and a million waiting cost no map here.
 	leases    map[uint64]*Lease
 	releasing map[uint64]*releaseCmd
 	// cancels names the acquisitions' cancel groups by their contexts,
@@ -203,7 +204,6 @@ func newEngine(cfg Config) *Engine {
 		loopDone:  make(chan struct{}),
 		ready:     make(chan struct{}),
 		timers:    make(map[uint64]timer),
-		acquiring: make(map[uint64]*acquireCmd),
 		leases:    make(map[uint64]*Lease),
 		releasing: make(map[uint64]*releaseCmd),
 	}
