@@ -129,6 +129,9 @@ type acquireCmd struct {
 	ctx context.Context
 	fut *Future[*Lease]
 	req core.Acquire
+	// outcome is fut's storage: the command and its future are one
+	// allocation, read together at the grant.
+	outcome Future[*Lease]
 }
 
 type releaseCmd struct {
@@ -283,9 +286,10 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if ctx.Err() != nil {
 		return resolvedFuture[*Lease](nil, context.Cause(ctx))
 	}
-	cmd := &acquireCmd{ctx: ctx, fut: newFuture[*Lease](), req: core.Acquire{Path: req.Path, Kind: req.Kind,
+	cmd := &acquireCmd{ctx: ctx, req: core.Acquire{Path: req.Path, Kind: req.Kind,
 		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly, Revocable: req.Revocable,
 		FailOnExpiry: req.FailOnExpiry, Cohort: req.Cohort}}
+	cmd.fut = &cmd.outcome
 	if !e.post(cmd) {
 		e.acquired(cmd, nil, ErrClosed)
 	}
