@@ -107,9 +107,10 @@ type Engine struct {
 	core   *core.Core
 	timers map[uint64]timer // armed for the core, by its ids
 	// What the core's decisions are about, by acquisition id (the core
-	// names acquisitions): the acquisitions not yet resolved, the leases
-	// admitted and not yet dropped, the releases waiting for their outcome.
-	acquiring map[uint64]*acquireCmd
+	// names acquisitions): the leases admitted and not yet dropped, the
+	// releases waiting for their outcome. An acquisition not yet resolved
+	// is the core's to keep: its Ref, the command, comes back in its
+	// NoteAcquired, and a million waiting cost no map here.
 	leases    map[uint64]*Lease
 	releasing map[uint64]*releaseCmd
 	// cancels names the acquisitions' cancel groups by their contexts,
@@ -128,6 +129,9 @@ type acquireCmd struct {
 	ctx context.Context
 	fut *Future[*Lease]
 	req core.Acquire
+	// outcome is fut's storage: the command and its future are one
+	// allocation, read together at the grant.
+	outcome Future[*Lease]
 }
 
 type releaseCmd struct {
@@ -203,7 +207,6 @@ func newEngine(cfg Config) *Engine {
 		loopDone:  make(chan struct{}),
 		ready:     make(chan struct{}),
 		timers:    make(map[uint64]timer),
-		acquiring: make(map[uint64]*acquireCmd),
 		leases:    make(map[uint64]*Lease),
 		releasing: make(map[uint64]*releaseCmd),
 	}
@@ -283,9 +286,10 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	if ctx.Err() != nil {
 		return resolvedFuture[*Lease](nil, context.Cause(ctx))
 	}
-	cmd := &acquireCmd{ctx: ctx, fut: newFuture[*Lease](), req: core.Acquire{Path: req.Path, Kind: req.Kind,
+	cmd := &acquireCmd{ctx: ctx, req: core.Acquire{Path: req.Path, Kind: req.Kind,
 		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly, Revocable: req.Revocable,
 		FailOnExpiry: req.FailOnExpiry, Cohort: req.Cohort}}
+	cmd.fut = &cmd.outcome
 	if !e.post(cmd) {
 		e.acquired(cmd, nil, ErrClosed)
 	}

@@ -147,16 +147,15 @@ func (e *Engine) turn(batch []input.Event) (exited bool) {
 
 // step hands one event to the core. A user's acquisition takes its
 // cancel group here, and its id from the core, in the order the loop
-// takes them; the runtime keeps by that id what the core's decisions will
-// be about (the future, then the lease, a release's future), before it
-// carries them out.
+// takes them, and rides in the core as its Ref until resolved; the
+// runtime keeps by that id what the later decisions are about (the
+// lease, a release's future), before it carries them out.
 func (e *Engine) step(ev input.Event) {
 	if cmd, ok := ev.(input.Command); ok {
 		switch cmd := cmd.Payload.(type) {
 		case *acquireCmd:
-			cmd.req.Cancel = e.cancels.Group(cmd.ctx)
+			cmd.req.Cancel, cmd.req.Ref = e.cancels.Group(cmd.ctx), cmd
 			e.core.Step(input.Command{Payload: &cmd.req})
-			e.acquiring[cmd.req.ID] = cmd
 			return
 		case *releaseCmd:
 			cmd.req.ID = cmd.lease.id
@@ -247,8 +246,7 @@ func (e *Engine) carryOut(rd core.Ready) {
 func (e *Engine) notice(n core.Notice) {
 	switch n.Kind {
 	case core.NoteAcquired:
-		cmd := e.acquiring[n.ID]
-		delete(e.acquiring, n.ID)
+		cmd := n.Ref.(*acquireCmd)
 		if n.Err != nil {
 			e.acquired(cmd, nil, n.Err)
 			return

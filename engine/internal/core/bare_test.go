@@ -21,7 +21,7 @@ func bareCore() *Core {
 // its machine, stepped through its start and the create's reply, waits
 // for a listing.
 func listingEntry(id uint64, path, name string) *entry {
-	en := &entry{id: id, c: contender.New(contender.Config{
+	en := &entry{id: id, req: &Acquire{ID: id, Path: path}, c: contender.New(contender.Config{
 		LockPath: path, Prefix: nodename.Mutex, Decide: contender.Decider(mutexAtHead),
 		NewID: nodename.NewID, Connected: true,
 	})}

@@ -229,7 +229,7 @@ func (c *Core) cancelHeldTries(cmd *Cancel) {
 				kept = append(kept, try)
 				continue
 			}
-			c.notify(Notice{Kind: NoteAcquired, ID: try.ID, Err: cmd.Cause})
+			c.notify(Notice{Kind: NoteAcquired, ID: try.ID, Ref: try.Ref, Err: cmd.Cause})
 			c.report(&entry{id: try.ID}, events.Report{Kind: events.Cancelled, Path: try.Path, Err: cmd.Cause})
 		}
 		if len(kept) == 0 {
@@ -273,7 +273,7 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 		c.hand(f, cr, en)
 	case cohort.Fail:
 		cmd := f.Data.(*Acquire)
-		c.notify(Notice{Kind: NoteAcquired, ID: f.Waiter, Err: f.Err})
+		c.notify(Notice{Kind: NoteAcquired, ID: f.Waiter, Ref: cmd.Ref, Err: f.Err})
 		kind := events.Failed
 		if errors.Is(f.Err, contender.ErrClosed) || slices.ContainsFunc(c.cfg.CancelErrs, func(e error) bool { return errors.Is(f.Err, e) }) {
 			kind = events.Cancelled
@@ -340,7 +340,7 @@ func (c *Core) startCarrier(f cohort.Effect) {
 	first := f.Req.(*Acquire)
 	cr := &carrier{cohort: f.Cohort}
 	a := *first
-	a.ID, a.TryOnly, a.Cancel, a.Cohort = f.Attempt, false, 0, false
+	a.ID, a.TryOnly, a.Cancel, a.Cohort, a.Ref = f.Attempt, false, 0, false, nil
 	a.Decide = contender.Decider(cohort.Note(first.Decide, &cr.seen))
 	c.coh.carriers[a.ID] = cr
 	c.newContender(&a, true, false)
@@ -359,7 +359,7 @@ func (c *Core) hand(f cohort.Effect, cr *carrier, en *entry) {
 	}
 	cr.holder = f.Waiter
 	c.coh.held[f.Waiter] = member{cohort: f.Cohort, attempt: f.Attempt, path: cmd.Path}
-	c.notify(Notice{Kind: NoteAcquired, ID: f.Waiter, Token: en.token})
+	c.notify(Notice{Kind: NoteAcquired, ID: f.Waiter, Ref: cmd.Ref, Token: en.token})
 	c.memberReport(f.Waiter, events.Report{Kind: events.Granted, Path: cmd.Path, Node: en.c.Node(), Token: en.token})
 	if cr.suspended {
 		c.notify(Notice{Kind: NoteSuspended, ID: f.Waiter, Token: en.token})
@@ -617,7 +617,7 @@ func (c *Core) carrierForgotten(en *entry) {
 func (c *Core) failHeldTries(err error) {
 	for _, p := range slices.Sorted(maps.Keys(c.coh.tries)) {
 		for _, cmd := range c.coh.tries[p] {
-			c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Err: err})
+			c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Ref: cmd.Ref, Err: err})
 			c.report(&entry{id: cmd.ID}, events.Report{Kind: events.Cancelled, Path: cmd.Path, Err: err})
 			if cmd.Cancel != 0 {
 				c.unfollow(cmd.Cancel)

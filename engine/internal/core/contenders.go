@@ -39,6 +39,10 @@ type Acquire struct {
 	// Cohort: the lease may pass among this engine's acquisitions of the
 	// same lock (lock cohorting; engine.Request.Cohort).
 	Cohort bool
+	// Ref is the runtime's, opaque to the core: whose acquisition this
+	// is, echoed in its NoteAcquired so that the runtime finds it without
+	// a lookup by ID.
+	Ref any
 }
 
 // Release releases the lease of acquisition ID.
@@ -87,7 +91,7 @@ func (c *Core) acquire(cmd *Acquire) {
 		c.lastID = max(c.lastID, cmd.ID)
 	}
 	if c.closing {
-		c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Err: contender.ErrClosed})
+		c.notify(Notice{Kind: NoteAcquired, ID: cmd.ID, Ref: cmd.Ref, Err: contender.ErrClosed})
 		return
 	}
 	if cmd.Seq != "" {
@@ -112,7 +116,7 @@ func (c *Core) newID() uint64 {
 // node (see cohorts.go); reported: its Acquiring was reported already (a
 // try held back, see tryBesideLinger).
 func (c *Core) newContender(cmd *Acquire, carrier, reported bool) {
-	en := &entry{id: cmd.ID, data: cmd.Data, revocable: cmd.Revocable, carrier: carrier,
+	en := &entry{id: cmd.ID, req: cmd, revocable: cmd.Revocable, carrier: carrier,
 		c: contender.New(contender.Config{
 			LockPath:     cmd.Path,
 			Prefix:       nodename.Marker(cmd.Kind),
@@ -190,7 +194,7 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 		cold := !en.c.Borrowed() && (ef.Cold || c.cold(en.c.LockPath()))
 		delete(c.made, en.id)
 		c.sendingCreate(en)
-		c.commit.submit(&c.rd, Op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.data, Fixed: en.c.Borrowed(), Cold: cold})
+		c.commit.submit(&c.rd, Op{Kind: input.OpCreate, ID: en.id, Path: ef.Path, Data: en.req.Data, Fixed: en.c.Borrowed(), Cold: cold})
 	case contender.List:
 		c.requestListing(ef.Path, en.id)
 	case contender.Recover:
@@ -216,7 +220,7 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 		if en.carrier {
 			c.carrierFailed(en, ef.Err)
 		} else {
-			c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: ef.Err})
+			c.notify(Notice{Kind: NoteAcquired, ID: en.id, Ref: en.req.Ref, Err: ef.Err})
 		}
 		kind := events.Failed
 		if ef.Err == contender.ErrClosed || slices.Contains(c.cfg.CancelErrs, ef.Err) {
@@ -282,7 +286,7 @@ func (c *Core) grant(en *entry, ef contender.Effect) {
 	c.detach(en)
 	en.node, en.token = en.c.NodePath(), ef.Token
 	if !en.carrier {
-		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Token: ef.Token})
+		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Ref: en.req.Ref, Token: ef.Token})
 	}
 	c.report(en, events.Report{Kind: events.Granted, Path: en.c.LockPath(), Node: en.c.Node(), Token: ef.Token})
 	c.granted(en)
@@ -357,7 +361,7 @@ func (c *Core) forceEnd(en *entry, err error) {
 		if en.carrier {
 			c.carrierFailed(en, err)
 		} else {
-			c.notify(Notice{Kind: NoteAcquired, ID: en.id, Err: err})
+			c.notify(Notice{Kind: NoteAcquired, ID: en.id, Ref: en.req.Ref, Err: err})
 		}
 	}
 	if en.leased() {

@@ -209,9 +209,9 @@ type Grant struct {
 type entry struct {
 	id    uint64
 	c     contender.Machine
-	data  []byte // the node's data
-	node  string // the leased node's path, once granted (see leased)
-	token int64  // the grant's token, once granted
+	req   *Acquire // the acquisition it runs: its node's data, its Ref
+	node  string   // the leased node's path, once granted (see leased)
+	token int64    // the grant's token, once granted
 	// cancelOn is its place in its cancel group while followed (nil:
 	// none), made only then: held inline, a member's links would take the
 	// entry past its size class, and a context that never ends needs none.

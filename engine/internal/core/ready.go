@@ -101,6 +101,7 @@ var noticeNames = [...]string{"acquired", "released", "release-refused", "lost",
 type Notice struct {
 	Kind      NoticeKind
 	ID        uint64
+	Ref       any   // noteAcquired: the acquisition's Acquire.Ref
 	Token     int64 // the lease's, in every notice about one
 	Err       error
 	FromLease bool          // noteReleased: the error is the lease's end, as it is when the notice is carried out, if it ended so; else Err
