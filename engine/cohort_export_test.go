@@ -44,9 +44,9 @@ func (e *Engine) CohortLeases() (leases []*Lease) {
 // deadline: every held lease is lost. Trust comes back at the next reply
 // to a request sent in time.
 func (e *Engine) LapseTrust() {
-	e.trust.mu.Lock()
-	defer e.trust.mu.Unlock()
-	e.trust.lapse(ErrLost)
+	e.watchdog.mu.Lock()
+	defer e.watchdog.mu.Unlock()
+	e.watchdog.lapse(ErrLost)
 }
 
 // HoldLoop holds the loop still between two events until the returned

@@ -84,7 +84,7 @@ type Engine struct {
 	batch *batch.Sender // sends batches and cold ops as multis (engine/internal/batch)
 
 	states   *stateWatch  // the state followers see (see state.go)
-	trust    *watchdog    // until when the server cannot have expired the session
+	watchdog *watchdog    // until when the server cannot have expired the session
 	lastZxid atomic.Int64 // the greatest zxid seen in a reply header
 	gauges   gauges       // for monitoring; see gauges.go
 	// servers are the connections to the servers, which feed trust
@@ -95,10 +95,10 @@ type Engine struct {
 	// requests and direct reads. Users' callbacks are not counted (see
 	// Close). Every Add happens before the loop exits, or under mu while
 	// not closed, so never concurrently with Close's Wait.
-	wg        sync.WaitGroup
-	loopDone  chan struct{}
-	ready     chan struct{} // closed at the first session
-	closeOnce sync.Once
+	wg           sync.WaitGroup
+	loopDone     chan struct{}
+	firstSession chan struct{} // closed at the first session
+	closeOnce    sync.Once
 
 	mu     sync.Mutex // orders user commands against the loop's exit
 	closed bool
@@ -180,9 +180,9 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 	timer := time.NewTimer(cfg.ConnectTimeout)
 	defer timer.Stop()
 	select {
-	case <-e.ready:
+	case <-e.firstSession:
 		if err = e.authenticate(ctx); err == nil {
-			e.servers.CheckTick(conn.Server(), e.trust.marginNow())
+			e.servers.CheckTick(conn.Server(), e.watchdog.marginNow())
 			return e, nil
 		}
 	case <-timer.C:
@@ -200,21 +200,21 @@ func Start(ctx context.Context, cfg Config) (*Engine, error) {
 // newEngine makes an engine with its core, not yet connected.
 func newEngine(cfg Config) *Engine {
 	e := &Engine{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		inbox:     newInbox(),
-		states:    newStateWatch(),
-		loopDone:  make(chan struct{}),
-		ready:     make(chan struct{}),
-		timers:    make(map[uint64]timer),
-		leases:    make(map[uint64]*Lease),
-		releasing: make(map[uint64]*releaseCmd),
+		cfg:          cfg,
+		log:          cfg.Logger,
+		inbox:        newInbox(),
+		states:       newStateWatch(),
+		loopDone:     make(chan struct{}),
+		firstSession: make(chan struct{}),
+		timers:       make(map[uint64]timer),
+		leases:       make(map[uint64]*Lease),
+		releasing:    make(map[uint64]*releaseCmd),
 	}
-	e.trust = newWatchdog(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed, expired bool, margin time.Duration) {
+	e.watchdog = newWatchdog(monotonicClock(), cfg.SessionTimeout, cfg.LostMargin, func(lapsed, expired bool, margin time.Duration) {
 		e.inbox.Put(input.TrustChanged{Lapsed: lapsed, Expired: expired, Margin: margin})
 	})
 	e.servers = serverconn.New(serverconn.Config{Servers: cfg.Servers, Dialer: cfg.Dialer, DialTimeout: cfg.dialTimeout,
-		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.trust, Zxid: &e.lastZxid})
+		ProbeGrace: cfg.probeGrace, Log: cfg.Logger, Trust: e.watchdog, Zxid: &e.lastZxid})
 	e.rt.newID = nodename.NewID
 	e.batch = batch.New(batch.Config{Exec: e.exec, ACL: e.cfg.aclOf, Zxid: &e.lastZxid, Ops: &e.count.n,
 		Containers: &e.count.containers, Multis: &e.count.multis, Batched: &e.count.batched})
@@ -233,7 +233,7 @@ func newEngine(cfg Config) *Engine {
 		CancelErrs:   []error{context.Canceled, context.DeadlineExceeded},
 		Cohort: core.CohortConfig{StrictFIFO: cfg.Cohort.StrictFIFO, MaxPasses: cfg.Cohort.MaxPasses, MaxHold: cfg.Cohort.MaxHold,
 			Linger: cfg.Cohort.Linger, YieldToOthers: cfg.Cohort.YieldToOthers},
-	}, loopTrust{e})
+	}, watchdogAdmitter{e})
 	return e
 }
 
@@ -250,7 +250,7 @@ func (e *Engine) LostMargin() time.Duration {
 	if e.unstarted() {
 		return 0
 	}
-	return e.trust.marginNow()
+	return e.watchdog.marginNow()
 }
 
 // SessionID is the current ZooKeeper session's id.

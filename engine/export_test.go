@@ -44,7 +44,7 @@ func NewSimEngine(cfg Config, w SimWorld) (*Engine, error) {
 	e.conn = w.Conn
 	e.rt = runtime{newID: w.NewID, goroutine: w.Goroutine,
 		afterFunc: w.AfterFunc, afterDone: w.AfterDone, closeConn: w.CloseConn}
-	e.trust.clock, e.trust.afterFunc = w.Clock, w.AfterFunc
+	e.watchdog.clock, e.watchdog.afterFunc = w.Clock, w.AfterFunc
 	return e, nil
 }
 
@@ -70,10 +70,10 @@ func (e *Engine) BeginClose() { e.closeOnce.Do(func() { e.post(&core.Close{}) })
 
 // Handshake, Answered and SawZxid are what trackedConn reads off the wire.
 func (e *Engine) Handshake(sent time.Duration, session int64, timeout time.Duration) {
-	e.trust.Handshake(sent, session, int32(timeout/time.Millisecond))
+	e.watchdog.Handshake(sent, session, int32(timeout/time.Millisecond))
 }
 
-func (e *Engine) Answered(sent time.Duration) { e.trust.Answered(sent) }
+func (e *Engine) Answered(sent time.Duration) { e.watchdog.Answered(sent) }
 
 func (e *Engine) SawZxid(zxid int64) {
 	if zxid > e.lastZxid.Load() {
@@ -83,9 +83,9 @@ func (e *Engine) SawZxid(zxid int64) {
 
 // Trusted reports whether the watchdog trusts the session now.
 func (e *Engine) Trusted() bool {
-	e.trust.mu.Lock()
-	defer e.trust.mu.Unlock()
-	return !e.trust.lapsed
+	e.watchdog.mu.Lock()
+	defer e.watchdog.mu.Unlock()
+	return !e.watchdog.lapsed
 }
 
 // Contenders is the number of contenders the loop keeps.

@@ -32,8 +32,8 @@ func (in *inbox) Put(e input.Event) {
 	}
 }
 
-// Ready is signalled after Put; the signal may cover several events.
-func (in *inbox) Ready() <-chan struct{} { return in.ready }
+// Wake is signalled after Put; the signal may cover several events.
+func (in *inbox) Wake() <-chan struct{} { return in.ready }
 
 // Drain returns every queued event, and takes buf, the batch the previous
 // Drain returned, as the storage of later Puts, so a steady loop

@@ -41,7 +41,7 @@ func TestInboxLosesNothingAndKeepsOrderPerProducer(t *testing.T) {
 	}
 	for {
 		select {
-		case <-in.Ready():
+		case <-in.Wake():
 			consume()
 			continue
 		case <-done:

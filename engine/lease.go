@@ -17,9 +17,9 @@ type Lease struct {
 	path  string // the lock path on the server, under Config.Root
 	node  string // the node's path on the server
 	token int64  // the fencing token; see Token
-	// carrier, for a lease of a cohort's member, is the lease of the
+	// nodeLease, for a lease of a cohort's member, is the lease of the
 	// cohort's node it holds (see the core's cohorts.go); nil for any other.
-	carrier *Lease
+	nodeLease *Lease
 
 	releasing atomic.Bool
 
@@ -104,7 +104,7 @@ func (l *Lease) TrustedUntil() time.Time {
 	if over {
 		return time.Time{}
 	}
-	return l.eng.trust.until(time.Now())
+	return l.eng.watchdog.until(time.Now())
 }
 
 // Lost is closed when the lease can no longer be trusted: the session

@@ -84,7 +84,7 @@ func (e *Engine) onZKEvent(ev zk.Event) {
 	case zk.EventSession:
 		switch ev.State {
 		case zk.StateHasSession:
-			put(input.SessionChanged{State: input.Connected, SessionID: e.trust.sessionID(), At: now})
+			put(input.SessionChanged{State: input.Connected, SessionID: e.watchdog.sessionID(), At: now})
 		case zk.StateDisconnected:
 			put(input.SessionChanged{State: input.Disconnected, At: now})
 		case zk.StateExpired:
@@ -108,7 +108,7 @@ func (e *Engine) loop() {
 	defer close(e.loopDone)
 	var batch []input.Event
 	for {
-		<-e.inbox.Ready()
+		<-e.inbox.Wake()
 		batch = e.inbox.Drain(batch)
 		if e.turn(batch) {
 			return
@@ -237,7 +237,7 @@ func (e *Engine) carryOut(rd core.Ready) {
 		e.states.set(stateOf(rd.State))
 	}
 	if rd.FirstSession {
-		close(e.ready)
+		close(e.firstSession)
 	}
 }
 
@@ -302,38 +302,38 @@ func (e *Engine) addCounts(c core.Counts) {
 	e.gauges.untrusted.Add(c.Untrusted)
 }
 
-// loopTrust is the watchdog as the core asks it (see core.Admitter), on the
+// watchdogAdmitter is the watchdog as the core asks it (see core.Admitter), on the
 // loop goroutine: it maps contender ids to the leases the watchdog holds.
-type loopTrust struct{ e *Engine }
+type watchdogAdmitter struct{ e *Engine }
 
 // Admit makes the lease of a grant and has the watchdog hold it; the
 // grant's notice hands it out.
-func (t loopTrust) Admit(g core.Grant, session int64) bool {
+func (t watchdogAdmitter) Admit(g core.Grant, session int64) bool {
 	l := &Lease{eng: t.e, id: g.ID, path: g.Path, node: g.Node, token: g.Token<<core.PassBits | int64(g.Pass)}
 	if g.Carrier != 0 {
-		l.carrier = t.e.leases[g.Carrier]
+		l.nodeLease = t.e.leases[g.Carrier]
 	}
-	if !t.e.trust.admit(l, session) {
+	if !t.e.watchdog.admit(l, session) {
 		return false
 	}
 	t.e.leases[g.ID] = l
 	return true
 }
 
-func (t loopTrust) Forget(id uint64) {
+func (t watchdogAdmitter) Forget(id uint64) {
 	if l := t.e.leases[id]; l != nil {
-		t.e.trust.forget(l)
+		t.e.watchdog.forget(l)
 	}
 }
 
-func (t loopTrust) Follows(session int64) bool { return t.e.trust.follows(session) }
+func (t watchdogAdmitter) Follows(session int64) bool { return t.e.watchdog.follows(session) }
 
-func (t loopTrust) Vouches(id uint64) (bool, time.Duration) {
+func (t watchdogAdmitter) Vouches(id uint64) (bool, time.Duration) {
 	l := t.e.leases[id]
 	if l == nil {
-		return false, t.e.trust.clock()
+		return false, t.e.watchdog.clock()
 	}
-	return t.e.trust.vouches(l)
+	return t.e.watchdog.vouches(l)
 }
 
 // shutdown closes the session; the loop then exits.
@@ -341,7 +341,7 @@ func (e *Engine) shutdown() {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
-	e.trust.stop()
+	e.watchdog.stop()
 	for id, t := range e.timers {
 		t.Stop()
 		delete(e.timers, id)

@@ -66,7 +66,7 @@ func (e *Engine) Leases() []*Lease {
 
 // Carrier is the lease that holds the node of a lease passed inside a
 // cohort, while that lease holds it; nil for any other lease.
-func (l *Lease) Carrier() *Lease { return l.carrier }
+func (l *Lease) Carrier() *Lease { return l.nodeLease }
 
 // ChildrenInPlace and DataInPlace are Children and Data made on the calling
 // goroutine: the simulator calls them from a coroutine, whose client calls

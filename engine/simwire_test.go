@@ -6,7 +6,7 @@ import "github.com/turnstile-go/turnstile/engine/internal/serverconn"
 type SimWire = serverconn.SimWire
 
 // NewSimWire is a connection of e just dialed, feeding e's watchdog.
-func (e *Engine) NewSimWire() *SimWire { return serverconn.NewSimWire(e.trust, &e.lastZxid) }
+func (e *Engine) NewSimWire() *SimWire { return serverconn.NewSimWire(e.watchdog, &e.lastZxid) }
 
 // The xids the connection tells apart.
 const (

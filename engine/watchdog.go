@@ -56,21 +56,21 @@ type watchdog struct {
 
 	mu      sync.Mutex
 	session int64 // the session the latest answered handshake named; 0 when none
-	// granted is the smallest session timeout any handshake of session
-	// granted: each server grants within its own [minSessionTimeout,
+	// timeout is the smallest session timeout any handshake of session
+	// timeout: each server grants within its own [minSessionTimeout,
 	// maxSessionTimeout], and the leader sets the session's expiry at
 	// every touch from the timeout that touch carries. A follower the
 	// client left forwards, with its next ping reply, a touch carrying
 	// the timeout its connection had, so the leader may expire the
 	// session that long after that touch, however much longer a later
-	// handshake elsewhere granted.
-	granted time.Duration
+	// handshake elsewhere timeout.
+	timeout time.Duration
 	// lifetime is how long after heard the session is trusted: granted
 	// less the margin scaled to it.
 	lifetime time.Duration
 	// smallest is the smallest timeout any handshake granted this engine:
 	// the server's maxSessionTimeout is at least that small when it is below
-	// what was asked. See grantedTimeout.
+	// what was asked. See timeoutOf.
 	smallest time.Duration
 	heard    time.Duration // when the latest request the server answered for session was sent
 	// lapsed: the deadline has passed, or there is no session. No lease may
@@ -139,20 +139,20 @@ func (t *watchdog) Handshake(sent time.Duration, session int64, timeoutMs int32)
 		// nodes are gone. Its deadline passed long ago (the server expired
 		// it), so this lapse has normally happened already.
 		t.lapse(ErrSessionExpired)
-		t.session, t.heard, t.granted = session, sent, 0
+		t.session, t.heard, t.timeout = session, sent, 0
 	}
-	if g := t.grantedTimeout(timeoutMs); t.granted == 0 || g < t.granted {
-		t.granted = g
+	if g := t.timeoutOf(timeoutMs); t.timeout == 0 || g < t.timeout {
+		t.timeout = g
 	}
 	// margin × granted / asked, rounded up, in 128 bits: the product of
 	// two durations overflows 64. The quotient is below granted, as
 	// margin is below asked (Config checks it), so it fits.
-	hi, lo := bits.Mul64(uint64(t.margin), uint64(t.granted))
+	hi, lo := bits.Mul64(uint64(t.margin), uint64(t.timeout))
 	scaled, rem := bits.Div64(hi, lo, uint64(t.asked))
 	if rem > 0 {
 		scaled++
 	}
-	t.lifetime = t.granted - time.Duration(scaled)
+	t.lifetime = t.timeout - time.Duration(scaled)
 	t.heardAt(sent)
 }
 
@@ -188,7 +188,7 @@ func (t *watchdog) heardAt(sent time.Duration) {
 	t.changed(false, false, 0)
 }
 
-// grantedTimeout is the session timeout a handshake granted. When the
+// timeoutOf is the session timeout a handshake granted. When the
 // handshake carried none that can be read, it is the smaller of the
 // timeout asked for and the smallest any handshake of this engine granted:
 // the server grants what was asked, clamped to its [minSessionTimeout,
@@ -196,7 +196,7 @@ func (t *watchdog) heardAt(sent time.Duration) {
 // and a grant read earlier is an upper bound on that maximum. Anything
 // larger could be more than the server granted, and the deadline would
 // then fall after the server may expire the session.
-func (t *watchdog) grantedTimeout(ms int32) time.Duration {
+func (t *watchdog) timeoutOf(ms int32) time.Duration {
 	if ms > 0 {
 		d := time.Duration(ms) * time.Millisecond
 		if t.smallest == 0 || d < t.smallest {
@@ -235,7 +235,7 @@ func (t *watchdog) marginNow() time.Duration {
 // marginLocked is marginNow with mu held.
 func (t *watchdog) marginLocked() time.Duration {
 	if t.lifetime > 0 {
-		return t.granted - t.lifetime
+		return t.timeout - t.lifetime
 	}
 	return t.margin
 }

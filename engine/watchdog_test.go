@@ -165,7 +165,7 @@ func TestTrustTimeoutWhenUnread(t *testing.T) {
 func grantedTimeout(t *watchdog) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.granted
+	return t.timeout
 }
 
 // A step back of the wall clock does not delay Lost(): the deadline is
@@ -255,7 +255,7 @@ func TestTrustReadsGrantedTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := grantedTimeout(e.trust)
+		got := grantedTimeout(e.watchdog)
 		e.Close()
 		if got != c.want {
 			t.Errorf("asked %v of a server granting 1s to 2s: the engine uses %v, want %v", c.asked, got, c.want)

@@ -125,7 +125,7 @@ var mutants = []mutant{
 	{
 		name:    "pass-not-admitted",
 		class:   "a pass granted without the watchdog's admission: a lapse of trust leaves the passed lease's Lost() open until the loop hears of it",
-		changes: []change{{"runtime.go", "\tif !t.e.trust.admit(l, session) {\n", "\tif g.Carrier == 0 && !t.e.trust.admit(l, session) {\n"}},
+		changes: []change{{"runtime.go", "\tif !t.e.watchdog.admit(l, session) {\n", "\tif g.Carrier == 0 && !t.e.watchdog.admit(l, session) {\n"}},
 		checks:  []check{test("./engine", "TestLoopHeldStill")},
 	},
 	{

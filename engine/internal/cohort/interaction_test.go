@@ -158,30 +158,30 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			in.Req = "req " + in.Key.Path
 		}
 	case "granted":
-		in.Kind, in.Attempt, in.Now = Granted, num(), dur("now")
+		in.Kind, in.Carrier, in.Now = Granted, num(), dur("now")
 		in.Seen.Listed = has("listed")
 		if v, ok := arg("nodes"); ok {
 			fmt.Sscan(v, &in.Seen.Nodes)
 		}
 		cause("lost")
 	case "failed":
-		in.Kind, in.Attempt, in.Err = Failed, num(), errors.New("failed")
+		in.Kind, in.Carrier, in.Err = Failed, num(), errors.New("failed")
 		if v, ok := arg("err"); ok {
 			in.Err = errors.New(v)
 		}
 	case "release":
 		in.Kind, in.Waiter, in.Now = Release, num(), dur("now")
-		in.Cohort = s.cohort[in.Waiter]
+		in.CohortID = s.cohort[in.Waiter]
 		in.Trusted, in.CarrierLost, in.Fired = !has("untrusted"), has("carrier-lost"), has("fired")
 	case "watched":
-		in.Kind, in.Attempt, in.Now = Watched, num(), dur("now")
+		in.Kind, in.Carrier, in.Now = Watched, num(), dur("now")
 		in.Trusted, in.Failed = !has("untrusted"), has("failed")
 		if v, ok := arg("children"); ok && v != "" {
 			in.Children = strings.Split(v, ",")
 		}
 		in.Self, _ = arg("self")
 	case "lost":
-		in.Kind, in.Attempt = Lost, num()
+		in.Kind, in.Carrier = Lost, num()
 		cause("cause")
 		if !in.Lost {
 			in.Err = errLost
@@ -190,7 +190,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		v, _ := arg("ctx")
 		in.Kind, in.Group, in.Err = Cancel, s.group(v), errors.New("cancelled "+v)
 	case "wake":
-		in.Kind, in.Attempt, in.Now, in.Timer = Wake, num(), dur("now"), has("timer")
+		in.Kind, in.Carrier, in.Now, in.Timer = Wake, num(), dur("now"), has("timer")
 		in.Trusted, in.CarrierLost, in.Fired = !has("untrusted"), has("carrier-lost"), has("fired")
 	case "seal":
 		in.Kind, in.Path = Seal, "/l"
@@ -207,7 +207,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	}
 	s.m.Step(&in)
 	var out []string
-	for _, e := range s.m.Ready() {
+	for _, e := range s.m.Effects() {
 		out = append(out, s.format(e))
 	}
 	if len(out) == 0 {
@@ -230,12 +230,12 @@ func (s *script) format(e Effect) string {
 	case NotJoined:
 		return fmt.Sprintf("not-joined w%d", e.Waiter)
 	case Start:
-		return fmt.Sprintf("start c%d a%d with %v", e.Cohort, e.Attempt, e.Req)
+		return fmt.Sprintf("start c%d a%d with %v", e.CohortID, e.Carrier, e.Req)
 	case Abandon:
-		return fmt.Sprintf("abandon a%d", e.Attempt)
+		return fmt.Sprintf("abandon a%d", e.Carrier)
 	case Hand:
-		s.cohort[e.Waiter] = e.Cohort
-		return fmt.Sprintf("hand w%d node a%d pass %d", e.Waiter, e.Attempt, e.Pass)
+		s.cohort[e.Waiter] = e.CohortID
+		return fmt.Sprintf("hand w%d node a%d pass %d", e.Waiter, e.Carrier, e.Pass)
 	case Fail:
 		return fmt.Sprintf("fail w%d: %v", e.Waiter, e.Err)
 	case Ended:
@@ -246,22 +246,22 @@ func (s *script) format(e Effect) string {
 		return fmt.Sprintf("lose-holder w%d: %v", e.Waiter, e.Err)
 	case GiveBack:
 		if e.Waiter != 0 {
-			return fmt.Sprintf("give-back a%d, then w%d's release", e.Attempt, e.Waiter)
+			return fmt.Sprintf("give-back a%d, then w%d's release", e.Carrier, e.Waiter)
 		}
 		if e.Yield {
-			return fmt.Sprintf("give-back a%d at once", e.Attempt)
+			return fmt.Sprintf("give-back a%d at once", e.Carrier)
 		}
-		return fmt.Sprintf("give-back a%d", e.Attempt)
+		return fmt.Sprintf("give-back a%d", e.Carrier)
 	case AskWatch:
-		return fmt.Sprintf("ask-watch a%d", e.Attempt)
+		return fmt.Sprintf("ask-watch a%d", e.Carrier)
 	case Linger:
-		return fmt.Sprintf("linger a%d, wake in %v", e.Attempt, e.After)
+		return fmt.Sprintf("linger a%d, wake in %v", e.Carrier, e.After)
 	case Vouch:
-		return fmt.Sprintf("vouch a%d", e.Attempt)
+		return fmt.Sprintf("vouch a%d", e.Carrier)
 	case Mark:
-		return fmt.Sprintf("mark a%d lingering", e.Attempt)
+		return fmt.Sprintf("mark a%d lingering", e.Carrier)
 	case Unmark:
-		return fmt.Sprintf("unmark a%d: held", e.Attempt)
+		return fmt.Sprintf("unmark a%d: held", e.Carrier)
 	case Follow:
 		return "follow ctx " + s.names[e.Group]
 	case Unfollow:

@@ -99,7 +99,7 @@ type Config struct {
 	// WouldBlock fails a try that joined a lingering node and could not
 	// have it passed (see Join's Try).
 	WouldBlock error
-	// NewID gives each node's attempt its id (Start's Attempt): the
+	// NewID gives each node's attempt its id (Start's Carrier): the
 	// engine's core names the attempt's contender by it, so that waiters,
 	// attempts and contenders share one id space. nil: the machine counts
 	// its own.
@@ -147,28 +147,28 @@ const (
 	// waits for, so as not to find its own engine's node in its way: it is
 	// passed the node, or fails with WouldBlock.
 	Join InputKind = iota
-	// Granted: the node of Attempt was granted, at Now, with Seen what the
+	// Granted: the node of Carrier was granted, at Now, with Seen what the
 	// listing that granted it showed. Lost (with Err): it was lost before
 	// the core took it.
 	Granted
-	// Failed: the acquisition of Attempt's node failed with Err.
+	// Failed: the acquisition of Carrier's node failed with Err.
 	Failed
 	// Release: the holder Waiter of Cohort ends its turn, at Now; Trusted,
 	// whether the watchdog vouched for the node's lease then; CarrierLost,
 	// that lease is lost; Fired, the cohort's watch fired.
 	Release
-	// Watched: the listing AskWatch asked for the node of Attempt, with
+	// Watched: the listing AskWatch asked for the node of Carrier, with
 	// Children (Failed: it failed), Self the node's own name; Trusted, Now,
 	// CarrierLost and Fired as for Release.
 	Watched
-	// Lost: the node of Attempt was lost, for Err.
+	// Lost: the node of Carrier was lost, for Err.
 	Lost
 	// Cancel: the contexts of cancel group Group ended, for Err.
 	Cancel
 	// Seal: a node with a borrowed number (a downgrade's) is made on Path:
 	// no node of Path may pass on; each goes back at its holder's release.
 	Seal
-	// Wake: the node of Attempt may linger no more: Timer, the timer a
+	// Wake: the node of Carrier may linger no more: Timer, the timer a
 	// Linger effect armed fired; else a Vouch is answered or the watch
 	// fired. Trusted, Now, CarrierLost and Fired as for Release.
 	Wake
@@ -178,14 +178,14 @@ const (
 	// (GiveBack, Yield), so that the acquisition finds it gone rather than
 	// in its way. A lingering node is held by no one.
 	Clear
-	// Refused: the Hand of Attempt's node to Waiter (with its Data and
+	// Refused: the Hand of Carrier's node to Waiter (with its Data and
 	// Group, as the Hand had them; Try, it joined as a try) was
 	// refused as it was carried out (the watchdog's trust lapsed after the
 	// verdict the machine decided on): the waiter queues again at the
 	// head, and the node goes back, since nothing granted under it now
 	// can be trusted.
 	Refused
-	// MarkFailed: a Mark or Unmark of Attempt's node was refused, or its
+	// MarkFailed: a Mark or Unmark of Carrier's node was refused, or its
 	// fate is unknown (the connection dropped): the parity of the node's
 	// data version no longer tells other clients whether it lingers. It
 	// lingers no more under this grant, and is not marked again.
@@ -194,21 +194,21 @@ const (
 
 // Input is one event. The fields each kind reads are named at the kind.
 type Input struct {
-	Kind                    InputKind
-	Waiter, Cohort, Attempt uint64
-	Group                   uint64
-	Key                     Key
-	Validated               bool
-	Req, Data               any
-	Now                     time.Duration
-	Trusted, CarrierLost    bool
-	Fired, Failed, Timer    bool
-	Try                     bool
-	Seen                    Seen
-	Children                []string
-	Self, Path              string
-	Err                     error
-	Lost                    bool
+	Kind                      InputKind
+	Waiter, CohortID, Carrier uint64
+	Group                     uint64
+	Key                       Key
+	Validated                 bool
+	Req, Data                 any
+	Now                       time.Duration
+	Trusted, CarrierLost      bool
+	Fired, Failed, Timer      bool
+	Try                       bool
+	Seen                      Seen
+	Children                  []string
+	Self, Path                string
+	Err                       error
+	Lost                      bool
 }
 
 // Seen is what the listing that granted a node showed, as Note noted it:
@@ -241,14 +241,14 @@ const (
 	// NotJoined: Waiter (under Group) found no cohort to join unchecked;
 	// nothing of it is kept.
 	NotJoined EffectKind = iota
-	// Start: acquire a node for Cohort, as Attempt, with Req.
+	// Start: acquire a node for CohortID, as Carrier, with Req.
 	Start
-	// Abandon: nobody waits for Attempt's node any more: give its
+	// Abandon: nobody waits for Carrier's node any more: give its
 	// acquisition up (a node granted all the same is released, see
 	// GiveBack).
 	Abandon
 	// Hand: Waiter (with its Data, of cancel group Group) holds Cohort's
-	// node, Attempt's, as pass Pass.
+	// node, Carrier's, as pass Pass.
 	Hand
 	// Fail: Waiter's acquisition (with its Data) ends with Err.
 	Fail
@@ -257,28 +257,28 @@ const (
 	// NotHolder: Waiter released, but does not hold (its node was lost):
 	// its release reports its lease's loss.
 	NotHolder
-	// LoseHolder: Waiter's lease is lost with its node, Attempt's, for Err.
+	// LoseHolder: Waiter's lease is lost with its node, Carrier's, for Err.
 	LoseHolder
-	// GiveBack: release Attempt's node; Waiter, when not 0, is the holder
+	// GiveBack: release Carrier's node; Waiter, when not 0, is the holder
 	// whose release ends with the node's deletion. Yield: another client
 	// waits for the node, and nothing of this engine's goes with its
 	// deletion (no holder's release, no node of the cohort's next waiter),
 	// so the deletion may leave at once, ahead of the engine's other
 	// requests.
 	GiveBack
-	// AskWatch: list the path of Attempt's node with a watch, once.
+	// AskWatch: list the path of Carrier's node with a watch, once.
 	AskWatch
 	// Follow and Unfollow: the first waiter of cancel group Group joined;
 	// its last left (or the group ended).
 	Follow
 	Unfollow
-	// Linger: Attempt's node lingers with no holder: step Wake with Timer
+	// Linger: Carrier's node lingers with no holder: step Wake with Timer
 	// for it once After has passed.
 	Linger
-	// Vouch: a waiter joined Attempt's lingering node: step Wake for it
+	// Vouch: a waiter joined Carrier's lingering node: step Wake for it
 	// with the watchdog's verdict.
 	Vouch
-	// Mark and Unmark: write Attempt's node's data again (Req's, unchanged)
+	// Mark and Unmark: write Carrier's node's data again (Req's, unchanged)
 	// to mark it lingering, or held again, for other clients' tries: each
 	// write moves its data version by one, and an odd version says it
 	// lingers (queue.Lingering).
@@ -289,14 +289,14 @@ const (
 // Effect is one thing to do. The fields each kind reads are named at the
 // kind.
 type Effect struct {
-	Kind                    EffectKind
-	Waiter, Cohort, Attempt uint64
-	Group                   uint64
-	Pass                    int
-	Yield                   bool
-	After                   time.Duration
-	Err                     error
-	Req, Data               any
+	Kind                      EffectKind
+	Waiter, CohortID, Carrier uint64
+	Group                     uint64
+	Pass                      int
+	Yield                     bool
+	After                     time.Duration
+	Err                       error
+	Req, Data                 any
 	// Path is a Fail's waiter's lock path, for its report.
 	Path string
 }
@@ -435,10 +435,10 @@ func (m *Machine) Carries(attempt uint64) bool {
 	return c != nil && c.carrier == attempt
 }
 
-// Ready returns the effects of the steps since the last call, in the
+// Effects returns the effects of the steps since the last call, in the
 // order they are to be carried out. The slice is the machine's: it is
 // valid until the next Step.
-func (m *Machine) Ready() []Effect {
+func (m *Machine) Effects() []Effect {
 	e := m.effects
 	m.effects = m.effects[:0]
 	return e
@@ -452,9 +452,9 @@ func (m *Machine) Step(in *Input) {
 	case Join:
 		m.join(in)
 	case Granted, Failed:
-		m.granted(in)
+		m.attemptOutcome(in)
 	case Release:
-		c := m.cohorts[in.Cohort]
+		c := m.cohorts[in.CohortID]
 		if c == nil || c.holder != in.Waiter || in.Waiter == 0 {
 			m.emit(Effect{Kind: NotHolder, Waiter: in.Waiter})
 			return
@@ -464,14 +464,14 @@ func (m *Machine) Step(in *Input) {
 	case Watched:
 		m.watched(in)
 	case Lost:
-		c := m.attempts[in.Attempt]
-		if c == nil || c.carrier != in.Attempt {
+		c := m.attempts[in.Carrier]
+		if c == nil || c.carrier != in.Carrier {
 			return // given back already
 		}
 		m.dropCarrier(c)
 		c.parked = false
 		if c.holder != 0 {
-			m.emit(Effect{Kind: LoseHolder, Waiter: c.holder, Attempt: in.Attempt, Err: in.Err})
+			m.emit(Effect{Kind: LoseHolder, Waiter: c.holder, Carrier: in.Carrier, Err: in.Err})
 			c.holder = 0
 		}
 		m.afterLoss(c, in)
@@ -488,8 +488,8 @@ func (m *Machine) Step(in *Input) {
 	case Refused:
 		m.refused(in)
 	case MarkFailed:
-		c := m.attempts[in.Attempt]
-		if c == nil || c.carrier != in.Attempt {
+		c := m.attempts[in.Carrier]
+		if c == nil || c.carrier != in.Carrier {
 			return // given back already
 		}
 		c.unmarked = true
@@ -532,12 +532,12 @@ func (m *Machine) join(in *Input) {
 		// A re-acquisition of a lingering node: a pass, if the watchdog
 		// still vouches for the node.
 		c.vouching = true
-		m.emit(Effect{Kind: Vouch, Cohort: c.id, Attempt: c.carrier})
+		m.emit(Effect{Kind: Vouch, CohortID: c.id, Carrier: c.carrier})
 	case c.carrier != 0 && !c.watchAsked && m.cfg.YieldToOthers:
 		// A second acquisition under a held node: a pass is possible, so
 		// learn whether another client waits.
 		c.watchAsked = true
-		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: c.carrier})
+		m.emit(Effect{Kind: AskWatch, CohortID: c.id, Carrier: c.carrier})
 	}
 }
 
@@ -677,7 +677,7 @@ func (m *Machine) attempt(c *cohort) {
 		c.pending = m.last
 	}
 	m.attempts[c.pending] = c
-	m.emit(Effect{Kind: Start, Cohort: c.id, Attempt: c.pending, Req: c.req})
+	m.emit(Effect{Kind: Start, CohortID: c.id, Carrier: c.pending, Req: c.req})
 }
 
 func (m *Machine) dropCarrier(c *cohort) {
@@ -692,18 +692,18 @@ func (m *Machine) dropCarrier(c *cohort) {
 func (m *Machine) unmarkIfSeen(c *cohort) {
 	if c.marked && c.foreign && !c.lingering && c.carrier != 0 && !c.unmarked {
 		c.marked = false
-		m.emit(Effect{Kind: Unmark, Cohort: c.id, Attempt: c.carrier, Req: c.req})
+		m.emit(Effect{Kind: Unmark, CohortID: c.id, Carrier: c.carrier, Req: c.req})
 	}
 }
 
-// granted takes the outcome of an attempt.
-func (m *Machine) granted(in *Input) {
-	a := in.Attempt
+// attemptOutcome takes the outcome of an attempt.
+func (m *Machine) attemptOutcome(in *Input) {
+	a := in.Carrier
 	c := m.attempts[a]
 	if c == nil || c.pending != a {
 		// Given up while in flight (every waiter left), yet granted.
 		if in.Kind == Granted && !in.Lost {
-			m.emit(Effect{Kind: GiveBack, Attempt: a})
+			m.emit(Effect{Kind: GiveBack, Carrier: a})
 		}
 		return
 	}
@@ -725,7 +725,7 @@ func (m *Machine) granted(in *Input) {
 	if w == nil {
 		delete(m.attempts, a)
 		m.forgetIfIdle(c)
-		m.emit(Effect{Kind: GiveBack, Attempt: a})
+		m.emit(Effect{Kind: GiveBack, Carrier: a})
 		return
 	}
 	m.stats.Carriers++
@@ -738,9 +738,9 @@ func (m *Machine) granted(in *Input) {
 		c.foreign, c.watchKnown = true, true
 	}
 	c.watchAsked = c.watchKnown || c.waiting > 0 && m.cfg.YieldToOthers
-	m.emit(Effect{Kind: Hand, Waiter: w.id, Group: w.group, Cohort: c.id, Attempt: a, Data: w.data})
+	m.emit(Effect{Kind: Hand, Waiter: w.id, Group: w.group, CohortID: c.id, Carrier: a, Data: w.data})
 	if c.watchAsked && !c.watchKnown {
-		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: a})
+		m.emit(Effect{Kind: AskWatch, CohortID: c.id, Carrier: a})
 	}
 }
 
@@ -781,7 +781,7 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 		if holder != 0 {
 			m.emit(Effect{Kind: Ended, Waiter: holder})
 		}
-		m.emit(Effect{Kind: Hand, Waiter: w.id, Group: w.group, Cohort: c.id, Attempt: c.carrier, Pass: c.passes, Data: w.data})
+		m.emit(Effect{Kind: Hand, Waiter: w.id, Group: w.group, CohortID: c.id, Carrier: c.carrier, Pass: c.passes, Data: w.data})
 		return
 	}
 	m.giveBack(c, holder)
@@ -791,8 +791,8 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 // after all, queues again first, and the node goes back (a pass undone
 // is not counted).
 func (m *Machine) refused(in *Input) {
-	c := m.attempts[in.Attempt]
-	if c == nil || c.carrier != in.Attempt || c.holder != in.Waiter || in.Waiter == 0 {
+	c := m.attempts[in.Carrier]
+	if c == nil || c.carrier != in.Carrier || c.holder != in.Waiter || in.Waiter == 0 {
 		return
 	}
 	c.holder = 0
@@ -826,7 +826,7 @@ func (m *Machine) giveBack(c *cohort, holder uint64) {
 	} else {
 		m.forgetIfIdle(c)
 	}
-	m.emit(Effect{Kind: GiveBack, Attempt: carrier, Waiter: holder, Yield: yield})
+	m.emit(Effect{Kind: GiveBack, Carrier: carrier, Waiter: holder, Yield: yield})
 }
 
 // watched takes the listing AskWatch asked for: any lock node but the
@@ -834,8 +834,8 @@ func (m *Machine) giveBack(c *cohort, holder uint64) {
 // waiting, and so is any change the watch reports later. A failed read
 // tells nothing, so it counts as one. A turn that waited for it goes on.
 func (m *Machine) watched(in *Input) {
-	c := m.attempts[in.Attempt]
-	if c == nil || c.carrier != in.Attempt {
+	c := m.attempts[in.Carrier]
+	if c == nil || c.carrier != in.Carrier {
 		return
 	}
 	c.watchKnown = true
@@ -870,15 +870,15 @@ func (m *Machine) linger(c *cohort, in *Input, holder uint64) {
 	}
 	if !c.watchAsked {
 		c.watchAsked = true
-		m.emit(Effect{Kind: AskWatch, Cohort: c.id, Attempt: c.carrier})
+		m.emit(Effect{Kind: AskWatch, CohortID: c.id, Carrier: c.carrier})
 	}
 	if !c.armed {
 		c.armed = true
-		m.emit(Effect{Kind: Linger, Cohort: c.id, Attempt: c.carrier, After: c.lingerUntil - in.Now})
+		m.emit(Effect{Kind: Linger, CohortID: c.id, Carrier: c.carrier, After: c.lingerUntil - in.Now})
 	}
 	if !c.marked {
 		c.marked = true
-		m.emit(Effect{Kind: Mark, Cohort: c.id, Attempt: c.carrier, Req: c.req})
+		m.emit(Effect{Kind: Mark, CohortID: c.id, Carrier: c.carrier, Req: c.req})
 	}
 }
 
@@ -887,8 +887,8 @@ func (m *Machine) linger(c *cohort, in *Input, holder uint64) {
 // lost, sealed or the time up, it goes back; else it lingers on, with the
 // timer armed again if that is what fired.
 func (m *Machine) wake(in *Input) {
-	c := m.attempts[in.Attempt]
-	if c == nil || c.carrier != in.Attempt {
+	c := m.attempts[in.Carrier]
+	if c == nil || c.carrier != in.Carrier {
 		return // given back already
 	}
 	if in.Timer {
@@ -913,7 +913,7 @@ func (m *Machine) wake(in *Input) {
 		m.giveBack(c, 0)
 	case !c.armed:
 		c.armed = true
-		m.emit(Effect{Kind: Linger, Cohort: c.id, Attempt: c.carrier, After: c.lingerUntil - in.Now})
+		m.emit(Effect{Kind: Linger, CohortID: c.id, Carrier: c.carrier, After: c.lingerUntil - in.Now})
 	}
 }
 
@@ -956,7 +956,7 @@ func (m *Machine) cancel(in *Input) {
 		paths[i] = c.key.Path
 		m.remove(w)
 		if c.waiting == 0 && c.pending != 0 {
-			m.emit(Effect{Kind: Abandon, Cohort: c.id, Attempt: c.pending})
+			m.emit(Effect{Kind: Abandon, CohortID: c.id, Carrier: c.pending})
 			delete(m.attempts, c.pending)
 			c.pending = 0
 			m.forgetIfIdle(c)

@@ -43,12 +43,12 @@ const MaxCohortPasses = cohort.MaxPasses
 // when none is given.
 const DefaultCohortHold = cohort.DefaultMaxHold
 
-// cohorts is what the core keeps of lock cohorting beside the machine.
-type cohorts struct {
+// cohorting is what the core keeps of lock cohorting beside the machine.
+type cohorting struct {
 	m *cohort.Machine
 	// carriers are the contenders acquiring or holding cohorts' nodes, by
 	// contender id (the attempt's).
-	carriers map[uint64]*carrier
+	carriers map[uint64]*cohortNode
 	// held are the members holding a node now, by acquisition id.
 	held map[uint64]member
 	// lingering are the timers armed for lingering nodes (timer id →
@@ -70,8 +70,8 @@ type cohorts struct {
 	draining bool
 }
 
-// carrier is a cohort's node as the core keeps it beside its contender.
-type carrier struct {
+// cohortNode is a cohort's node as the core keeps it beside its contender.
+type cohortNode struct {
 	cohort uint64
 	// seen is what the listing that granted the node showed (see
 	// cohort.Note): noted as the carrier's recipe runs.
@@ -102,13 +102,13 @@ type member struct {
 	path            string
 }
 
-func newCohorts(cfg cohort.Config, failOnExpiry bool) cohorts {
+func newCohorts(cfg cohort.Config, failOnExpiry bool) cohorting {
 	if d, err := cfg.WithDefaults(); err == nil { // zero bounds take their defaults; the engine checked them
 		cfg = d
 	}
 	cfg.FailOnExpiry = failOnExpiry
 	cfg.Closed, cfg.Expired, cfg.WouldBlock = contender.ErrClosed, contender.ErrSessionExpired, contender.ErrWouldBlock
-	return cohorts{m: cohort.New(cfg), carriers: map[uint64]*carrier{}, held: map[uint64]member{},
+	return cohorting{m: cohort.New(cfg), carriers: map[uint64]*cohortNode{}, held: map[uint64]member{},
 		lingering: map[uint64]uint64{}, watching: map[string][]uint64{}, groups: map[uint64]struct{}{},
 		tries: map[string][]*Acquire{}}
 }
@@ -149,7 +149,7 @@ func (c *Core) Lingering(lockPath string) []string {
 // stepCohorts steps the machine and carries out what it decided.
 func (c *Core) stepCohorts(in *cohort.Input) {
 	c.coh.m.Step(in)
-	c.carryOutCohorts(c.coh.m.Ready())
+	c.carryOutCohorts(c.coh.m.Effects())
 }
 
 // carryOutCohorts carries out the machine's effects, after those of the
@@ -170,7 +170,7 @@ func (c *Core) carryOutCohorts(effs []cohort.Effect) {
 // verdict is what a step about attempt's node asks: whether the watchdog
 // vouches for its lease, and its clock.
 func (c *Core) verdict(in *cohort.Input) *cohort.Input {
-	in.Trusted, in.Now = c.trust.Vouches(in.Attempt)
+	in.Trusted, in.Now = c.watchdog.Vouches(in.Carrier)
 	return in
 }
 
@@ -189,7 +189,7 @@ func (c *Core) joinCohort(cmd *Acquire) bool {
 	}
 	c.coh.m.Step(&cohort.Input{Kind: cohort.Join, Waiter: cmd.ID, Group: cmd.Cancel, Validated: true, Req: cmd, Data: cmd, Try: try,
 		Key: cohort.Key{Path: cmd.Path, Kind: cmd.Kind, Data: cmd.Data, FailOnExpiry: cmd.FailOnExpiry}})
-	effs := c.coh.m.Ready()
+	effs := c.coh.m.Effects()
 	if slices.ContainsFunc(effs, func(f cohort.Effect) bool { return f.Kind == cohort.NotJoined }) {
 		return false
 	}
@@ -260,7 +260,7 @@ func (c *Core) memberReport(id uint64, r events.Report) {
 
 // cohortEffect carries out one of the machine's effects.
 func (c *Core) cohortEffect(f cohort.Effect) {
-	cr, en := c.coh.carriers[f.Attempt], c.contenders[f.Attempt]
+	cr, en := c.coh.carriers[f.Carrier], c.contenders[f.Carrier]
 	switch f.Kind {
 	case cohort.Start:
 		c.startCarrier(f)
@@ -298,10 +298,10 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 	case cohort.AskWatch:
 		// Not for a node given back since the effect was queued (its
 		// first Hand refused): the listing would tell nothing.
-		if en != nil && c.coh.m.Carries(f.Attempt) {
+		if en != nil && c.coh.m.Carries(f.Carrier) {
 			p := en.c.LockPath()
-			c.coh.watching[p] = append(c.coh.watching[p], f.Attempt)
-			c.commit.send(&c.rd, Op{Kind: input.OpCohortWatch, ID: f.Attempt, Path: p})
+			c.coh.watching[p] = append(c.coh.watching[p], f.Carrier)
+			c.commit.send(&c.rd, Op{Kind: input.OpCohortWatch, ID: f.Carrier, Path: p})
 		}
 	case cohort.Follow:
 		c.coh.groups[f.Group] = struct{}{}
@@ -314,16 +314,16 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 	case cohort.Linger:
 		if cr != nil {
 			cr.linger = c.after(f.After)
-			c.coh.lingering[cr.linger] = f.Attempt
+			c.coh.lingering[cr.linger] = f.Carrier
 		}
 	case cohort.Vouch:
-		c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Wake, Attempt: f.Attempt}))
+		c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Wake, Carrier: f.Carrier}))
 	case cohort.Mark, cohort.Unmark:
 		if en != nil && en.leased() {
 			if cr != nil {
 				cr.marks = append(cr.marks, f.Kind == cohort.Mark)
 			}
-			c.commit.send(&c.rd, Op{Kind: input.OpMark, ID: f.Attempt, Path: en.node, Data: f.Req.(*Acquire).Data})
+			c.commit.send(&c.rd, Op{Kind: input.OpMark, ID: f.Carrier, Path: en.node, Data: f.Req.(*Acquire).Data})
 		}
 	}
 }
@@ -334,31 +334,31 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 // recipe noting the listing that grants it.
 func (c *Core) startCarrier(f cohort.Effect) {
 	if c.closing {
-		c.stepCohorts(&cohort.Input{Kind: cohort.Failed, Attempt: f.Attempt, Err: contender.ErrClosed})
+		c.stepCohorts(&cohort.Input{Kind: cohort.Failed, Carrier: f.Carrier, Err: contender.ErrClosed})
 		return
 	}
 	first := f.Req.(*Acquire)
-	cr := &carrier{cohort: f.Cohort}
+	cr := &cohortNode{cohort: f.CohortID}
 	a := *first
-	a.ID, a.TryOnly, a.Cancel, a.Cohort, a.Ref = f.Attempt, false, 0, false, nil
+	a.ID, a.TryOnly, a.Cancel, a.Cohort, a.Ref = f.Carrier, false, 0, false, nil
 	a.Decide = contender.Decider(cohort.Note(first.Decide, &cr.seen))
 	c.coh.carriers[a.ID] = cr
 	c.newContender(&a, true, false)
 }
 
-// hand has member f.Waiter hold the node of f.Attempt: a grant, admitted
+// hand has member f.Waiter hold the node of f.Carrier: a grant, admitted
 // as any other, or refused back to the machine when the watchdog no
 // longer vouches for the session.
-func (c *Core) hand(f cohort.Effect, cr *carrier, en *entry) {
+func (c *Core) hand(f cohort.Effect, cr *cohortNode, en *entry) {
 	cmd := f.Data.(*Acquire)
 	if cr == nil || en == nil || !en.leased() ||
-		!c.trust.Admit(Grant{ID: f.Waiter, Path: en.c.LockPath(), Node: en.node, Token: en.token, Pass: f.Pass, Carrier: f.Attempt}, c.session) {
-		c.stepCohorts(&cohort.Input{Kind: cohort.Refused, Attempt: f.Attempt, Waiter: f.Waiter, Data: f.Data, Group: f.Group,
+		!c.watchdog.Admit(Grant{ID: f.Waiter, Path: en.c.LockPath(), Node: en.node, Token: en.token, Pass: f.Pass, Carrier: f.Carrier}, c.session) {
+		c.stepCohorts(&cohort.Input{Kind: cohort.Refused, Carrier: f.Carrier, Waiter: f.Waiter, Data: f.Data, Group: f.Group,
 			Try: cmd.TryOnly})
 		return
 	}
 	cr.holder = f.Waiter
-	c.coh.held[f.Waiter] = member{cohort: f.Cohort, attempt: f.Attempt, path: cmd.Path}
+	c.coh.held[f.Waiter] = member{cohort: f.CohortID, attempt: f.Carrier, path: cmd.Path}
 	c.notify(Notice{Kind: NoteAcquired, ID: f.Waiter, Ref: cmd.Ref, Token: en.token})
 	c.memberReport(f.Waiter, events.Report{Kind: events.Granted, Path: cmd.Path, Node: en.c.Node(), Token: en.token})
 	if cr.suspended {
@@ -402,7 +402,7 @@ func (c *Core) dropMember(id uint64) (h member, token int64, ok bool) {
 		return h, 0, false
 	}
 	delete(c.coh.held, id)
-	c.trust.Forget(id)
+	c.watchdog.Forget(id)
 	return h, c.contenders[h.attempt].tokenOr(), true
 }
 
@@ -416,7 +416,7 @@ func (en *entry) tokenOr() int64 {
 
 // giveBack releases a cohort's node: f.Waiter, if not 0, is the member
 // whose release ends with its deletion, and keeps its lease until then.
-func (c *Core) giveBack(f cohort.Effect, cr *carrier, en *entry) {
+func (c *Core) giveBack(f cohort.Effect, cr *cohortNode, en *entry) {
 	if cr == nil || en == nil {
 		c.endMember(f.Waiter, nil)
 		return
@@ -437,7 +437,7 @@ func (c *Core) giveBack(f cohort.Effect, cr *carrier, en *entry) {
 	c.stepContender(en, contender.Input{Kind: contender.Cancel, Err: contender.ErrClosed})
 }
 
-func (c *Core) stopCohortTimer(cr *carrier) {
+func (c *Core) stopCohortTimer(cr *cohortNode) {
 	if cr.linger == 0 {
 		return
 	}
@@ -469,7 +469,7 @@ func (c *Core) cohortWatched(d input.OpDone) {
 	if d.Outcome != input.OK {
 		c.unwatchCohort(en)
 	}
-	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Watched, Attempt: d.Contender, Self: en.c.Node(),
+	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Watched, Carrier: d.Contender, Self: en.c.Node(),
 		Children: d.Children, Failed: d.Outcome != input.OK}))
 }
 
@@ -482,7 +482,7 @@ func (c *Core) cohortWatchFired(lockPath string) {
 	}
 	delete(c.coh.watching, lockPath)
 	for _, id := range ids {
-		c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Wake, Attempt: id, Fired: true}))
+		c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Wake, Carrier: id, Fired: true}))
 	}
 }
 
@@ -496,7 +496,7 @@ func (c *Core) cohortTimer(id uint64) bool {
 	if cr := c.coh.carriers[a]; cr != nil && cr.linger == id {
 		cr.linger = 0
 	}
-	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Wake, Attempt: a, Timer: true}))
+	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Wake, Carrier: a, Timer: true}))
 	return true
 }
 
@@ -507,7 +507,7 @@ func (c *Core) releaseMember(id uint64) bool {
 	if !ok {
 		return false
 	}
-	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Release, Cohort: h.cohort, Waiter: id, Attempt: h.attempt}))
+	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Release, CohortID: h.cohort, Waiter: id, Carrier: h.attempt}))
 	return true
 }
 
@@ -531,13 +531,13 @@ func (c *Core) cancelMembers(cmd *Cancel) bool {
 func (c *Core) carrierGranted(en *entry, suspended bool) {
 	cr := c.coh.carriers[en.id]
 	cr.suspended = suspended
-	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Granted, Attempt: en.id, Seen: cr.seen}))
+	c.stepCohorts(c.verdict(&cohort.Input{Kind: cohort.Granted, Carrier: en.id, Seen: cr.seen}))
 }
 
 // carrierFailed: the carrier's acquisition ended with err, no grant.
 func (c *Core) carrierFailed(en *entry, err error) {
 	if cr := c.coh.carriers[en.id]; cr != nil && !cr.givenBack {
-		c.stepCohorts(&cohort.Input{Kind: cohort.Failed, Attempt: en.id, Err: err})
+		c.stepCohorts(&cohort.Input{Kind: cohort.Failed, Carrier: en.id, Err: err})
 	}
 }
 
@@ -567,10 +567,10 @@ func (c *Core) carrierLost(en *entry, err error) {
 
 // carrierGone tells the machine, once, that the node of attempt is gone
 // for err, unless the machine gave it back itself.
-func (c *Core) carrierGone(attempt uint64, cr *carrier, err error) {
+func (c *Core) carrierGone(attempt uint64, cr *cohortNode, err error) {
 	if !cr.givenBack {
 		cr.givenBack = true
-		c.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: err})
+		c.stepCohorts(&cohort.Input{Kind: cohort.Lost, Carrier: attempt, Err: err})
 	}
 }
 

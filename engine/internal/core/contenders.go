@@ -250,7 +250,7 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 			c.carrierSuspended(en, false)
 		}
 	case contender.Lost:
-		c.trust.Forget(en.id)
+		c.watchdog.Forget(en.id)
 		c.endLease(en, Notice{Kind: NoteLost, ID: en.id, Token: en.token, Err: ef.Err})
 		if en.releasing {
 			c.notify(Notice{Kind: NoteReleased, ID: en.id, Token: en.token, FromLease: true})
@@ -276,11 +276,11 @@ func (c *Core) apply(en *entry, ef contender.Effect) {
 // trusted at this instant.
 func (c *Core) grant(en *entry, ef contender.Effect) {
 	en.attempts = 0
-	if !c.trust.Admit(Grant{ID: en.id, Path: en.c.LockPath(), Node: en.c.NodePath(), Token: ef.Token}, c.session) {
+	if !c.watchdog.Admit(Grant{ID: en.id, Path: en.c.LockPath(), Node: en.c.NodePath(), Token: ef.Token}, c.session) {
 		// The watchdog found the session untrusted after the loop last
 		// heard from it, or follows a session the loop has not heard of
 		// yet: no one may be granted now.
-		c.stepContender(en, contender.Input{Kind: contender.GrantRefused, SessionEnded: !c.trust.Follows(c.session)})
+		c.stepContender(en, contender.Input{Kind: contender.GrantRefused, SessionEnded: !c.watchdog.Follows(c.session)})
 		return
 	}
 	c.detach(en)
@@ -289,7 +289,7 @@ func (c *Core) grant(en *entry, ef contender.Effect) {
 		c.notify(Notice{Kind: NoteAcquired, ID: en.id, Ref: en.req.Ref, Token: ef.Token})
 	}
 	c.report(en, events.Report{Kind: events.Granted, Path: en.c.LockPath(), Node: en.c.Node(), Token: ef.Token})
-	c.granted(en)
+	c.countGrant(en)
 	if en.carrier {
 		c.carrierGranted(en, ef.Suspended)
 		return
@@ -321,7 +321,7 @@ func (c *Core) forget(en *entry, err error) {
 	c.detach(en)
 	delete(c.made, en.id)
 	if en.leased() {
-		c.trust.Forget(en.id)
+		c.watchdog.Forget(en.id)
 		c.endLease(en, Notice{Kind: NoteEnded, ID: en.id, Token: en.token})
 	}
 	if en.releasing {

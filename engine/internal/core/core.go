@@ -38,8 +38,8 @@ import (
 // the loop is doing, and "admitted before the lapse" must be decided under
 // the watchdog's lock.
 type Core struct {
-	cfg   Config
-	trust Admitter
+	cfg      Config
+	watchdog Admitter
 
 	rd Ready // what the core decided since the runtime last took it
 	// spare is the Ready handed over last: its lists are the next one's,
@@ -53,7 +53,7 @@ type Core struct {
 	// lastID is the last acquisition or attempt id given or taken (see
 	// acquire).
 	lastID  uint64
-	coh     cohorts // lock cohorting (cohorts.go)
+	coh     cohorting // lock cohorting (cohorts.go)
 	cancels cancelgroup.Set[uint64]
 	// followers counts, per cancel group, the kinds of acquisition with a
 	// member in it (see cancel.go's follow).
@@ -243,7 +243,7 @@ func New(cfg Config, trust Admitter) *Core {
 	}
 	c := &Core{
 		cfg:        cfg,
-		trust:      trust,
+		watchdog:   trust,
 		contenders: make(map[uint64]*entry),
 		watchers:   make(map[string][]uint64),
 		localWatch: make(map[string][]uint64),

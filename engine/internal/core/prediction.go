@@ -233,8 +233,8 @@ func (c *Core) predictedListing(path string, id uint64) bool {
 	return true
 }
 
-// granted counts a grant on a path: the second within PinIdle pins it.
-func (c *Core) granted(en *entry) {
+// countGrant counts a grant on a path: the second within PinIdle pins it.
+func (c *Core) countGrant(en *entry) {
 	v := c.views[en.c.LockPath()]
 	if v == nil {
 		return

@@ -87,6 +87,6 @@ func (c *Core) marked(d input.OpDone) {
 	case d.Outcome == input.OK && contender.Lingering(d.Version) == odd:
 	default:
 		c.log(LevelDebug, "marking a cohort's node", "node", d.Path, "outcome", d.Outcome, "version", d.Version)
-		c.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Attempt: d.Contender})
+		c.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Carrier: d.Contender})
 	}
 }
