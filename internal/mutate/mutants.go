@@ -92,7 +92,7 @@ var mutants = []mutant{
 	{
 		name:    "pass-overtakes-queued",
 		class:   "under YieldToOthers, a cohort pass before the listing that shows who else waits is answered, overtaking a client queued first",
-		changes: []change{{"machine.go", "\tcase m.cfg.YieldToOthers && !c.watchKnown:\n", "\tcase false:\n"}},
+		changes: []change{{"machine.go", "\tcase m.cfg.YieldToOthers && !c.watchKnown && !c.foreign:\n", "\tcase false:\n"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
@@ -119,7 +119,7 @@ var mutants = []mutant{
 	{
 		name:    "carrier-loss-unheard",
 		class:   "a cohort's node lost without the machine hearing of it: its holder keeps a lease on a node gone, and the machine may pass it on",
-		changes: []change{{"cohorts.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.Lost, Attempt: attempt, Err: err})\n", ""}},
+		changes: []change{{"cohorts.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.Lost, Carrier: attempt, Err: err})\n", ""}},
 		checks:  []check{sim, test("./engine", "Cohort")},
 	},
 	{
@@ -257,7 +257,7 @@ var mutants = []mutant{
 	{
 		name:    "mark-failure-unheard",
 		class:   "a lingering node whose mark failed lingers on: its even version reads as held, and another engine's try fails with nobody holding the lock",
-		changes: []change{{"replies.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Attempt: d.Contender})\n", "\t\t_ = cohort.MarkFailed\n"}},
+		changes: []change{{"replies.go", "\t\tc.stepCohorts(&cohort.Input{Kind: cohort.MarkFailed, Carrier: d.Contender})\n", "\t\t_ = cohort.MarkFailed\n"}},
 		checks:  []check{test("./engine/internal/core", "TestCohortLingerEndsOrMarksAgainWhenTheMarkFails"), test("./engine", "TestCohortLingerTryOfAnotherEngineIsGrantedThoughTheMarkIsRefused")},
 	},
 	{
@@ -265,6 +265,12 @@ var mutants = []mutant{
 		class:   "a try reads a held node that a revocation request wrote (its version odd) as lingering: it waits on a held lock and is granted when the holder lets go",
 		changes: []change{{"machine.go", "if peeked && (!Lingering(in.Version) || in.Revoked) {", "if peeked && !Lingering(in.Version) {"}},
 		checks:  []check{sim, test("./engine", "TestTryFailsOnAHolderAskedToLetGo")},
+	},
+	{
+		name:    "parked-turn-waits-though-fired",
+		class:   "a turn parked for the listing under YieldToOthers waits for its reply though the watch fired meanwhile: another client waits a reply longer, and the node is kept, held by no one, after its watch fired",
+		changes: []change{{"machine.go", "case !c.lingering && c.parked && c.foreign:", "case false && c.parked:"}},
+		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions")},
 	},
 	{
 		name:    "linger-mark-kept-while-held",

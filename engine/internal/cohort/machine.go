@@ -764,8 +764,9 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	case c.waiting == 0:
 	case bounded:
 		m.stats.Bounded++
-	case m.cfg.YieldToOthers && !c.watchKnown:
-		// Passing now could overtake a client queued before the waiter.
+	case m.cfg.YieldToOthers && !c.watchKnown && !c.foreign:
+		// Passing now could overtake a client queued before the waiter
+		// (one already seen is yielded to below, whatever the listing).
 		c.parked = true
 		if holder != 0 {
 			m.emit(Effect{Kind: Ended, Waiter: holder})
@@ -901,6 +902,12 @@ func (m *Machine) wake(in *Input) {
 	c.vouching = false
 	c.foreign = c.foreign || in.Fired
 	switch {
+	case !c.lingering && c.parked && c.foreign:
+		// A turn waited for the listing to tell whether another client
+		// waits; the watch says one may, which is all the listing could
+		// add: the turn goes on now (and yields), not one reply later.
+		c.parked = false
+		m.next(c, in, 0)
 	case !c.lingering:
 		m.unmarkIfSeen(c)
 	case c.waiting > 0:
