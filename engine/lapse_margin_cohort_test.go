@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/turnstile-go/turnstile/engine"
-	"github.com/turnstile-go/turnstile/internal/netfault"
 	"github.com/turnstile-go/turnstile/internal/zktest"
 	"github.com/turnstile-go/turnstile/lock"
-	"github.com/turnstile-go/turnstile/turnstiletest"
 )
 
 // A lease lost to a lapse keeps its holder's margin to stop however the
@@ -21,17 +19,7 @@ import (
 // (a local handoff at its deletion), another engine's. None is granted
 // sooner than the lost margin after Lost() closed, though the session
 // answers again long before.
-func TestLapseMarginHoldsForEveryWaiter(t *testing.T) {
-	t.Run("cut", func(t *testing.T) {
-		var p netfault.Partition
-		lapseMarginEveryWaiter(t, nil, p.Dial, p.Cut, p.Heal)
-	})
-	t.Run("silent", func(t *testing.T) {
-		zk := turnstiletest.Start(t, 1)
-		p := zk.NewPartition()
-		lapseMarginEveryWaiter(t, zk.Servers, p.Dial, p.Silence, p.Heal)
-	})
-}
+func TestLapseMarginHoldsForEveryWaiter(t *testing.T) { bothLapses(t, lapseMarginEveryWaiter) }
 
 func lapseMarginEveryWaiter(t *testing.T, servers []string, dial func(network, address string, timeout time.Duration) (net.Conn, error), cut, heal func()) {
 	// As in TestLapseIsNotExpiry: trust lapses 3 s after the last answer,

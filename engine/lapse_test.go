@@ -47,15 +47,25 @@ func (w *warnings) list() []string {
 // to stop in: another client waiting for the lock is granted no sooner
 // than that margin after Lost() closed, though the session answered again
 // long before.
-func TestLapseIsNotExpiry(t *testing.T) {
+func TestLapseIsNotExpiry(t *testing.T) { bothLapses(t, lapseNotExpiry) }
+
+// lapseRun is a lapse test given its engine's servers (nil: the shared
+// one), the dialer it must use, and the fault that starts the lapse and
+// the heal that ends it.
+type lapseRun func(t *testing.T, servers []string, dial func(network, address string, timeout time.Duration) (net.Conn, error), cut, heal func())
+
+// bothLapses runs run through the two lapses a server can cause: its
+// connections cut, and the shared server's; its answers silenced, on a
+// server of the test's own.
+func bothLapses(t *testing.T, run lapseRun) {
 	t.Run("cut", func(t *testing.T) {
 		var p netfault.Partition
-		lapseNotExpiry(t, nil, p.Dial, p.Cut, p.Heal)
+		run(t, nil, p.Dial, p.Cut, p.Heal)
 	})
 	t.Run("silent", func(t *testing.T) {
 		zk := turnstiletest.Start(t, 1)
 		p := zk.NewPartition()
-		lapseNotExpiry(t, zk.Servers, p.Dial, p.Silence, p.Heal)
+		run(t, zk.Servers, p.Dial, p.Silence, p.Heal)
 	})
 }
 

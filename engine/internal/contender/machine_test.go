@@ -452,12 +452,20 @@ func TestSuspendAndResume(t *testing.T) {
 // holder is not let in while this one may still be stopping.
 func TestUntrustedSessionLosesLeaseThenCleansUpOnceTheHolderStopped(t *testing.T) {
 	lost := []Effect{{Kind: Lost, Err: ErrLost}, {Kind: AwaitStop}, park}
+	// lapsed is a holder whose lease the lapse lost, disconnected first
+	// or not.
+	lapsed := func(disconnected bool) *script {
+		s := newScript(t)
+		s.toHeld()
+		if disconnected {
+			s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
+		}
+		s.step(Input{Kind: Untrusted}, lost...)
+		return s
+	}
 
 	// Back before the margin has passed: the delete waits for it.
-	s := newScript(t)
-	s.toHeld()
-	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
-	s.step(Input{Kind: Untrusted}, lost...)
+	s := lapsed(true)
 	s.step(Input{Kind: Reconnected})
 	s.step(Input{Kind: Trusted})
 	s.step(Input{Kind: Retry})
@@ -465,44 +473,31 @@ func TestUntrustedSessionLosesLeaseThenCleansUpOnceTheHolderStopped(t *testing.T
 	s.step(reply(Deleted, input.OK), done) // no release result: it was lost
 
 	// The margin passes first: the reconnect deletes at once.
-	s = newScript(t)
-	s.toHeld()
-	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
-	s.step(Input{Kind: Untrusted}, lost...)
+	s = lapsed(true)
 	s.step(Input{Kind: Stopped})
 	s.step(Input{Kind: Reconnected}, del(node(1, 5)))
 	s.step(reply(Deleted, input.OK), done)
 
 	// Lapsed while connected (the server went silent): the delete still
 	// waits for the margin, then goes at once.
-	s = newScript(t)
-	s.toHeld()
-	s.step(Input{Kind: Untrusted}, lost...)
+	s = lapsed(false)
 	s.step(Input{Kind: Retry})
 	s.step(Input{Kind: Stopped}, del(node(1, 5)))
 	s.step(reply(Deleted, input.OK), done)
 
 	// The engine closes meanwhile: its session's end removes the node, so
 	// the close need not wait for the margin.
-	s = newScript(t)
-	s.toHeld()
-	s.step(Input{Kind: Untrusted}, lost...)
+	s = lapsed(false)
 	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true}, del(node(1, 5)))
 	s.step(reply(Deleted, input.OK), done)
 
 	// Closing with no connection: nothing to send, the session's close
 	// removes the node.
-	s = newScript(t)
-	s.toHeld()
-	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
-	s.step(Input{Kind: Untrusted}, lost...)
+	s = lapsed(true)
 	s.step(Input{Kind: Cancel, Err: ErrClosed, Closing: true}, done)
 
 	// The session expires meanwhile: the node is gone with it.
-	s = newScript(t)
-	s.toHeld()
-	s.step(Input{Kind: Disconnected}, Effect{Kind: Suspend})
-	s.step(Input{Kind: Untrusted}, lost...)
+	s = lapsed(true)
 	s.step(Input{Kind: Expired}, done)
 	s.step(Input{Kind: Stopped})
 }
