@@ -87,12 +87,16 @@ func TestCohortPassesInOrderWithoutRequests(t *testing.T) {
 	before, passes := eng.Stats(), eng.CohortStats().Passes
 	for i, f := range futs {
 		release(t, held)
+		// The pass resolves f in the loop turn that resolved the release,
+		// just after it: the release is told first, so that no one ever
+		// sees two holders. So wait for f, then hold the others to FIFO.
+		next := mustGet(t, f)
 		for j, g := range futs {
 			if got, want := resolved(g), j <= i; got != want {
 				t.Fatalf("after release %d: waiter %d resolved=%v, want %v (FIFO)", i, j, got, want)
 			}
 		}
-		held = mustGet(t, f)
+		held = next
 	}
 	after := eng.Stats()
 	if after.Requests() != before.Requests() {
