@@ -37,6 +37,42 @@ func queueLocal(t *testing.T, eng *engine.Engine, m *lock.Mutex, n int) []*engin
 	return futs
 }
 
+// queueBehindOtherClient holds a mutex of an engine of cfg, queues
+// another engine's acquisition behind it, then n local ones once that
+// one's node is made.
+func queueBehindOtherClient(t *testing.T, cfg engine.Config, n int) (a *engine.Engine, held *lock.Lease, futs []*engine.Future[*lock.Lease], other *engine.Future[*lock.Lease]) {
+	t.Helper()
+	a = startEngine(t, cfg)
+	b := startEngine(t, engine.Config{})
+	raw := rawConn(t)
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	held = mustGet(t, m.Acquire(context.Background()))
+	other = lock.NewMutex(b, p).Acquire(context.Background())
+	eventually(t, "the other client queued", func() bool { return len(ephemerals(t, raw, p)) == 2 })
+	return a, held, queueLocal(t, a, m, n), other
+}
+
+// queueLaterClient holds a mutex of an engine of cfg with two local
+// acquisitions queued behind and the cohort's listing answered, then
+// queues another engine's acquisition, and returns once the cohort's
+// watch told of it.
+func queueLaterClient(t *testing.T, cfg engine.Config) (a *engine.Engine, held *lock.Lease, futs []*engine.Future[*lock.Lease], other *engine.Future[*lock.Lease]) {
+	t.Helper()
+	a = startEngine(t, cfg)
+	b := startEngine(t, engine.Config{})
+	p := testRoot(t) + "/hot"
+	m := lock.NewMutex(a, p)
+	held = mustGet(t, m.Acquire(context.Background()))
+	futs = queueLocal(t, a, m, 2)
+	if a.CohortSeesOthers(p) {
+		t.Fatal("another client seen before any queued")
+	}
+	other = lock.NewMutex(b, p).Acquire(context.Background())
+	eventually(t, "the cohort's watch told of the other client", func() bool { return a.CohortSeesOthers(p) })
+	return a, held, futs, other
+}
+
 func resolved[T any](f *engine.Future[T]) bool {
 	_, ok, _ := f.Result()
 	return ok
@@ -224,9 +260,10 @@ func TestCohortBoundHandsTheNodeBack(t *testing.T) {
 	}
 }
 
-// Past MaxHold from the node's grant no pass starts: a holder that
-// releases later gives the node back, and the next waiter queues its own.
-func TestCohortTimeBoundHandsTheNodeBack(t *testing.T) {
+// Past MaxHold from the node's grant a pass starts only while nobody else
+// is known to wait: with no other client on the lock, the node passes on
+// (the grant renewed, counted once), with no request for it.
+func TestCohortPassesPastMaxHoldWhileNobodyElseWaits(t *testing.T) {
 	eng := startEngine(t, engine.Config{Cohort: engine.CohortConfig{MaxHold: time.Nanosecond}})
 	m := lock.NewMutex(eng, testRoot(t)+"/hot")
 	held := mustGet(t, m.Acquire(context.Background()))
@@ -235,14 +272,50 @@ func TestCohortTimeBoundHandsTheNodeBack(t *testing.T) {
 	for _, f := range futs {
 		release(t, held)
 		next := mustGet(t, f)
-		if next.Token()>>engine.TokenPassBits == held.Token()>>engine.TokenPassBits {
-			t.Fatalf("token %#x passed on the node of %#x after MaxHold", next.Token(), held.Token())
+		if next.Token()>>engine.TokenPassBits != held.Token()>>engine.TokenPassBits {
+			t.Fatalf("token %#x on a node of its own after %#x, though nobody else waits", next.Token(), held.Token())
 		}
 		held = next
 	}
 	release(t, held)
-	if s := eng.CohortStats(); s.Passes != before.Passes || s.Bounded-before.Bounded != uint64(len(futs)) {
-		t.Fatalf("cohort stats %+v → %+v, want no pass and every node but the last given back at the bound", before, s)
+	if s := eng.CohortStats(); s.Passes-before.Passes != uint64(len(futs)) || s.Renewed-before.Renewed != 1 || s.Bounded != before.Bounded {
+		t.Fatalf("cohort stats %+v → %+v, want every waiter passed, the grant renewed once, none given back at a bound", before, s)
+	}
+}
+
+// Past MaxHold, another client known to wait (its node in the listing
+// that tells) ends the passing: the holder's release gives the node back,
+// the other client has it next, and the local waiter queues a node of its
+// own behind it.
+func TestCohortTimeBoundHandsTheNodeBackWhenAnotherClientWaits(t *testing.T) {
+	a, held, futs, other := queueBehindOtherClient(t, engine.Config{Cohort: engine.CohortConfig{MaxHold: time.Nanosecond}}, 1)
+	before := a.CohortStats()
+	release(t, held)
+	if got := firstOf(t, other, futs[0]); got != other {
+		t.Fatal("the local waiter was granted before the other client, past MaxHold")
+	}
+	release(t, mustGet(t, other))
+	next := mustGet(t, futs[0])
+	if next.Token()>>engine.TokenPassBits == held.Token()>>engine.TokenPassBits {
+		t.Fatalf("token %#x passed on the node of %#x past MaxHold while another client waited", next.Token(), held.Token())
+	}
+	release(t, next)
+	if s := a.CohortStats(); s.Passes != before.Passes || s.Bounded-before.Bounded != 1 {
+		t.Fatalf("cohort stats %+v → %+v, want no pass and the node given back at the bound", before, s)
+	}
+}
+
+// A client that queues after the listing is heard of by its watch: past
+// MaxHold, the next release gives the node back to it.
+func TestCohortTimeBoundHearsOfALaterClient(t *testing.T) {
+	_, held, futs, other := queueLaterClient(t, engine.Config{Cohort: engine.CohortConfig{MaxHold: time.Nanosecond}})
+	release(t, held)
+	if got := firstOf(t, other, futs[0]); got != other {
+		t.Fatal("a local waiter was granted before the other client the watch told of, past MaxHold")
+	}
+	release(t, mustGet(t, other))
+	for _, f := range futs {
+		release(t, mustGet(t, f))
 	}
 }
 
@@ -251,15 +324,7 @@ func TestCohortTimeBoundHandsTheNodeBack(t *testing.T) {
 // though it is seen waiting, and goes back at the bound.
 func TestCohortOtherClientGetsInWithinTheBound(t *testing.T) {
 	const maxPasses = 2
-	a := startEngine(t, engine.Config{Cohort: engine.CohortConfig{MaxPasses: maxPasses, MaxHold: time.Hour}})
-	b := startEngine(t, engine.Config{})
-	raw := rawConn(t)
-	p := testRoot(t) + "/hot"
-	m := lock.NewMutex(a, p)
-	held := mustGet(t, m.Acquire(context.Background()))
-	other := lock.NewMutex(b, p).Acquire(context.Background())
-	eventually(t, "the other client queued", func() bool { return len(ephemerals(t, raw, p)) == 2 })
-	futs := queueLocal(t, a, m, 5)
+	_, held, futs, other := queueBehindOtherClient(t, engine.Config{Cohort: engine.CohortConfig{MaxPasses: maxPasses, MaxHold: time.Hour}}, 5)
 	localBefore := 0
 	for _, f := range futs {
 		release(t, held)
@@ -288,17 +353,7 @@ func TestCohortOtherClientGetsInWithinTheBound(t *testing.T) {
 // Under YieldToOthers, a client seen waiting while the node passes gets
 // it after the current holder: the local waiters queue behind it.
 func TestCohortYieldsToAClientSeenWaiting(t *testing.T) {
-	a := startEngine(t, yielding)
-	b := startEngine(t, engine.Config{})
-	p := testRoot(t) + "/hot"
-	m := lock.NewMutex(a, p)
-	held := mustGet(t, m.Acquire(context.Background()))
-	futs := queueLocal(t, a, m, 2)
-	if a.CohortSeesOthers(p) {
-		t.Fatal("another client seen before any queued")
-	}
-	other := lock.NewMutex(b, p).Acquire(context.Background())
-	eventually(t, "the other client seen", func() bool { return a.CohortSeesOthers(p) })
+	a, held, futs, other := queueLaterClient(t, yielding)
 	before := a.CohortStats()
 	release(t, held)
 	if firstOf(t, other, futs[0]) != other {

@@ -231,13 +231,16 @@ type CohortConfig struct {
 	// 1000, at most 4095, the pass numbers a token holds).
 	MaxPasses int
 	// MaxHold bounds the time, from the grant of the node, after which no
-	// local pass starts (default 100ms). The node goes back at whichever
-	// bound comes first, whoever else waits (but see YieldToOthers). So
-	// another client, seen or not, waits for a node that passes at most
-	// MaxHold and one holder's hold, however long the local queue.
-	// Holders that hold for longer than MaxHold get no passes, and lose
-	// nothing by it: next to such a hold, the handoff through ZooKeeper
-	// that a pass saves is short.
+	// local pass starts while another client waits (default 100ms): one
+	// listing of the lock path with a watch per grant, asked as a pass
+	// becomes possible, tells (no pass past MaxHold before its answer).
+	// Nobody in it and the watch quiet, passing goes on to MaxPasses
+	// (CohortStats.Renewed). So another client waits for a node that
+	// passes at most MaxHold and one holder's hold from the grant, or from
+	// the notification that tells of it if later, however long the local
+	// queue (but see YieldToOthers). Holders that hold for longer than
+	// MaxHold pass only while nobody else waits: next to such a hold, the
+	// handoff through ZooKeeper that a pass saves is short.
 	MaxHold time.Duration
 	// Linger, if positive, keeps a node after its last local release for
 	// up to this long (never past MaxHold from its grant) while no other
@@ -250,8 +253,8 @@ type CohortConfig struct {
 	Linger time.Duration
 	// YieldToOthers gives the node back after the current holder as soon
 	// as another client is seen waiting on the lock path (in the listing
-	// that granted the node, or by a watch asked when a pass becomes
-	// possible), and starts no pass before that listing is answered. So a
+	// that granted the node, or by the listing with a watch above), and
+	// starts no pass before that listing is answered. So a
 	// client seen waits one hold and one handoff rather than up to
 	// MaxHold, at the cost of the batch: a lock contended by several
 	// processes then passes almost never, each holder's turn a handoff

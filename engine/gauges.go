@@ -70,8 +70,9 @@ type CohortStats struct {
 	// (CohortConfig.Linger), because another client was seen waiting;
 	// Bounded, those that went
 	// back at MaxPasses or MaxHold (or lost the session's trust, or
-	// made way for a downgrade).
-	Yielded, Bounded uint64
+	// made way for a downgrade); Renewed, those that passed on past
+	// MaxHold, nobody else known to wait (see CohortConfig.MaxHold).
+	Yielded, Bounded, Renewed uint64
 	// Waiting is the acquisitions queued in cohorts now, behind a node of
 	// this engine, without one of their own.
 	Waiting int64
@@ -86,15 +87,15 @@ func (e *Engine) CohortStats() CohortStats {
 	}
 	g := &e.cohortStats
 	return CohortStats{Carriers: g.carriers.Load(), Passes: g.passes.Load(), Yielded: g.yielded.Load(), Bounded: g.bounded.Load(),
-		Waiting: g.waiting.Load()}
+		Renewed: g.renewed.Load(), Waiting: g.waiting.Load()}
 }
 
 // cohortGauges are the cohort machine's counts, as the loop last stored
 // them at the end of a turn: read from any goroutine, each on its own.
 type cohortGauges struct {
-	carriers, passes, yielded, bounded atomic.Uint64
-	waiting                            atomic.Int64
-	last                               core.CohortStats // the loop's: what it stored last
+	carriers, passes, yielded, bounded, renewed atomic.Uint64
+	waiting                                     atomic.Int64
+	last                                        core.CohortStats // the loop's: what it stored last
 }
 
 // store keeps s, on the loop.
@@ -107,5 +108,6 @@ func (g *cohortGauges) store(s core.CohortStats) {
 	g.passes.Store(s.Passes)
 	g.yielded.Store(s.Yielded)
 	g.bounded.Store(s.Bounded)
+	g.renewed.Store(s.Renewed)
 	g.waiting.Store(s.Waiting)
 }

@@ -205,7 +205,8 @@ func newWorld(seed uint64, nClients int) *world {
 
 // simCohortConfig varies lock cohorting's bounds between engines. The
 // default MaxHold, 100 ms, is mostly outlasted by the simulated holders,
-// which hold for up to seconds, so a node rarely passes; with bounds of
+// which hold for up to seconds, so a node passes only when renewed (a
+// listing showing no other client) or goes back; with bounds of
 // seconds it passes many times, through faults, and the watch on the lock
 // path gets to tell of another client; a bound of a few passes has nodes
 // go back at MaxPasses. Half the engines yield to another client seen
@@ -385,6 +386,7 @@ func (w *world) step() {
 func (w *world) turn(c *client) {
 	c.eng.MarkTries(isTry)
 	n, exited := c.eng.Turn()
+	c.turns++
 	w.check.noteTries(c)
 	for _, after := range c.lingerChecks {
 		if node := after(); node != "" {
@@ -647,6 +649,9 @@ func TestSimulation(t *testing.T) {
 	if cohorts.Yielded == 0 && n >= 10 {
 		t.Fatal("no cohort's node was given back to another client: the simulator judged no yield")
 	}
+	if cohorts.Renewed == 0 && n >= 10 {
+		t.Fatal("no cohort's grant was renewed past MaxHold: the simulator judged no renewal")
+	}
 	if peerHolds == 0 && n >= 10 {
 		t.Fatal("the Curator peer was never admitted to a semaphore: its leases were never counted")
 	}
@@ -663,11 +668,12 @@ func addCohort(sum *engine.CohortStats, s engine.CohortStats) {
 	sum.Passes += s.Passes
 	sum.Yielded += s.Yielded
 	sum.Bounded += s.Bounded
+	sum.Renewed += s.Renewed
 }
 
 func cohortLine(s engine.CohortStats, judged int) string {
-	return fmt.Sprintf("cohorts: %d nodes granted, %d passes (%d judged against MaxHold while another client waited), %d given back to another client, %d at a bound",
-		s.Carriers, s.Passes, judged, s.Yielded, s.Bounded)
+	return fmt.Sprintf("cohorts: %d nodes granted, %d passes (%d judged against MaxHold while another client waited), %d given back to another client, %d at a bound, %d renewed past MaxHold",
+		s.Carriers, s.Passes, judged, s.Yielded, s.Bounded, s.Renewed)
 }
 
 // TestSimulationIsDeterministic runs seeds twice and compares the traces.

@@ -128,7 +128,14 @@ type client struct {
 	// notifications they were made at, a node that lingers still though
 	// its watch fired (see notify).
 	lingerChecks []func() string
-	unsent       []*call // sent by the client, not yet at the server
+	// heard are the nodes the engine was told of, by full path: how many
+	// loop turns had ended when the first listing of their parent that
+	// named them, or the first notification of a change to the parent's
+	// children while they existed, was delivered (so the turn after took
+	// it in; see cohortCheck). turns counts the loop's turns.
+	heard  map[string]int
+	turns  int
+	unsent []*call // sent by the client, not yet at the server
 	// queued is, per session and lock path, the latest lock node the
 	// client's replies told it was made, with its request's xid: one
 	// engine's nodes on a path must be numbered in the order it asked for
@@ -262,6 +269,9 @@ func (c *client) ChildrenW(p string) ([]string, *zk.Stat, <-chan zk.Event, error
 
 func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	rep, err := c.request(zkmodel.Request{Op: zkmodel.OpGetChildren, Path: p, Watch: watch})
+	if err == nil {
+		c.hear(p, rep.Children)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -283,6 +293,10 @@ func (c *client) children(p string, watch bool) ([]string, *zk.Stat, <-chan zk.E
 // notification (see lingerChecks).
 func (c *client) notify(ev zk.Event) {
 	c.lingerChecks = append(c.lingerChecks, c.eng.LingerWatch(ev.Path))
+	if ev.Type == zk.EventNodeChildrenChanged || ev.Type == zk.EventNotWatching {
+		children, _ := c.w.model.Children(ev.Path)
+		c.hear(ev.Path, children)
+	}
 	c.eng.Notify(ev)
 	if ev.Type == zk.EventNodeChildrenChanged || ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNotWatching {
 		for _, ch := range c.childWatches[ev.Path] {
@@ -290,6 +304,18 @@ func (c *client) notify(ev zk.Event) {
 			close(ch)
 		}
 		delete(c.childWatches, ev.Path)
+	}
+}
+
+// hear notes that the engine was told of parent's children, now.
+func (c *client) hear(parent string, children []string) {
+	if c.heard == nil {
+		c.heard = map[string]int{}
+	}
+	for _, name := range children {
+		if _, ok := c.heard[parent+"/"+name]; !ok {
+			c.heard[parent+"/"+name] = c.turns
+		}
 	}
 }
 

@@ -165,6 +165,7 @@ type Collector struct {
 	// node granted and given back, never the passes between.
 	cohortGrants  *prometheus.Desc
 	cohortPasses  *prometheus.Desc
+	cohortRenew   *prometheus.Desc
 	cohortBack    *prometheus.Desc // why
 	cohortWaiting *prometheus.Desc
 	observerOnly  []prometheus.Collector
@@ -268,6 +269,8 @@ func New(opts ...Option) *Collector {
 			"Lock nodes granted to a cohort: acquisitions of one engine that pass the lock among themselves."),
 		cohortPasses: desc("cohort_passes_total",
 			"Leases passed from one holder to the next in a cohort, without a request; each is in acquisitions_total too."),
+		cohortRenew: desc("cohort_renewals_total",
+			"Cohort nodes passed on past MaxHold after a listing showed no other client waiting, rather than given back."),
 		cohortBack: desc("cohort_given_back_total",
 			"Cohort nodes given back with local waiters still queued, by why: another_client seen waiting, or a bound.", "why"),
 		cohortWaiting: desc("cohort_waiting",
@@ -308,7 +311,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	for _, d := range []*prometheus.Desc{c.requests, c.multis, c.batched, c.localWaits, c.predicted, c.inFlight,
 		c.state, c.disconnects, c.reconnects, c.untrusted, c.expirations,
-		c.cohortGrants, c.cohortPasses, c.cohortBack, c.cohortWaiting} {
+		c.cohortGrants, c.cohortPasses, c.cohortRenew, c.cohortBack, c.cohortWaiting} {
 		ch <- d
 	}
 }
@@ -360,6 +363,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	cs := eng.CohortStats()
 	counter(c.cohortGrants, cs.Carriers)
 	counter(c.cohortPasses, cs.Passes)
+	counter(c.cohortRenew, cs.Renewed)
 	counter(c.cohortBack, cs.Yielded, "another_client")
 	counter(c.cohortBack, cs.Bounded, "bound")
 	ch <- prometheus.MustNewConstMetric(c.cohortWaiting, prometheus.GaugeValue, float64(cs.Waiting))

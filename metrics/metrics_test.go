@@ -443,6 +443,7 @@ func TestCohortMetrics(t *testing.T) {
 	expect(t, reg, map[string]float64{
 		"turnstile_cohort_grants_total":                                  1,
 		"turnstile_cohort_passes_total":                                  2,
+		"turnstile_cohort_renewals_total":                                0,
 		"turnstile_cohort_waiting":                                       0,
 		`turnstile_cohort_given_back_total{why="another_client"}`:        0,
 		`turnstile_acquisitions_total{outcome="granted",recipe="mutex"}`: 3,

@@ -134,8 +134,8 @@ func (c *turnstileClient) Cohort() string { return cohortNote(c.eng.CohortStats(
 // cohortNote is a run's lock cohorting in one line: the harness's own
 // and a plain turnstile program's (printed on a COHORT line).
 func cohortNote(s engine.CohortStats) string {
-	return fmt.Sprintf("cohort: %d nodes granted, %d passes, given back %d times to another client and %d times at a bound",
-		s.Carriers, s.Passes, s.Yielded, s.Bounded)
+	return fmt.Sprintf("cohort: %d nodes granted, %d passes, given back %d times to another client and %d times at a bound, renewed %d times past MaxHold",
+		s.Carriers, s.Passes, s.Yielded, s.Bounded, s.Renewed)
 }
 
 // futureAcquirer is what every turnstile recipe offers: an acquisition that

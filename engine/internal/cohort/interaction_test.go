@@ -136,8 +136,8 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		return "no"
 	case "stats":
 		st := s.m.Stats()
-		return fmt.Sprintf("carriers %d, passes %d, yielded %d, bounded %d, waiting %d",
-			st.Carriers, st.Passes, st.Yielded, st.Bounded, st.Waiting)
+		return fmt.Sprintf("carriers %d, passes %d, yielded %d, bounded %d, renewed %d, waiting %d",
+			st.Carriers, st.Passes, st.Yielded, st.Bounded, st.Renewed, st.Waiting)
 	case "join":
 		in.Kind, in.Waiter = Join, num()
 		in.Key = Key{Path: "/l", Kind: queue.KindMutex, FailOnExpiry: has("expiry")}

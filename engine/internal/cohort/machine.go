@@ -4,9 +4,10 @@
 // wait here, in FIFO order, without a node. Once the carrier's node is
 // granted, the lease passes from holder to holder among them, each pass a
 // few memory operations and no request, until a bound is reached (passes,
-// or time since the grant); then the node goes back (is deleted), and the
-// next local waiter queues a node of its own, behind whoever came
-// meanwhile, with the rest still waiting here behind it.
+// or time since the grant with another client waiting); then the node goes
+// back (is deleted), and the next local waiter queues a node of its own,
+// behind whoever came meanwhile, with the rest still waiting here behind
+// it.
 //
 // The machine holds every cohort of one engine and every decision on
 // them; it is stepped by inputs (Step) and says what to do in effects
@@ -21,16 +22,22 @@
 // client waits at most MaxHold from the grant and the hold of the pass
 // that started last, whether the engine has seen it or not, and the
 // bounded unfairness buys the batch of passes that makes a lock contended
-// across processes fast. Config.YieldToOthers keeps the stricter policy
+// across processes fast. Whoever waits is known from one listing of the
+// lock path with a watch (AskWatch), asked once per grant of the node when
+// a second local acquisition makes a pass possible: any other lock node in
+// its reply (Watched), or the watch firing (a Release with Fired), says
+// another client waits. Past MaxHold, passing goes on only while neither
+// has (Stats.Renewed counts the grants that did): a give-back then would
+// queue the next node behind nobody, and a client that queues later is
+// heard of within one notification, after which the bound holds. No pass
+// past MaxHold happens before that listing's reply. Config.YieldToOthers
+// keeps the stricter policy
 // instead: another client seen waiting ends the passing, after the
 // current holder. It is known to wait from the listing that granted the
 // node (Granted's Listed and Nodes) and, when that one showed nobody,
-// from one listing with a watch of the lock path, asked once per grant of
-// the node when a second local acquisition makes a pass possible
-// (AskWatch): any other lock node in its reply (Watched), or the watch
-// firing (a Release with Fired), ends the passing. Until that reply is
-// in, no pass happens under YieldToOthers: one could overtake a client
-// queued since the grant. A grant with no local waiter asks nothing, so
+// from the listing with a watch. Until that reply is in, no pass happens
+// under YieldToOthers: one could overtake a client queued since the
+// grant. A grant with no local waiter asks nothing, so
 // an uncontended lock costs what it did.
 //
 // Linger (Config.Linger, off by default) keeps a node after its last local
@@ -77,8 +84,11 @@ const (
 type Config struct {
 	// StrictFIFO turns cohorting off: no acquisition joins a cohort.
 	StrictFIFO bool
-	MaxPasses  int           // the most local passes under one grant of a node
-	MaxHold    time.Duration // no pass starts this long after the grant
+	MaxPasses  int // the most local passes under one grant of a node
+	// MaxHold: no pass starts this long after the grant while another
+	// client is known to wait, or may (the listing with a watch not yet
+	// answered).
+	MaxHold time.Duration
 	// Linger keeps a node after its last local release for up to this
 	// long (and never past MaxHold from its grant) while no other client
 	// is seen waiting, so that a re-acquisition is a pass; 0: off.
@@ -303,8 +313,8 @@ type Effect struct {
 
 // Stats counts what the machine did (see engine.CohortStats).
 type Stats struct {
-	Carriers, Passes, Yielded, Bounded uint64
-	Waiting                            int64
+	Carriers, Passes, Yielded, Bounded, Renewed uint64
+	Waiting                                     int64
 }
 
 // Machine is every cohort of one engine.
@@ -361,6 +371,9 @@ type cohort struct {
 	// parked: the holder's turn ended while the listing was in flight;
 	// its answer chooses what follows (see watched).
 	parked bool
+	// renewed: a pass started past MaxHold under this grant, nobody else
+	// known to wait (counted once in Stats.Renewed).
+	renewed bool
 	// lingering: the node is kept with no holder until lingerUntil;
 	// armed: a Linger timer is pending; vouching: a Vouch is asked.
 	lingering, armed, vouching bool
@@ -533,7 +546,7 @@ func (m *Machine) join(in *Input) {
 		// still vouches for the node.
 		c.vouching = true
 		m.emit(Effect{Kind: Vouch, CohortID: c.id, Carrier: c.carrier})
-	case c.carrier != 0 && !c.watchAsked && m.cfg.YieldToOthers:
+	case c.carrier != 0 && !c.watchAsked:
 		// A second acquisition under a held node: a pass is possible, so
 		// learn whether another client waits.
 		c.watchAsked = true
@@ -731,13 +744,14 @@ func (m *Machine) attemptOutcome(in *Input) {
 	m.stats.Carriers++
 	c.carrier, c.holder, c.passes, c.grantedAt, c.sealed = a, w.id, 0, in.Now, false
 	c.foreign, c.watchKnown, c.parked, c.unmarked = false, false, false, false
+	c.renewed = false
 	if in.Seen.Listed && in.Seen.Nodes > 1 {
 		// The listing that granted the node shows another client waiting
 		// behind this exclusive holder: nothing need be asked (and under
 		// YieldToOthers the node goes back after this holder).
 		c.foreign, c.watchKnown = true, true
 	}
-	c.watchAsked = c.watchKnown || c.waiting > 0 && m.cfg.YieldToOthers
+	c.watchAsked = c.watchKnown || c.waiting > 0
 	m.emit(Effect{Kind: Hand, Waiter: w.id, Group: w.group, CohortID: c.id, Carrier: a, Data: w.data})
 	if c.watchAsked && !c.watchKnown {
 		m.emit(Effect{Kind: AskWatch, CohortID: c.id, Carrier: a})
@@ -750,23 +764,28 @@ func (m *Machine) attemptOutcome(in *Input) {
 // is whose turn ended (0 when the choice waited for the listing), whose
 // release ends with the deletion if the node goes back. Another client
 // waiting ends the passing only under YieldToOthers; else the bounds do,
-// which keep its wait within MaxHold and one hold.
+// which keep its wait within MaxHold and one hold of the grant, or of
+// the notification that tells of it if later: past MaxHold, a pass waits
+// for the listing with a watch, and starts only if nobody else is known
+// to wait.
 func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	if in.Fired {
 		c.foreign = true
 	}
 	m.unmarkIfSeen(c)
-	bounded := !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses || in.Now-c.grantedAt >= m.cfg.MaxHold
+	bounded := !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses
+	held := in.Now-c.grantedAt >= m.cfg.MaxHold
 	switch {
-	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !c.foreign && !c.unmarked:
+	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !held && !c.foreign && !c.unmarked:
 		m.linger(c, in, holder)
 		return
 	case c.waiting == 0:
-	case bounded:
+	case bounded, held && (c.foreign || !c.watchAsked):
 		m.stats.Bounded++
-	case m.cfg.YieldToOthers && !c.watchKnown && !c.foreign:
+	case (held || m.cfg.YieldToOthers) && !c.watchKnown && !c.foreign:
 		// Passing now could overtake a client queued before the waiter
-		// (one already seen is yielded to below, whatever the listing).
+		// (one already seen is yielded to below, whatever the listing);
+		// the listing's reply decides (see watched).
 		c.parked = true
 		if holder != 0 {
 			m.emit(Effect{Kind: Ended, Waiter: holder})
@@ -775,6 +794,10 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	case m.cfg.YieldToOthers && c.foreign:
 		m.stats.Yielded++
 	default:
+		if held && !c.renewed {
+			c.renewed = true
+			m.stats.Renewed++
+		}
 		c.passes++
 		w := m.pop(c)
 		c.holder = w.id
