@@ -127,11 +127,10 @@ type Engine struct {
 // hands the core a pointer into them (see step).
 type acquireCmd struct {
 	ctx context.Context
-	fut *Future[*Lease]
 	req core.Acquire
-	// outcome is fut's storage: the command and its future are one
-	// allocation, read together at the grant.
-	outcome Future[*Lease]
+	// fut is the acquisition's future: the command and its future are
+	// one allocation, read together at the grant.
+	fut Future[*Lease]
 }
 
 type releaseCmd struct {
@@ -289,17 +288,16 @@ func (e *Engine) Acquire(ctx context.Context, req Request) *Future[*Lease] {
 	cmd := &acquireCmd{ctx: ctx, req: core.Acquire{Path: req.Path, Kind: req.Kind,
 		Decide: contender.Decider(req.Decide), Data: req.Data, Seq: req.Seq, TryOnly: req.TryOnly, Revocable: req.Revocable,
 		FailOnExpiry: req.FailOnExpiry, Cohort: req.Cohort}}
-	cmd.fut = &cmd.outcome
 	if !e.post(cmd) {
 		e.acquired(cmd, nil, ErrClosed)
 	}
-	return cmd.fut
+	return &cmd.fut
 }
 
 // acquired resolves an acquisition, on the loop (or on the caller's
 // goroutine, refused as the engine closes).
 func (e *Engine) acquired(cmd *acquireCmd, l *Lease, err error) {
-	resolveFuture(cmd.fut, l, err)
+	resolveFuture(&cmd.fut, l, err)
 }
 
 // release hands the loop the release of r.lease, a lease it granted.

@@ -29,12 +29,16 @@ var errNilContext = fmt.Errorf("%w: nil context.Context", ErrInvalidRequest)
 // Future is a value that becomes available later, resolved exactly once;
 // see engine.Future.
 type Future[T any] struct {
-	mu        sync.Mutex
-	done      chan struct{} // made on the first Done; most callers use Then
-	val       T
-	err       error
-	resolved  bool
-	callbacks []func(T, error)
+	mu       sync.Mutex
+	done     chan struct{} // made on the first Done; most callers use Then
+	val      T
+	err      error
+	resolved bool
+	// then is the callbacks given so far, in one function that runs them
+	// in order: most futures get one, so a slice would cost a word or two
+	// and an allocation of its own in each (a million queued waiters hold
+	// a future each).
+	then func(T, error)
 }
 
 // Make returns an unresolved future; Resolve resolves it.
@@ -101,18 +105,14 @@ func (f *Future[T]) resolve(v T, err error) bool {
 	}
 	f.val, f.err = v, err
 	f.resolved = true
-	cbs := f.callbacks
-	f.callbacks = nil
+	then := f.then
+	f.then = nil
 	if f.done != nil {
 		close(f.done)
 	}
 	f.mu.Unlock()
-	if len(cbs) > 0 {
-		runCallbacks(func() {
-			for _, cb := range cbs {
-				cb(v, err)
-			}
-		})
+	if then != nil {
+		runCallbacks(func() { then(v, err) })
 	}
 	return true
 }
@@ -201,7 +201,10 @@ func (f *Future[T]) Then(fn func(T, error)) {
 	}
 	f.mu.Lock()
 	if !f.resolved {
-		f.callbacks = append(f.callbacks, fn)
+		if before, after := f.then, fn; before != nil {
+			fn = func(v T, err error) { before(v, err); after(v, err) }
+		}
+		f.then = fn
 		f.mu.Unlock()
 		return
 	}

@@ -32,13 +32,13 @@ type Acquire struct {
 	TryOnly      bool
 	Revocable    bool
 	FailOnExpiry bool
+	// Cohort: the lease may pass among this engine's acquisitions of the
+	// same lock (lock cohorting; engine.Request.Cohort).
+	Cohort bool
 	// Cancel is the acquisition's cancel group: every acquisition whose
 	// context ends with one Done channel has the same (see cancel.go); 0
 	// for a context that never ends.
 	Cancel uint64
-	// Cohort: the lease may pass among this engine's acquisitions of the
-	// same lock (lock cohorting; engine.Request.Cohort).
-	Cohort bool
 	// Ref is the runtime's, opaque to the core: whose acquisition this
 	// is, echoed in its NoteAcquired so that the runtime finds it without
 	// a lookup by ID.
