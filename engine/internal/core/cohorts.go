@@ -39,8 +39,8 @@ const PassBits = cohort.PassBits
 // number in a token.
 const MaxCohortPasses = cohort.MaxPasses
 
-// DefaultCohortHold is the bound on the time a cohort's node passes for,
-// when none is given.
+// DefaultCohortHold is the bound on the time a cohort's node passes for
+// while another client waits, when none is given.
 const DefaultCohortHold = cohort.DefaultMaxHold
 
 // cohorting is what the core keeps of lock cohorting beside the machine.
