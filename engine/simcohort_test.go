@@ -61,9 +61,11 @@ func (k *checker) cohorts() {
 	held := make(map[*lock.Lease]bool, len(k.leases))
 	noted := map[string]bool{}
 	for _, l := range k.leases {
-		if c := l.Carrier(); c != nil && !noted[path.Dir(c.Node())] {
-			noted[path.Dir(c.Node())] = true
-			k.noteNodes(path.Dir(c.Node()), now)
+		if c := l.Carrier(); c != nil {
+			if dir := path.Dir(c.Node()); !noted[dir] {
+				noted[dir] = true
+				k.noteNodes(dir, now)
+			}
 		}
 	}
 	for _, l := range k.leases {
@@ -157,10 +159,8 @@ func (k *checker) clientOf(l *lock.Lease) *client {
 
 // holdOf is the MaxHold of the engine that holds l.
 func (k *checker) holdOf(l *lock.Lease) time.Duration {
-	for _, c := range k.w.clients {
-		if c.eng == l.Engine() {
-			return c.cohortHold
-		}
+	if c := k.clientOf(l); c != nil {
+		return c.cohortHold
 	}
 	return engine.DefaultCohortHold
 }

@@ -92,19 +92,19 @@ var mutants = []mutant{
 	{
 		name:    "pass-overtakes-queued",
 		class:   "under YieldToOthers, a cohort pass before the listing that shows who else waits is answered, overtaking a client queued first",
-		changes: []change{{"machine.go", "\tcase (held || m.cfg.YieldToOthers) && !c.watchKnown && !c.foreign:\n", "\tcase held && !c.watchKnown && !c.foreign:\n"}},
+		changes: []change{{"machine.go", "\tcase (pastHold || m.cfg.YieldToOthers) && !c.watchKnown && !c.foreign:\n", "\tcase pastHold && !c.watchKnown && !c.foreign:\n"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
 		name:    "pass-past-hold-unlisted",
 		class:   "past MaxHold, a cohort pass before the listing that tells who else waits is answered, overtaking a client queued since the grant",
-		changes: []change{{"machine.go", "\tcase (held || m.cfg.YieldToOthers) && !c.watchKnown && !c.foreign:\n", "\tcase m.cfg.YieldToOthers && !c.watchKnown && !c.foreign:\n"}},
+		changes: []change{{"machine.go", "\tcase (pastHold || m.cfg.YieldToOthers) && !c.watchKnown && !c.foreign:\n", "\tcase m.cfg.YieldToOthers && !c.watchKnown && !c.foreign:\n"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{
 		name:    "pass-past-hold-ignores-seen",
 		class:   "past MaxHold, a cohort keeps passing though another client is known to wait (in the listing, or by the watch's firing)",
-		changes: []change{{"machine.go", "\tcase bounded, held && (c.foreign || !c.watchAsked):\n", "\tcase bounded:\n"}},
+		changes: []change{{"machine.go", "\tcase bounded, pastHold && (c.foreign || !c.watchAsked):\n", "\tcase bounded:\n"}},
 		checks:  []check{sim, test("./engine/internal/cohort", "TestCohortInteractions"), test("./engine", "Cohort")},
 	},
 	{

@@ -19,8 +19,9 @@
 // safe for concurrent use.
 //
 // Passing goes on while another client waits, up to the bound: that
-// client waits at most MaxHold from the grant and the hold of the pass
-// that started last, whether the engine has seen it or not, and the
+// client waits at most MaxHold from the grant (or from the notification
+// that tells of it, if later) and the hold of the pass that started
+// last, and the
 // bounded unfairness buys the batch of passes that makes a lock contended
 // across processes fast. Whoever waits is known from one listing of the
 // lock path with a watch (AskWatch), asked once per grant of the node when
@@ -774,15 +775,15 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	}
 	m.unmarkIfSeen(c)
 	bounded := !in.Trusted || in.CarrierLost || c.sealed || c.passes >= m.cfg.MaxPasses
-	held := in.Now-c.grantedAt >= m.cfg.MaxHold
+	pastHold := in.Now-c.grantedAt >= m.cfg.MaxHold
 	switch {
-	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !held && !c.foreign && !c.unmarked:
+	case c.waiting == 0 && m.cfg.Linger > 0 && !bounded && !pastHold && !c.foreign && !c.unmarked:
 		m.linger(c, in, holder)
 		return
 	case c.waiting == 0:
-	case bounded, held && (c.foreign || !c.watchAsked):
+	case bounded, pastHold && (c.foreign || !c.watchAsked):
 		m.stats.Bounded++
-	case (held || m.cfg.YieldToOthers) && !c.watchKnown && !c.foreign:
+	case (pastHold || m.cfg.YieldToOthers) && !c.watchKnown && !c.foreign:
 		// Passing now could overtake a client queued before the waiter
 		// (one already seen is yielded to below, whatever the listing);
 		// the listing's reply decides (see watched).
@@ -794,7 +795,7 @@ func (m *Machine) next(c *cohort, in *Input, holder uint64) {
 	case m.cfg.YieldToOthers && c.foreign:
 		m.stats.Yielded++
 	default:
-		if held && !c.renewed {
+		if pastHold && !c.renewed {
 			c.renewed = true
 			m.stats.Renewed++
 		}

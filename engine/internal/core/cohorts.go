@@ -298,13 +298,9 @@ func (c *Core) cohortEffect(f cohort.Effect) {
 	case cohort.AskWatch:
 		// Not for a node given back since the effect was queued (its
 		// first Hand refused): the listing would tell nothing.
-		// A renewal asks again under one grant: the watch set once
-		// tells its firing once.
 		if en != nil && c.coh.m.Carries(f.Carrier) {
 			p := en.c.LockPath()
-			if !slices.Contains(c.coh.watching[p], f.Carrier) {
-				c.coh.watching[p] = append(c.coh.watching[p], f.Carrier)
-			}
+			c.coh.watching[p] = append(c.coh.watching[p], f.Carrier)
 			c.commit.send(&c.rd, Op{Kind: input.OpCohortWatch, ID: f.Carrier, Path: p})
 		}
 	case cohort.Follow:
